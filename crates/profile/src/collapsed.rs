@@ -1,0 +1,69 @@
+//! Collapsed stacks (Brendan Gregg's "folded" format): one line per distinct
+//! stack, frames root first separated by `;`, then a space and the count.
+
+use std::io::{self, Write};
+
+use crate::model::{Counter, Profile};
+
+/// Options for the collapsed writer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CollapsedOptions {
+    pub counter: Counter,
+    /// Append async-profiler's frame-type suffixes (`_[j]`, `_[i]`, `_[k]`, ...).
+    pub annotate: bool,
+}
+
+/// Writes the profile as collapsed stacks. Stacks with a zero count are skipped.
+pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) -> io::Result<()> {
+    let mut line = String::new();
+    for sample in profile.samples() {
+        let value = Profile::value(sample, opts.counter);
+        if value == 0 {
+            continue;
+        }
+        line.clear();
+        for (i, &id) in sample.stack.iter().enumerate() {
+            if i > 0 {
+                line.push(';');
+            }
+            let frame = profile.frame(id);
+            push_sanitized(&mut line, &frame.name);
+            if opts.annotate {
+                line.push_str(frame.kind.annotation());
+            }
+        }
+        writeln!(out, "{} {}", line, value)?;
+    }
+    out.flush()
+}
+
+/// Frame names must not contain the separators of the format.
+fn push_sanitized(line: &mut String, name: &str) {
+    for c in name.chars() {
+        line.push(match c {
+            ';' => ':',
+            '\n' | '\r' => ' ',
+            c => c,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Frame, FrameKind, Meta};
+
+    #[test]
+    fn writes_root_first_with_counts() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([Frame::new("Main.main", FrameKind::Interpreted), Frame::new("Main.hot", FrameKind::Jit)], 7, 70);
+        p.add_frames([Frame::new("odd;name", FrameKind::Error)], 1, 0);
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "Main.main;Main.hot 7\nodd:name 1\n");
+
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions { counter: Counter::Total, annotate: true }, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "Main.main_[0];Main.hot_[j] 70\n");
+    }
+}

@@ -1,0 +1,71 @@
+//! Output format selection: from an explicit word or from a file's extension.
+
+use std::fmt;
+use std::path::Path;
+
+/// The formats a profile can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `frame;frame;frame count` lines, root first.
+    Collapsed,
+    /// A self-contained interactive HTML flame graph.
+    FlameGraph,
+}
+
+impl OutputFormat {
+    /// The explicit words accepted on the command line / in agent options.
+    pub const WORDS: &'static str = "collapsed, flamegraph";
+
+    /// Parses an explicit format word.
+    pub fn from_word(word: &str) -> Option<OutputFormat> {
+        match word {
+            "collapsed" | "folded" => Some(OutputFormat::Collapsed),
+            "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
+            _ => None,
+        }
+    }
+
+    /// Picks a format from the file name's extension, if it names one.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        if name.ends_with(".html") || name.ends_with(".htm") {
+            Some(OutputFormat::FlameGraph)
+        } else if name.ends_with(".collapsed") || name.ends_with(".txt") || name.ends_with(".folded") {
+            Some(OutputFormat::Collapsed)
+        } else {
+            None
+        }
+    }
+
+    /// The usual file extension, used for fallback file names.
+    pub fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Collapsed => "collapsed",
+            OutputFormat::FlameGraph => "html",
+        }
+    }
+}
+
+impl fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OutputFormat::Collapsed => "collapsed",
+            OutputFormat::FlameGraph => "flamegraph",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_and_words() {
+        assert_eq!(OutputFormat::from_path(Path::new("x/p.html")), Some(OutputFormat::FlameGraph));
+        assert_eq!(OutputFormat::from_path(Path::new("p.TXT")), Some(OutputFormat::Collapsed));
+        assert_eq!(OutputFormat::from_path(Path::new("p.collapsed")), Some(OutputFormat::Collapsed));
+        assert_eq!(OutputFormat::from_path(Path::new("p.bin")), None);
+        assert_eq!(OutputFormat::from_word("flamegraph"), Some(OutputFormat::FlameGraph));
+        assert_eq!(OutputFormat::from_word("nope"), None);
+    }
+}

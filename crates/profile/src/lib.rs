@@ -1,0 +1,13 @@
+//! The format-independent profile model shared by the oxprof agent and CLI,
+//! with one module per output format.
+//!
+//! The agent turns what it sampled into a [`Profile`]; every writer (collapsed
+//! stacks, HTML flame graph, and later JFR and pprof) reads only this model.
+
+pub mod collapsed;
+pub mod flamegraph;
+pub mod format;
+pub mod model;
+
+pub use format::OutputFormat;
+pub use model::{Counter, Frame, FrameKind, Meta, Profile, Sample};

@@ -1,0 +1,247 @@
+//! The profile model: interned frames, stacks (root first) with two counters
+//! each, and metadata describing how the profile was recorded.
+
+use std::collections::HashMap;
+
+/// What kind of code a frame stands for. Writers use it for colour and for
+/// the frame-type annotations of collapsed stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameKind {
+    /// A Java method running in the interpreter.
+    Interpreted,
+    /// A Java method compiled by the JIT.
+    Jit,
+    /// A Java method inlined into a compiled caller.
+    Inlined,
+    /// A Java method whose frame type is not known (plain AsyncGetCallTrace).
+    Java,
+    /// A Java `native` method, or a native (C) function.
+    Native,
+    /// A C++ function (for example inside libjvm).
+    Cpp,
+    /// A kernel function.
+    Kernel,
+    /// A synthetic root naming a thread.
+    Thread,
+    /// A synthetic frame naming why a stack could not be walked.
+    Error,
+    /// The class of an allocated object (leaf of allocation stacks).
+    Alloc,
+}
+
+impl FrameKind {
+    /// async-profiler's collapsed-stack annotation suffix for this kind.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            FrameKind::Interpreted => "_[0]",
+            FrameKind::Jit => "_[j]",
+            FrameKind::Inlined => "_[i]",
+            FrameKind::Kernel => "_[k]",
+            FrameKind::Alloc => "_[a]",
+            _ => "",
+        }
+    }
+
+    /// A short stable name, used in the HTML legend and in tooltips.
+    pub fn label(self) -> &'static str {
+        match self {
+            FrameKind::Interpreted => "interpreted",
+            FrameKind::Jit => "JIT-compiled",
+            FrameKind::Inlined => "inlined",
+            FrameKind::Java => "Java",
+            FrameKind::Native => "native",
+            FrameKind::Cpp => "C++",
+            FrameKind::Kernel => "kernel",
+            FrameKind::Thread => "thread",
+            FrameKind::Error => "failed walk",
+            FrameKind::Alloc => "allocated class",
+        }
+    }
+
+    /// All kinds, in a stable order (used for legends and encodings).
+    pub const ALL: [FrameKind; 10] = [
+        FrameKind::Interpreted,
+        FrameKind::Jit,
+        FrameKind::Inlined,
+        FrameKind::Java,
+        FrameKind::Native,
+        FrameKind::Cpp,
+        FrameKind::Kernel,
+        FrameKind::Thread,
+        FrameKind::Error,
+        FrameKind::Alloc,
+    ];
+
+    /// Index of this kind in [`FrameKind::ALL`].
+    pub fn index(self) -> usize {
+        FrameKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+}
+
+/// One frame: a display name and its kind.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub name: String,
+    pub kind: FrameKind,
+}
+
+impl Frame {
+    pub fn new(name: impl Into<String>, kind: FrameKind) -> Frame {
+        Frame { name: name.into(), kind }
+    }
+}
+
+/// Which of a sample's two counters a writer shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Counter {
+    /// Number of samples (the default).
+    #[default]
+    Samples,
+    /// The estimated total: nanoseconds of CPU, or bytes allocated.
+    Total,
+}
+
+/// A distinct stack with its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Frame ids into [`Profile::frames`], root first.
+    pub stack: Vec<u32>,
+    /// How many samples hit this stack.
+    pub samples: u64,
+    /// The estimated total (CPU nanoseconds, allocated bytes, ...).
+    pub total: u64,
+}
+
+/// How the profile was recorded. Writers show it as title and metadata.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Title shown by the flame graph.
+    pub title: String,
+    /// The event sampled: `cpu`, `itimer`, `ctimer`, `alloc`, ...
+    pub event: String,
+    /// The engine that produced samples, e.g. `perf_events cpu-clock`.
+    pub engine: String,
+    /// Sampling interval, in the unit of `total` (ns for CPU, bytes for alloc).
+    pub interval: u64,
+    /// Unit of the `total` counter: `ns` or `bytes`.
+    pub total_unit: String,
+    /// Recording start, nanoseconds since the Unix epoch.
+    pub start_ns: u64,
+    /// Recording length in nanoseconds.
+    pub duration_ns: u64,
+    /// Free-form key/value facts (failed-walk counts, dropped samples, ...).
+    pub extra: Vec<(String, String)>,
+}
+
+/// A profile: interned frames and distinct stacks with counters.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    pub meta: Meta,
+    frames: Vec<Frame>,
+    frame_ids: HashMap<Frame, u32>,
+    samples: Vec<Sample>,
+    stack_ids: HashMap<Vec<u32>, usize>,
+}
+
+impl Profile {
+    pub fn new(meta: Meta) -> Profile {
+        Profile { meta, ..Profile::default() }
+    }
+
+    /// Interns a frame and returns its id.
+    pub fn intern(&mut self, frame: Frame) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&frame) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frames.push(frame.clone());
+        self.frame_ids.insert(frame, id);
+        id
+    }
+
+    /// Adds counts to a stack of frame ids (root first), merging identical stacks.
+    pub fn add(&mut self, stack: Vec<u32>, samples: u64, total: u64) {
+        if let Some(&i) = self.stack_ids.get(&stack) {
+            let s = &mut self.samples[i];
+            s.samples += samples;
+            s.total += total;
+            return;
+        }
+        self.stack_ids.insert(stack.clone(), self.samples.len());
+        self.samples.push(Sample { stack, samples, total });
+    }
+
+    /// Adds counts to a stack given as frames (root first).
+    pub fn add_frames(&mut self, frames: impl IntoIterator<Item = Frame>, samples: u64, total: u64) {
+        let stack: Vec<u32> = frames.into_iter().map(|f| self.intern(f)).collect();
+        self.add(stack, samples, total);
+    }
+
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    pub fn frame(&self, id: u32) -> &Frame {
+        &self.frames[id as usize]
+    }
+
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// The value of a sample for the chosen counter.
+    pub fn value(sample: &Sample, counter: Counter) -> u64 {
+        match counter {
+            Counter::Samples => sample.samples,
+            Counter::Total => sample.total,
+        }
+    }
+
+    /// Sum of a counter over all stacks.
+    pub fn sum(&self, counter: Counter) -> u64 {
+        self.samples.iter().map(|s| Profile::value(s, counter)).sum()
+    }
+
+    /// Number of samples whose stack contains a frame of the given kind.
+    pub fn samples_with_kind(&self, kind: FrameKind) -> u64 {
+        self.samples
+            .iter()
+            .filter(|s| s.stack.iter().any(|&f| self.frame(f).kind == kind))
+            .map(|s| s.samples)
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_stacks_merge_and_frames_intern() {
+        let mut p = Profile::new(Meta::default());
+        let a = Frame::new("A.main", FrameKind::Jit);
+        let b = Frame::new("A.hot", FrameKind::Inlined);
+        p.add_frames([a.clone(), b.clone()], 2, 20);
+        p.add_frames([a.clone(), b.clone()], 3, 30);
+        p.add_frames([a.clone()], 1, 10);
+        assert_eq!(p.frames().len(), 2);
+        assert_eq!(p.samples().len(), 2);
+        assert_eq!(p.samples()[0].samples, 5);
+        assert_eq!(p.samples()[0].total, 50);
+        assert_eq!(p.sum(Counter::Samples), 6);
+        assert_eq!(p.sum(Counter::Total), 60);
+        assert_eq!(p.samples_with_kind(FrameKind::Inlined), 5);
+    }
+
+    #[test]
+    fn same_name_different_kind_are_distinct_frames() {
+        let mut p = Profile::new(Meta::default());
+        let x = p.intern(Frame::new("A.f", FrameKind::Jit));
+        let y = p.intern(Frame::new("A.f", FrameKind::Interpreted));
+        assert_ne!(x, y);
+    }
+}
