@@ -1,1 +1,322 @@
+//! liboxprof.so: the oxprof JVMTI agent.
+//!
+//! This module owns the JVM-facing entry points (`Agent_OnLoad`,
+//! `Agent_OnAttach`, `Agent_OnUnload`) and the JVMTI event callbacks. Every
+//! entry point runs inside [`guard`], so no panic ever crosses into the JVM:
+//! it is caught and logged.
+//!
+//! Modules: `options` (the option string), `jvmti` (checked JVMTI/JNI calls),
+//! `signal` (the SIGPROF handler), `store` (the lock-free sample store),
+//! `engine` (perf_events / ctimer / itimer), `threads` (which threads are
+//! sampled), `symbols` (method names, safe across class unloading),
+//! `profiler` (start/stop/dump), `output` (writing files with a fallback).
 
+pub mod engine;
+pub mod jvmti;
+pub mod log;
+pub mod options;
+pub mod output;
+pub mod profiler;
+pub mod signal;
+pub mod store;
+pub mod symbols;
+pub mod threads;
+
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use jvmti_sys::asgct::AsyncGetCallTraceFn;
+use jvmti_sys::*;
+
+use crate::jvmti::{Jni, Jvmti};
+use crate::options::Config;
+use crate::profiler::Profiler;
+use crate::symbols::Symbols;
+
+/// The agent's state, created once per JVM.
+pub struct Agent {
+    pub vm: *mut JavaVM,
+    pub jvmti: Jvmti,
+    pub asgct: Option<AsyncGetCallTraceFn>,
+    pub symbols: Symbols,
+    pub profiler: Profiler,
+    /// Options given when the agent was loaded.
+    pub config: Config,
+}
+
+// SAFETY: `vm` is the process-wide JavaVM, usable from any thread; the rest
+// is synchronised internally.
+unsafe impl Send for Agent {}
+// SAFETY: as above.
+unsafe impl Sync for Agent {}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// Runs an entry point, turning a panic into a logged error and `on_panic`.
+fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default();
+            log::error(&format!("internal error in {what}: {msg}"));
+            on_panic
+        }
+    }
+}
+
+fn find_asgct() -> Option<AsyncGetCallTraceFn> {
+    // SAFETY: dlsym/dlopen with valid C strings; the symbol, if present, has
+    // AsyncGetCallTrace's signature in every HotSpot since JDK 6.
+    unsafe {
+        let mut sym = libc::dlsym(libc::RTLD_DEFAULT, c"AsyncGetCallTrace".as_ptr());
+        if sym.is_null() {
+            let jvm = libc::dlopen(c"libjvm.so".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+            if !jvm.is_null() {
+                sym = libc::dlsym(jvm, c"AsyncGetCallTrace".as_ptr());
+            }
+        }
+        (!sym.is_null()).then(|| std::mem::transmute::<*mut c_void, AsyncGetCallTraceFn>(sym))
+    }
+}
+
+fn options_string(options: *const c_char) -> String {
+    if options.is_null() {
+        String::new()
+    } else {
+        // SAFETY: the JVM passes a NUL-terminated string.
+        unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
+    }
+}
+
+/// Parses options and prepares logging; errors are one line for the user.
+fn configure(options: &str) -> Result<Config, String> {
+    let config = Config::parse(options).map_err(|e| e.to_string())?;
+    log::configure(config.loglevel, config.log.as_deref()).map_err(|e| {
+        format!("invalid agent option 'log={}': cannot open the log file: {e}", config.log.as_deref().map(|p| p.display().to_string()).unwrap_or_default())
+    })?;
+    if let Some(file) = &config.file {
+        output::check_writable(file).map_err(|e| format!("invalid agent option 'file={}': {e}", file.display()))?;
+    }
+    Ok(config)
+}
+
+fn capabilities(jvmti: Jvmti) -> Result<(), String> {
+    let potential = jvmti.potential_capabilities().map_err(|e| format!("cannot query JVMTI capabilities: {e}"))?;
+    // SAFETY: all-zero capabilities are valid; we then set the bits we want.
+    let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+    caps.set_can_get_source_file_name(potential.can_get_source_file_name());
+    caps.set_can_generate_compiled_method_load_events(potential.can_generate_compiled_method_load_events());
+    jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))
+}
+
+fn callbacks() -> jvmtiEventCallbacks {
+    // SAFETY: an all-null callback table is valid; we fill what we use.
+    let mut cb: jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
+    cb.VMInit = Some(on_vm_init);
+    cb.VMDeath = Some(on_vm_death);
+    cb.ClassLoad = Some(on_class_load);
+    cb.ClassPrepare = Some(on_class_prepare);
+    cb.ThreadStart = Some(on_thread_start);
+    cb.ThreadEnd = Some(on_thread_end);
+    cb.CompiledMethodLoad = Some(on_compiled_method_load);
+    cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
+    cb
+}
+
+/// Creates the agent: capabilities, callbacks, events. Shared by load and attach.
+fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
+    let jvmti = Jvmti::from_vm(vm).map_err(|e| format!("cannot get a JVMTI environment: {e}"))?;
+    capabilities(jvmti)?;
+    jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
+    // ClassLoad must be enabled or AsyncGetCallTrace refuses every walk.
+    // CompiledMethodLoad being enabled makes HotSpot record debug information
+    // at non-safepoint PCs (DebugNonSafepoints left at its default), so
+    // inlined frames are attributed right.
+    for event in [JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END, JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_DYNAMIC_CODE_GENERATED] {
+        if let Err(e) = jvmti.set_event(true, event, std::ptr::null_mut()) {
+            log::warn(&format!("cannot enable JVMTI event {event}: {e}"));
+        }
+    }
+    let asgct = find_asgct();
+    if asgct.is_none() {
+        log::warn("AsyncGetCallTrace not found: this JVM is not HotSpot; CPU profiling is unavailable");
+    }
+    let agent = Agent { vm, jvmti, asgct, symbols: Symbols::default(), profiler: Profiler::new(), config };
+    AGENT.set(agent).map_err(|_| "the agent is already loaded".to_string())?;
+    AGENT.get().ok_or_else(|| "agent state missing".to_string())
+}
+
+/// Called by the JVM for `-agentpath:liboxprof.so=OPTIONS`.
+#[no_mangle]
+pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+    guard("Agent_OnLoad", JNI_ERR, || {
+        let options = options_string(options);
+        let config = match configure(&options) {
+            Ok(c) => c,
+            Err(e) => {
+                // The JVM refuses to start; say why on the console.
+                eprintln!("oxprof: {e}");
+                return JNI_ERR;
+            }
+        };
+        match init(vm, config) {
+            Ok(_) => JNI_OK as jint,
+            Err(e) => {
+                eprintln!("oxprof: {e}");
+                JNI_ERR
+            }
+        }
+    })
+}
+
+/// Called by the JVM when oxprof is loaded into a running VM.
+#[no_mangle]
+pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+    guard("Agent_OnAttach", JNI_ERR, || {
+        let options = options_string(options);
+        let config = match configure(&options) {
+            Ok(c) => c,
+            Err(e) => {
+                log::error(&e);
+                return JNI_ERR;
+            }
+        };
+        let agent = match AGENT.get() {
+            Some(a) => a,
+            None => match init(vm, config.clone()) {
+                Ok(a) => a,
+                Err(e) => {
+                    log::error(&e);
+                    return JNI_ERR;
+                }
+            },
+        };
+        let Some(jni) = jvmti::current_jni(vm) else { return JNI_ERR };
+        agent.symbols.init_builtin_loaders(jni);
+        let n = agent.symbols.prepare_loaded_classes(agent.jvmti, jni);
+        log::debug(&format!("prepared {n} loaded classes"));
+        replay_code_events(agent.jvmti);
+        if config.start {
+            match agent.profiler.start(config, vm, agent.asgct) {
+                Ok(msg) => log::info(&msg),
+                Err(e) => {
+                    log::error(&e);
+                    return JNI_ERR;
+                }
+            }
+        }
+        JNI_OK as jint
+    })
+}
+
+/// Called when the agent library is unloaded (VM shutdown).
+#[no_mangle]
+pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {
+    guard("Agent_OnUnload", (), || {
+        if let Some(agent) = AGENT.get() {
+            // VMDeath normally stopped everything already; make sure no timer fires now.
+            agent.profiler.stop();
+        }
+    })
+}
+
+/// Stops the recording and writes the profile. Used at VM death.
+fn finish(agent: &Agent, jni: Jni) {
+    let Some(rec) = agent.profiler.stop() else { return };
+    let (profile, summary) = agent.profiler.build(&rec, &agent.symbols, agent.jvmti, jni);
+    log::info(&format!(
+        "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={}",
+        summary.samples,
+        summary.java_samples,
+        summary.failed,
+        summary.failed_pct(),
+        summary.dropped,
+        rec.engine.short()
+    ));
+    match output::write_profile(&profile, &rec.config) {
+        Ok(path) => log::info(&format!("profile written to {}", path.display())),
+        Err(e) => log::error(&e),
+    }
+}
+
+unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
+    guard("VMInit", (), || {
+        let Some(agent) = AGENT.get() else { return };
+        let jvmti = Jvmti(jvmti_env);
+        let jni = Jni(jni);
+        agent.profiler.threads.set_name(threads::current_tid(), jvmti.thread_name(thread));
+        agent.symbols.init_builtin_loaders(jni);
+        let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
+        log::debug(&format!("prepared {n} classes loaded before VMInit"));
+        replay_code_events(jvmti);
+        if agent.config.start {
+            match agent.profiler.start(agent.config.clone(), agent.vm, agent.asgct) {
+                Ok(msg) => log::info(&msg),
+                Err(e) => log::error(&e),
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn on_vm_death(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv) {
+    guard("VMDeath", (), || {
+        if let Some(agent) = AGENT.get() {
+            finish(agent, Jni(jni));
+        }
+    })
+}
+
+unsafe extern "C" fn on_class_load(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread, _class: jclass) {}
+
+unsafe extern "C" fn on_class_prepare(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, class: jclass) {
+    guard("ClassPrepare", (), || {
+        if let Some(agent) = AGENT.get() {
+            agent.symbols.on_class_prepare(Jvmti(jvmti), Jni(jni), class);
+        }
+    })
+}
+
+unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+    guard("ThreadStart", (), || {
+        if let Some(agent) = AGENT.get() {
+            let tid = threads::current_tid();
+            agent.profiler.threads.set_name(tid, Jvmti(jvmti).thread_name(thread));
+            agent.profiler.threads.add(tid);
+        }
+    })
+}
+
+unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread) {
+    guard("ThreadEnd", (), || {
+        if let Some(agent) = AGENT.get() {
+            agent.profiler.threads.remove(threads::current_tid());
+        }
+    })
+}
+
+unsafe extern "C" fn on_compiled_method_load(
+    _jvmti: *mut jvmtiEnv,
+    _method: jmethodID,
+    code_size: jint,
+    code_addr: *const c_void,
+    _map_length: jint,
+    _map: *const jvmtiAddrLocationMap,
+    _compile_info: *const c_void,
+) {
+    signal::note_code(code_addr as usize, code_size.max(0) as usize);
+}
+
+unsafe extern "C" fn on_dynamic_code_generated(_jvmti: *mut jvmtiEnv, _name: *const c_char, address: *const c_void, length: jint) {
+    signal::note_code(address as usize, length.max(0) as usize);
+}
+
+/// Replays code events for what was generated before the agent listened.
+fn replay_code_events(jvmti: Jvmti) {
+    for event in [JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_COMPILED_METHOD_LOAD] {
+        if let Err(e) = jvmti.generate_events(event) {
+            log::debug(&format!("cannot replay code event {event}: {e}"));
+        }
+    }
+}

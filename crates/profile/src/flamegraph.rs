@@ -1,15 +1,628 @@
-//! The self-contained interactive HTML flame graph (placeholder until the viewer lands).
+//! The self-contained interactive HTML flame graph.
+//!
+//! This module owns turning a [`Profile`] into one HTML file: it merges the
+//! stacks into a call tree (children merged by frame id, sorted by name),
+//! encodes the tree compactly and fills the page template
+//! (`flamegraph.html`, whose canvas viewer is plain JavaScript and never
+//! touches the network).
+//!
+//! Embedded data, read by the template's script:
+//! - `fg-config`: JSON with the value unit, one kind letter per frame
+//!   (`a` + [`FrameKind::index`], the synthetic root uses the letter after the
+//!   last kind) and the colour palette per kind;
+//! - `fg-names`: JSON array of frame names (index = frame index);
+//! - `fg-tree`: the tree in preorder as base64-digit varints: the node count,
+//!   then `frame, value, child count` per node. Node 0 is the root ("all").
+//!
+//! All JSON is escaped so that no `<` can appear inside a `<script>` element.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
-use crate::model::{Counter, Profile};
+use crate::model::{Counter, FrameKind, Profile};
 
+const TEMPLATE: &str = include_str!("flamegraph.html");
+
+/// Name of the synthetic root frame that spans all samples.
+const ROOT_NAME: &str = "all";
+
+/// Digits of the tree encoding: each holds 5 value bits and a continuation bit (32).
+const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Options of the HTML flame graph.
 #[derive(Clone, Debug, Default)]
 pub struct HtmlOptions {
+    /// Page title; when empty, the profile's `meta.title`, then "Flame graph".
     pub title: String,
+    /// Which counter the frames' widths show.
     pub counter: Counter,
+    /// One line of metadata under the title; when empty it is derived from
+    /// the profile's metadata (event, engine, interval, samples, failed walks).
+    pub subtitle: String,
 }
 
-pub fn write_html<W: Write>(_profile: &Profile, _opts: &HtmlOptions, _out: W) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "HTML flame graph not implemented yet"))
+/// Writes the profile as a self-contained interactive HTML flame graph.
+pub fn write_html<W: Write>(profile: &Profile, opts: &HtmlOptions, out: W) -> io::Result<()> {
+    let tree = Tree::build(profile, opts.counter);
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    render_template(TEMPLATE, &mut out, |key, out| match key {
+        "TITLE" => write_escaped_html(out, &page_title(profile, opts)),
+        "SUBTITLE" => write_escaped_html(out, &subtitle(profile, opts)),
+        "EMPTY" if tree.is_empty() => out.write_all(b"<p class=\"empty\">No samples were recorded.</p>"),
+        "EMPTY" => Ok(()),
+        "CONFIG" => out.write_all(config_json(profile, opts.counter, &tree).as_bytes()),
+        "NAMES" => write_names_json(out, profile, &tree),
+        "TREE" => tree.write_encoded(out),
+        _ => return Ok(false),
+    }
+    .map(|()| true))?;
+    out.flush()
+}
+
+/// One node of the merged call tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Node {
+    /// Index into [`Tree::frames`]; the root uses `frames.len()`.
+    frame: u32,
+    /// Sum of the values of all stacks passing through this node.
+    value: u64,
+    /// Number of direct children (they follow in preorder).
+    children: u32,
+}
+
+/// The call tree of a profile, in preorder, root first.
+#[derive(Debug)]
+struct Tree {
+    /// Profile frame ids used by the tree, by tree frame index.
+    frames: Vec<u32>,
+    nodes: Vec<Node>,
+}
+
+impl Tree {
+    /// Merges the profile's stacks (skipping zero values) into a tree whose
+    /// children are sorted by frame name, then kind.
+    fn build(profile: &Profile, counter: Counter) -> Tree {
+        let rank = frame_ranks(profile);
+        let mut stacks: Vec<(&[u32], u64)> = profile
+            .samples()
+            .iter()
+            .map(|s| (s.stack.as_slice(), Profile::value(s, counter)))
+            .filter(|&(_, v)| v > 0)
+            .collect();
+        stacks.sort_by(|a, b| a.0.iter().map(|&f| rank[f as usize]).cmp(b.0.iter().map(|&f| rank[f as usize])));
+
+        let mut tree = Tree { frames: Vec::new(), nodes: vec![Node { frame: 0, value: 0, children: 0 }] };
+        let mut local = vec![u32::MAX; profile.frames().len()];
+        let mut path: Vec<usize> = vec![0];
+        let mut prev: &[u32] = &[];
+        for &(stack, value) in &stacks {
+            let common = prev.iter().zip(stack).take_while(|(a, b)| a == b).count();
+            path.truncate(common + 1);
+            for &id in &stack[common..] {
+                let frame = tree.local_frame(&mut local, id);
+                tree.open_child(&mut path, frame);
+            }
+            for &n in &path {
+                tree.nodes[n].value += value;
+            }
+            prev = stack;
+        }
+        tree.nodes[0].frame = tree.frames.len() as u32;
+        tree
+    }
+
+    /// The tree frame index of a profile frame id, assigned on first use.
+    fn local_frame(&mut self, local: &mut [u32], id: u32) -> u32 {
+        let slot = &mut local[id as usize];
+        if *slot == u32::MAX {
+            *slot = self.frames.len() as u32;
+            self.frames.push(id);
+        }
+        *slot
+    }
+
+    /// Appends a child of the last node on `path` and pushes it on `path`.
+    fn open_child(&mut self, path: &mut Vec<usize>, frame: u32) {
+        let parent = *path.last().expect("path always holds the root");
+        self.nodes[parent].children += 1;
+        path.push(self.nodes.len());
+        self.nodes.push(Node { frame, value: 0, children: 0 });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nodes[0].value == 0
+    }
+
+    /// Writes the node count, then `frame, value, children` per node, as varints.
+    fn write_encoded<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        let mut buf = Vec::with_capacity(1 << 16);
+        push_varint(&mut buf, self.nodes.len() as u64);
+        for node in &self.nodes {
+            push_varint(&mut buf, node.frame as u64);
+            push_varint(&mut buf, node.value);
+            push_varint(&mut buf, node.children as u64);
+            if buf.len() > (1 << 16) - 64 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        out.write_all(&buf)
+    }
+}
+
+/// The position of every frame id when frames are sorted by name, then kind.
+fn frame_ranks(profile: &Profile) -> Vec<u32> {
+    let frames = profile.frames();
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    order.sort_by(|&a, &b| frames[a].name.cmp(&frames[b].name).then(frames[a].kind.cmp(&frames[b].kind)));
+    let mut rank = vec![0u32; frames.len()];
+    for (r, &id) in order.iter().enumerate() {
+        rank[id] = r as u32;
+    }
+    rank
+}
+
+/// Appends `v` as little-endian groups of 5 bits, one digit each.
+fn push_varint(buf: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let low = (v & 31) as usize;
+        v >>= 5;
+        if v == 0 {
+            buf.push(DIGITS[low]);
+            return;
+        }
+        buf.push(DIGITS[low | 32]);
+    }
+}
+
+/// Copies `template`, letting `fill` write each `{{KEY}}`; keys it declines
+/// (returns `false` for) are copied literally. Single pass, so substituted
+/// text is never scanned for placeholders again.
+fn render_template<W: Write>(
+    template: &str,
+    out: &mut W,
+    mut fill: impl FnMut(&str, &mut W) -> io::Result<bool>,
+) -> io::Result<()> {
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let Some(len) = after.find("}}") else { break };
+        let key = &after[..len];
+        out.write_all(rest[..open].as_bytes())?;
+        let is_key = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+        if !(is_key && fill(key, out)?) {
+            out.write_all(rest[open..open + 2 + len + 2].as_bytes())?;
+        }
+        rest = &after[len + 2..];
+    }
+    out.write_all(rest.as_bytes())
+}
+
+fn page_title(profile: &Profile, opts: &HtmlOptions) -> String {
+    [&opts.title, &profile.meta.title]
+        .into_iter()
+        .find(|t| !t.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| "Flame graph".to_string())
+}
+
+/// The metadata line: `opts.subtitle`, or one derived from `profile.meta`.
+fn subtitle(profile: &Profile, opts: &HtmlOptions) -> String {
+    if !opts.subtitle.is_empty() {
+        return opts.subtitle.clone();
+    }
+    let meta = &profile.meta;
+    let mut parts = Vec::new();
+    if !meta.event.is_empty() {
+        parts.push(format!("event: {}", meta.event));
+    }
+    if !meta.engine.is_empty() {
+        parts.push(format!("engine: {}", meta.engine));
+    }
+    if meta.interval > 0 {
+        parts.push(format!("interval: {}", format_quantity(meta.interval, &meta.total_unit)));
+    }
+    let samples = profile.sum(Counter::Samples);
+    parts.push(format!("{} samples", group_thousands(samples)));
+    if opts.counter == Counter::Total {
+        parts.push(format!("total: {}", format_quantity(profile.sum(Counter::Total), &meta.total_unit)));
+    }
+    if meta.duration_ns > 0 {
+        parts.push(format!("duration: {}", format_quantity(meta.duration_ns, "ns")));
+    }
+    let failed = profile.samples_with_kind(FrameKind::Error);
+    if failed > 0 && samples > 0 {
+        parts.push(format!("failed walks: {:.2}%", 100.0 * failed as f64 / samples as f64));
+    }
+    parts.extend(meta.extra.iter().map(|(k, v)| format!("{k}: {v}")));
+    parts.join(" · ")
+}
+
+/// Formats a quantity for people: ns as ns/µs/ms/s, bytes as B/KiB/MiB/GiB.
+fn format_quantity(v: u64, unit: &str) -> String {
+    match unit {
+        "ns" => scaled(v, 1000.0, &["ns", "µs", "ms", "s"]),
+        "bytes" | "B" => scaled(v, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB"]),
+        "" => group_thousands(v),
+        _ => format!("{} {}", group_thousands(v), unit),
+    }
+}
+
+fn scaled(v: u64, step: f64, units: &[&str]) -> String {
+    let mut x = v as f64;
+    let mut i = 0;
+    while x >= step && i + 1 < units.len() {
+        x /= step;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{} {}", v, units[0])
+    } else {
+        format!("{:.2} {}", x, units[i])
+    }
+}
+
+fn group_thousands(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Hue, saturation and lightness of a kind's frames, in the flame graph tradition.
+fn palette(kind: FrameKind) -> (u16, u8, u8) {
+    match kind {
+        FrameKind::Interpreted => (84, 55, 62),
+        FrameKind::Jit => (118, 48, 52),
+        FrameKind::Inlined => (182, 58, 52),
+        FrameKind::Java => (140, 42, 58),
+        FrameKind::Native => (12, 78, 62),
+        FrameKind::Cpp => (50, 88, 54),
+        FrameKind::Kernel => (30, 88, 58),
+        FrameKind::Thread => (212, 28, 80),
+        FrameKind::Error => (348, 88, 46),
+        FrameKind::Alloc => (215, 72, 64),
+    }
+}
+
+/// The `fg-config` JSON: value unit, per-frame kind letters and the palette.
+fn config_json(profile: &Profile, counter: Counter, tree: &Tree) -> String {
+    let unit = match counter {
+        Counter::Samples => "samples",
+        Counter::Total => profile.meta.total_unit.as_str(),
+    };
+    let mut kinds: String = tree.frames.iter().map(|&id| kind_letter(profile.frame(id).kind.index())).collect();
+    kinds.push(kind_letter(FrameKind::ALL.len()));
+
+    let mut json = String::from("{\"unit\":");
+    push_json_string(&mut json, unit);
+    json.push_str(",\"kinds\":");
+    push_json_string(&mut json, &kinds);
+    json.push_str(",\"palette\":[");
+    for kind in FrameKind::ALL {
+        let (h, s, l) = palette(kind);
+        json.push_str(&palette_entry(kind.label(), h, s, l));
+        json.push(',');
+    }
+    json.push_str(&palette_entry("root", 220, 12, 78));
+    json.push_str("]}");
+    json
+}
+
+fn kind_letter(index: usize) -> char {
+    char::from(b'a' + index as u8)
+}
+
+fn palette_entry(label: &str, h: u16, s: u8, l: u8) -> String {
+    let mut entry = String::from("{\"label\":");
+    push_json_string(&mut entry, label);
+    entry.push_str(&format!(",\"h\":{h},\"s\":{s},\"l\":{l}}}"));
+    entry
+}
+
+/// Writes the `fg-names` JSON array: one name per tree frame, then the root's.
+fn write_names_json<W: Write>(out: &mut W, profile: &Profile, tree: &Tree) -> io::Result<()> {
+    let mut json = String::with_capacity(1 << 16);
+    json.push('[');
+    for &id in &tree.frames {
+        push_json_string(&mut json, &profile.frame(id).name);
+        json.push(',');
+        if json.len() > 1 << 15 {
+            out.write_all(json.as_bytes())?;
+            json.clear();
+        }
+    }
+    push_json_string(&mut json, ROOT_NAME);
+    json.push(']');
+    out.write_all(json.as_bytes())
+}
+
+/// Appends `s` as a JSON string literal that is also safe inside `<script>`:
+/// `<`, `>` and `&` are escaped, as are U+2028/U+2029 for old JS engines.
+fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes text escaped for HTML element content and attribute values.
+fn write_escaped_html<W: Write>(out: &mut W, text: &str) -> io::Result<()> {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    out.write_all(escaped.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Frame, Meta};
+
+    fn html(profile: &Profile, opts: &HtmlOptions) -> String {
+        let mut out = Vec::new();
+        write_html(profile, opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The text between `<script ... id="{id}">` and `</script>`.
+    fn script_body<'a>(page: &'a str, id: &str) -> &'a str {
+        let open = page.find(&format!("id=\"{id}\">")).expect("script element present");
+        let body = &page[open + id.len() + 6..];
+        &body[..body.find("</script>").expect("script closed")]
+    }
+
+    /// Decodes the `fg-tree` varints back into nodes.
+    fn decode_tree(text: &str) -> Vec<Node> {
+        let mut digits = text.bytes().map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
+        let mut next = || {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let d = digits.next().expect("truncated tree");
+                v |= (d & 31) << shift;
+                shift += 5;
+                if d & 32 == 0 {
+                    return v;
+                }
+            }
+        };
+        let count = next();
+        let nodes = (0..count)
+            .map(|_| Node { frame: next() as u32, value: next(), children: next() as u32 })
+            .collect();
+        assert!(digits.next().is_none(), "trailing tree data");
+        nodes
+    }
+
+    /// (name, value, children) of every node, preorder.
+    fn summary(profile: &Profile, tree: &Tree) -> Vec<(String, u64, u32)> {
+        let name = |f: u32| match tree.frames.get(f as usize) {
+            Some(&id) => profile.frame(id).name.clone(),
+            None => ROOT_NAME.to_string(),
+        };
+        tree.nodes.iter().map(|n| (name(n.frame), n.value, n.children)).collect()
+    }
+
+    fn jit(name: &str) -> Frame {
+        Frame::new(name, FrameKind::Jit)
+    }
+
+    #[test]
+    fn tree_merges_stacks_by_frame_and_sums_values() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([jit("main"), jit("b"), jit("leaf2")], 2, 20);
+        p.add_frames([jit("zeta")], 4, 40);
+        p.add_frames([jit("main"), jit("a")], 1, 10);
+        p.add_frames([jit("main"), jit("b"), jit("leaf1")], 3, 30);
+        p.add_frames([jit("main"), jit("b")], 5, 50);
+        p.add_frames([jit("main"), Frame::new("b", FrameKind::Interpreted)], 7, 70);
+        p.add_frames([jit("idle")], 0, 0);
+
+        let tree = Tree::build(&p, Counter::Samples);
+        let expected: Vec<(String, u64, u32)> = [
+            ("all", 22, 2),
+            ("main", 18, 3),
+            ("a", 1, 0),
+            ("b", 7, 0),
+            ("b", 10, 2),
+            ("leaf1", 3, 0),
+            ("leaf2", 2, 0),
+            ("zeta", 4, 0),
+        ]
+        .iter()
+        .map(|&(n, v, c)| (n.to_string(), v, c))
+        .collect();
+        assert_eq!(summary(&p, &tree), expected);
+        // Interpreted sorts before JIT: the 7-sample "b" is the interpreted one.
+        assert_eq!(p.frame(tree.frames[tree.nodes[3].frame as usize]).kind, FrameKind::Interpreted);
+        // A parent's value is the sum over the stacks passing through it.
+        for (i, node) in tree.nodes.iter().enumerate() {
+            let kids = child_indices(&tree.nodes, i);
+            assert_eq!(kids.len(), node.children as usize);
+            assert!(kids.iter().map(|&k| tree.nodes[k].value).sum::<u64>() <= node.value);
+        }
+
+        let totals = Tree::build(&p, Counter::Total);
+        assert_eq!(totals.nodes[0].value, 220);
+        assert_eq!(totals.nodes[1].value, 180);
+    }
+
+    fn child_indices(nodes: &[Node], parent: usize) -> Vec<usize> {
+        let mut kids = Vec::new();
+        let mut next = parent + 1;
+        for _ in 0..nodes[parent].children {
+            kids.push(next);
+            next = subtree_end(nodes, next);
+        }
+        kids
+    }
+
+    fn subtree_end(nodes: &[Node], node: usize) -> usize {
+        let mut end = node + 1;
+        for _ in 0..nodes[node].children {
+            end = subtree_end(nodes, end);
+        }
+        end
+    }
+
+    #[test]
+    fn encoded_tree_round_trips() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([jit("A"), jit("B")], 1, u64::MAX / 2);
+        p.add_frames([jit("A"), jit("C")], 40, 1 << 40);
+        let tree = Tree::build(&p, Counter::Total);
+        let mut out = Vec::new();
+        tree.write_encoded(&mut out).unwrap();
+        assert_eq!(decode_tree(std::str::from_utf8(&out).unwrap()), tree.nodes);
+        for v in [0, 1, 31, 32, 1023, 1024, u64::MAX] {
+            let mut buf = Vec::new();
+            push_varint(&mut buf, v);
+            let mut enc = vec![];
+            push_varint(&mut enc, 1);
+            push_varint(&mut enc, 0);
+            push_varint(&mut enc, v);
+            push_varint(&mut enc, 0);
+            assert_eq!(decode_tree(std::str::from_utf8(&enc).unwrap())[0].value, v);
+        }
+    }
+
+    #[test]
+    fn special_characters_are_escaped() {
+        let nasty = "</script><b>\"x\"";
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([jit(nasty), jit("C:\\dir\\$x$1 ünïcødé ☕ <!-- & \u{2028}")], 3, 3);
+        let opts = HtmlOptions { title: "<script>alert('t')</script> & co".into(), ..HtmlOptions::default() };
+        let page = html(&p, &opts);
+
+        assert!(!page.contains(nasty));
+        assert!(!page.contains("<b>"));
+        assert!(!page.contains("<!--"));
+        assert!(!page.contains("alert('t')"));
+        assert!(page.contains("<title>&lt;script&gt;alert(&#39;t&#39;)&lt;/script&gt; &amp; co</title>"));
+        let names = script_body(&page, "fg-names");
+        assert!(names.contains(r#""\u003c/script\u003e\u003cb\u003e\"x\"""#), "{names}");
+        assert!(names.contains(r#""C:\\dir\\$x$1 ünïcødé ☕ \u003c!-- \u0026 \u2028""#), "{names}");
+        // Every `</script>` closes one of the template's own script elements.
+        assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
+        assert!(!page.contains("{{"), "unfilled placeholder");
+    }
+
+    #[test]
+    fn empty_profile_says_no_samples() {
+        for p in [Profile::new(Meta::default()), {
+            let mut p = Profile::new(Meta::default());
+            p.add_frames([jit("idle")], 0, 0);
+            p
+        }] {
+            let page = html(&p, &HtmlOptions::default());
+            assert!(page.starts_with("<!DOCTYPE html>"));
+            assert!(page.trim_end().ends_with("</html>"));
+            assert!(page.contains("No samples were recorded"));
+            assert!(!page.contains("{{"));
+            assert_eq!(decode_tree(script_body(&page, "fg-tree")), vec![Node { frame: 0, value: 0, children: 0 }]);
+        }
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([jit("busy")], 1, 1);
+        assert!(!html(&p, &HtmlOptions::default()).contains("No samples were recorded"));
+    }
+
+    #[test]
+    fn title_and_subtitle_come_from_options_or_meta() {
+        let meta = Meta {
+            title: "CPU profile".into(),
+            event: "cpu".into(),
+            engine: "perf_events".into(),
+            interval: 10_000_000,
+            total_unit: "ns".into(),
+            duration_ns: 30_000_000_000,
+            extra: vec![("dropped".into(), "3".into())],
+            ..Meta::default()
+        };
+        let mut p = Profile::new(meta);
+        p.add_frames([jit("main")], 2997, 29_970_000_000);
+        p.add_frames([Frame::new("no_Java_frame", FrameKind::Error)], 3, 30_000_000);
+        let page = html(&p, &HtmlOptions::default());
+        assert!(page.contains("<h1>CPU profile</h1>"));
+        assert!(page.contains(
+            "event: cpu · engine: perf_events · interval: 10.00 ms · 3,000 samples · duration: 30.00 s · failed walks: 0.10% · dropped: 3"
+        ));
+        let opts = HtmlOptions { title: "Mine".into(), subtitle: "custom <line>".into(), counter: Counter::Total };
+        let page = html(&p, &opts);
+        assert!(page.contains("<h1>Mine</h1>") && page.contains("custom &lt;line&gt;"));
+        assert!(script_body(&page, "fg-config").starts_with(r#"{"unit":"ns","kinds":"bik","#));
+    }
+
+    #[test]
+    fn quantities_are_formatted_for_people() {
+        assert_eq!(format_quantity(999, "ns"), "999 ns");
+        assert_eq!(format_quantity(1_500_000, "ns"), "1.50 ms");
+        assert_eq!(format_quantity(3 << 20, "bytes"), "3.00 MiB");
+        assert_eq!(format_quantity(1_234_567, ""), "1,234,567");
+        assert_eq!(format_quantity(12, "events"), "12 events");
+    }
+
+    /// A deterministic xorshift generator for synthetic profiles.
+    fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |bound| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % bound
+        }
+    }
+
+    #[test]
+    fn hundred_thousand_distinct_stacks_stay_compact() {
+        let mut p = Profile::new(Meta::default());
+        let mut next = rng(0x9E37_79B9_7F4A_7C15);
+        let pool: Vec<u32> = (0..5000)
+            .map(|i| p.intern(Frame::new(format!("com.example.pkg{}.Class{}.method{}", i % 40, i % 700, i), FrameKind::Jit)))
+            .collect();
+        let threads: Vec<u32> = (0..16).map(|i| p.intern(Frame::new(format!("worker-{i}"), FrameKind::Thread))).collect();
+        let mut expected_total = 0;
+        for i in 0..100_000u32 {
+            let depth = 30 + next(31) as usize;
+            let mut stack = vec![threads[next(16) as usize]];
+            // A shared 20-frame prefix, then frames varying per stack; the
+            // last frame is unique so every stack is distinct.
+            stack.extend((0..20).map(|d| pool[d * 7 + next(2) as usize]));
+            stack.extend((stack.len()..depth - 1).map(|_| pool[next(pool.len() as u64) as usize]));
+            stack.push(p.intern(Frame::new(format!("leaf{i}"), FrameKind::Inlined)));
+            let samples = 1 + next(20);
+            expected_total += samples;
+            p.add(stack, samples, samples * 10_000_000);
+        }
+        assert_eq!(p.samples().len(), 100_000);
+
+        let page = html(&p, &HtmlOptions::default());
+        assert!(page.len() < 40 << 20, "page is {} bytes", page.len());
+        let nodes = decode_tree(script_body(&page, "fg-tree"));
+        assert_eq!(nodes[0].value, expected_total);
+        assert!(nodes.len() > 100_000);
+        let names: usize = script_body(&page, "fg-names").matches("\",\"").count() + 1;
+        assert_eq!(names, p.frames().len() + 1);
+    }
 }

@@ -1,0 +1,49 @@
+//! Per-thread POSIX timers on a thread's CPU-time clock, delivering SIGPROF to
+//! that thread (`SIGEV_THREAD_ID`).
+
+use std::io;
+
+/// A running timer; deleted on drop.
+#[derive(Debug)]
+pub struct CpuTimer {
+    id: libc::timer_t,
+}
+
+// SAFETY: a timer_t is a kernel timer id usable from any thread.
+unsafe impl Send for CpuTimer {}
+// SAFETY: as above; we never mutate through a shared reference.
+unsafe impl Sync for CpuTimer {}
+
+impl Drop for CpuTimer {
+    fn drop(&mut self) {
+        // SAFETY: deleting the timer we created.
+        unsafe { libc::timer_delete(self.id) };
+    }
+}
+
+/// The clock id of another thread's CPU time (the kernel's
+/// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
+fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
+    ((!(tid as libc::clockid_t)) << 3) | 6
+}
+
+pub fn create(tid: u32, interval_ns: u64) -> io::Result<CpuTimer> {
+    // SAFETY: sigevent is plain data; zeroed is a valid start.
+    let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+    sev.sigev_notify = libc::SIGEV_THREAD_ID;
+    sev.sigev_signo = libc::SIGPROF;
+    sev.sigev_notify_thread_id = tid as libc::c_int;
+    let mut id: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: valid pointers to initialised structures.
+    if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut sev, &mut id) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let timer = CpuTimer { id };
+    let ts = libc::timespec { tv_sec: (interval_ns / 1_000_000_000) as libc::time_t, tv_nsec: (interval_ns % 1_000_000_000) as libc::c_long };
+    let spec = libc::itimerspec { it_interval: ts, it_value: ts };
+    // SAFETY: arming the timer we just created.
+    if unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(timer)
+}

@@ -1,0 +1,79 @@
+//! CPU sampling engines: how SIGPROF gets delivered to the threads.
+//!
+//! - `perf`: perf_events `cpu-clock`, one counter per thread, overflow signal
+//!   sent to that thread (`F_SETOWN_EX`). Not limited by the kernel tick.
+//! - `ctimer`: `timer_create` on each thread's CPU-time clock, signal sent to
+//!   that thread (`SIGEV_THREAD_ID`). The fallback when perf_events is refused.
+//! - `itimer`: one process-wide `setitimer(ITIMER_PROF)`; limited by the tick.
+//!
+//! Per-thread engines hand out a [`ThreadTimer`] per thread; the thread
+//! registry owns them and drops them when the thread ends.
+
+pub mod ctimer;
+pub mod itimer;
+pub mod perf;
+
+use std::io;
+
+use crate::options::Event;
+
+/// The engine actually running (after any fallback).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Perf,
+    Ctimer,
+    Itimer,
+}
+
+impl Engine {
+    /// A human-readable name for logs and profile metadata.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Engine::Perf => "perf_events cpu-clock",
+            Engine::Ctimer => "timer_create thread CPU clock (ctimer)",
+            Engine::Itimer => "setitimer ITIMER_PROF (itimer)",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Engine::Perf => "perf_events",
+            Engine::Ctimer => "ctimer",
+            Engine::Itimer => "itimer",
+        }
+    }
+
+    pub fn per_thread(self) -> bool {
+        !matches!(self, Engine::Itimer)
+    }
+
+    /// Arms a timer for one thread (per-thread engines only).
+    pub fn start_thread(self, tid: u32, interval_ns: u64) -> io::Result<ThreadTimer> {
+        match self {
+            Engine::Perf => perf::open(tid, interval_ns).map(ThreadTimer::Perf),
+            Engine::Ctimer => ctimer::create(tid, interval_ns).map(ThreadTimer::Ctimer),
+            Engine::Itimer => Err(io::Error::new(io::ErrorKind::Unsupported, "itimer is process-wide")),
+        }
+    }
+}
+
+/// Chooses the engine for an event: `cpu` tries perf_events on the calling
+/// thread and falls back to ctimer when the kernel refuses it. Returns the
+/// engine and, on fallback, why perf_events was refused.
+pub fn choose(event: Event, interval_ns: u64) -> (Engine, Option<String>) {
+    match event {
+        Event::Itimer => (Engine::Itimer, None),
+        Event::Ctimer => (Engine::Ctimer, None),
+        Event::Cpu => match perf::probe(interval_ns) {
+            Ok(()) => (Engine::Perf, None),
+            Err(e) => (Engine::Ctimer, Some(e.to_string())),
+        },
+    }
+}
+
+/// A per-thread timer; dropping it stops and frees it.
+#[derive(Debug)]
+pub enum ThreadTimer {
+    Perf(perf::PerfEvent),
+    Ctimer(ctimer::CpuTimer),
+}

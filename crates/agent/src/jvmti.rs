@@ -1,0 +1,341 @@
+//! Thin, checked wrappers over the raw JVMTI and JNI function tables.
+//!
+//! Every JVMTI call returns a `Result` with the error's name, never panics, and
+//! frees what the JVM allocated for us (`Deallocate`).
+
+use std::ffi::{c_char, c_void, CStr};
+use std::fmt;
+use std::ptr;
+
+use jvmti_sys::*;
+
+/// A JVMTI error code with its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JvmtiError(pub jvmtiError);
+
+impl JvmtiError {
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            JVMTI_ERROR_INVALID_THREAD => "INVALID_THREAD",
+            JVMTI_ERROR_INVALID_METHODID => "INVALID_METHODID",
+            JVMTI_ERROR_INVALID_CLASS => "INVALID_CLASS",
+            JVMTI_ERROR_CLASS_NOT_PREPARED => "CLASS_NOT_PREPARED",
+            JVMTI_ERROR_NOT_AVAILABLE => "NOT_AVAILABLE",
+            JVMTI_ERROR_MUST_POSSESS_CAPABILITY => "MUST_POSSESS_CAPABILITY",
+            JVMTI_ERROR_NULL_POINTER => "NULL_POINTER",
+            JVMTI_ERROR_ABSENT_INFORMATION => "ABSENT_INFORMATION",
+            JVMTI_ERROR_ILLEGAL_ARGUMENT => "ILLEGAL_ARGUMENT",
+            JVMTI_ERROR_OUT_OF_MEMORY => "OUT_OF_MEMORY",
+            JVMTI_ERROR_WRONG_PHASE => "WRONG_PHASE",
+            JVMTI_ERROR_UNATTACHED_THREAD => "UNATTACHED_THREAD",
+            JVMTI_ERROR_INVALID_ENVIRONMENT => "INVALID_ENVIRONMENT",
+            JVMTI_ERROR_INTERNAL => "INTERNAL",
+            JVMTI_ERROR_THREAD_NOT_ALIVE => "THREAD_NOT_ALIVE",
+            _ => "UNKNOWN",
+        }
+    }
+}
+
+impl fmt::Display for JvmtiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JVMTI error {} ({})", self.0, self.name())
+    }
+}
+
+impl std::error::Error for JvmtiError {}
+
+pub type JvmtiResult<T> = Result<T, JvmtiError>;
+
+/// Calls a function of the JVMTI table; a missing entry is `NOT_AVAILABLE`.
+macro_rules! jvmti_call {
+    ($env:expr, $f:ident $(, $arg:expr)* $(,)?) => {{
+        let env: *mut jvmtiEnv = $env;
+        // SAFETY: `env` is a valid jvmtiEnv obtained from GetEnv; its function
+        // table lives as long as the VM.
+        match unsafe { (**env).$f } {
+            // SAFETY: the arguments follow the JVMTI specification of $f.
+            Some(f) => unsafe { f(env $(, $arg)*) },
+            None => JVMTI_ERROR_NOT_AVAILABLE,
+        }
+    }};
+}
+
+fn check(code: jvmtiError) -> JvmtiResult<()> {
+    if code == JVMTI_ERROR_NONE {
+        Ok(())
+    } else {
+        Err(JvmtiError(code))
+    }
+}
+
+/// A JVMTI environment. Copyable: it is just the pointer the JVM gave us.
+#[derive(Clone, Copy, Debug)]
+pub struct Jvmti(pub *mut jvmtiEnv);
+
+// SAFETY: JVMTI environments may be used from any thread (JVMTI spec, "Environments").
+unsafe impl Send for Jvmti {}
+// SAFETY: as above.
+unsafe impl Sync for Jvmti {}
+
+impl Jvmti {
+    /// Gets a JVMTI 1.2 environment from the VM.
+    pub fn from_vm(vm: *mut JavaVM) -> JvmtiResult<Jvmti> {
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/OnAttach.
+        let rc = unsafe {
+            match (**vm).GetEnv {
+                Some(f) => f(vm, &mut env, JVMTI_VERSION_1_2 as jint),
+                None => JNI_ERR,
+            }
+        };
+        if rc != JNI_OK as jint || env.is_null() {
+            return Err(JvmtiError(JVMTI_ERROR_UNSUPPORTED_VERSION));
+        }
+        Ok(Jvmti(env as *mut jvmtiEnv))
+    }
+
+    pub fn potential_capabilities(self) -> JvmtiResult<jvmtiCapabilities> {
+        // SAFETY: jvmtiCapabilities is plain bits; all-zero is valid.
+        let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
+        check(jvmti_call!(self.0, GetPotentialCapabilities, &mut caps))?;
+        Ok(caps)
+    }
+
+    pub fn add_capabilities(self, caps: &jvmtiCapabilities) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, AddCapabilities, caps))
+    }
+
+    pub fn set_event_callbacks(self, callbacks: &jvmtiEventCallbacks) -> JvmtiResult<()> {
+        let size = std::mem::size_of::<jvmtiEventCallbacks>() as jint;
+        check(jvmti_call!(self.0, SetEventCallbacks, callbacks, size))
+    }
+
+    pub fn set_event(self, enable: bool, event: jvmtiEvent, thread: jthread) -> JvmtiResult<()> {
+        let mode = if enable { JVMTI_ENABLE } else { JVMTI_DISABLE };
+        check(jvmti_call!(self.0, SetEventNotificationMode, mode, event, thread))
+    }
+
+    pub fn generate_events(self, event: jvmtiEvent) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, GenerateEvents, event))
+    }
+
+    fn deallocate<T>(self, p: *mut T) {
+        if !p.is_null() {
+            let _ = jvmti_call!(self.0, Deallocate, p as *mut u8);
+        }
+    }
+
+    /// Copies a JVMTI-allocated C string and frees it.
+    fn take_string(self, p: *mut c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: JVMTI returns NUL-terminated modified UTF-8 strings.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p);
+        s
+    }
+
+    /// Copies a JVMTI-allocated array and frees it.
+    fn take_array<T: Copy>(self, p: *mut T, n: jint) -> Vec<T> {
+        let v = if p.is_null() || n <= 0 {
+            Vec::new()
+        } else {
+            // SAFETY: JVMTI returned `n` elements at `p`.
+            unsafe { std::slice::from_raw_parts(p, n as usize) }.to_vec()
+        };
+        self.deallocate(p);
+        v
+    }
+
+    pub fn loaded_classes(self) -> JvmtiResult<Vec<jclass>> {
+        let mut n: jint = 0;
+        let mut p: *mut jclass = ptr::null_mut();
+        check(jvmti_call!(self.0, GetLoadedClasses, &mut n, &mut p))?;
+        Ok(self.take_array(p, n))
+    }
+
+    pub fn class_methods(self, class: jclass) -> JvmtiResult<Vec<jmethodID>> {
+        let mut n: jint = 0;
+        let mut p: *mut jmethodID = ptr::null_mut();
+        check(jvmti_call!(self.0, GetClassMethods, class, &mut n, &mut p))?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// The class's JVM signature, e.g. `Ljava/lang/String;` or `[I`.
+    pub fn class_signature(self, class: jclass) -> JvmtiResult<String> {
+        let mut sig: *mut c_char = ptr::null_mut();
+        check(jvmti_call!(self.0, GetClassSignature, class, &mut sig, ptr::null_mut::<*mut c_char>()))?;
+        Ok(self.take_string(sig))
+    }
+
+    pub fn class_loader(self, class: jclass) -> JvmtiResult<jobject> {
+        let mut loader: jobject = ptr::null_mut();
+        check(jvmti_call!(self.0, GetClassLoader, class, &mut loader))?;
+        Ok(loader)
+    }
+
+    /// Method name and signature.
+    pub fn method_name(self, method: jmethodID) -> JvmtiResult<(String, String)> {
+        let mut name: *mut c_char = ptr::null_mut();
+        let mut sig: *mut c_char = ptr::null_mut();
+        check(jvmti_call!(self.0, GetMethodName, method, &mut name, &mut sig, ptr::null_mut::<*mut c_char>()))?;
+        Ok((self.take_string(name), self.take_string(sig)))
+    }
+
+    pub fn method_declaring_class(self, method: jmethodID) -> JvmtiResult<jclass> {
+        let mut class: jclass = ptr::null_mut();
+        check(jvmti_call!(self.0, GetMethodDeclaringClass, method, &mut class))?;
+        Ok(class)
+    }
+
+    /// The line number table as (start bci, line) pairs.
+    pub fn line_numbers(self, method: jmethodID) -> JvmtiResult<Vec<(i64, i32)>> {
+        let mut n: jint = 0;
+        let mut p: *mut jvmtiLineNumberEntry = ptr::null_mut();
+        check(jvmti_call!(self.0, GetLineNumberTable, method, &mut n, &mut p))?;
+        Ok(self.take_array(p, n).into_iter().map(|e| (e.start_location, e.line_number)).collect())
+    }
+
+    /// A thread's name (empty when it cannot be read).
+    pub fn thread_name(self, thread: jthread) -> String {
+        // SAFETY: jvmtiThreadInfo is plain data; all-zero is valid.
+        let mut info: jvmtiThreadInfo = unsafe { std::mem::zeroed() };
+        if check(jvmti_call!(self.0, GetThreadInfo, thread, &mut info)).is_err() {
+            return String::new();
+        }
+        let name = self.take_string(info.name);
+        // GetThreadInfo returns local references we own.
+        name
+    }
+
+    pub fn phase(self) -> jvmtiPhase {
+        let mut phase: jvmtiPhase = 0;
+        let _ = jvmti_call!(self.0, GetPhase, &mut phase);
+        phase
+    }
+}
+
+/// Calls a function of the JNI table; a missing entry yields `$default`.
+macro_rules! jni_call {
+    ($env:expr, $f:ident, $default:expr $(, $arg:expr)* $(,)?) => {{
+        let env: *mut JNIEnv = $env;
+        // SAFETY: `env` is the current thread's JNIEnv; its table lives as long as the VM.
+        match unsafe { (**env).$f } {
+            // SAFETY: the arguments follow the JNI specification of $f.
+            Some(f) => unsafe { f(env $(, $arg)*) },
+            None => $default,
+        }
+    }};
+}
+
+/// The current thread's JNI environment.
+#[derive(Clone, Copy, Debug)]
+pub struct Jni(pub *mut JNIEnv);
+
+impl Jni {
+    pub fn new_weak_global(self, obj: jobject) -> jweak {
+        jni_call!(self.0, NewWeakGlobalRef, ptr::null_mut(), obj)
+    }
+
+    pub fn delete_weak_global(self, obj: jweak) {
+        jni_call!(self.0, DeleteWeakGlobalRef, (), obj)
+    }
+
+    pub fn new_global(self, obj: jobject) -> jobject {
+        jni_call!(self.0, NewGlobalRef, ptr::null_mut(), obj)
+    }
+
+    pub fn new_local(self, obj: jobject) -> jobject {
+        jni_call!(self.0, NewLocalRef, ptr::null_mut(), obj)
+    }
+
+    pub fn delete_local(self, obj: jobject) {
+        if !obj.is_null() {
+            jni_call!(self.0, DeleteLocalRef, (), obj)
+        }
+    }
+
+    pub fn is_same(self, a: jobject, b: jobject) -> bool {
+        jni_call!(self.0, IsSameObject, 0, a, b) != 0
+    }
+
+    pub fn push_frame(self, capacity: jint) -> bool {
+        jni_call!(self.0, PushLocalFrame, -1, capacity) == 0
+    }
+
+    pub fn pop_frame(self) {
+        jni_call!(self.0, PopLocalFrame, ptr::null_mut(), ptr::null_mut());
+    }
+
+    /// Clears a pending Java exception; returns whether there was one.
+    pub fn clear_exception(self) -> bool {
+        let pending = jni_call!(self.0, ExceptionCheck, 0) != 0;
+        if pending {
+            jni_call!(self.0, ExceptionClear, ());
+        }
+        pending
+    }
+
+    /// Calls a static no-argument method returning an object, e.g.
+    /// `ClassLoader.getSystemClassLoader()`. Returns a local reference or null.
+    pub fn call_static_object(self, class: &CStr, name: &CStr, sig: &CStr) -> jobject {
+        let cls = jni_call!(self.0, FindClass, ptr::null_mut(), class.as_ptr());
+        if cls.is_null() {
+            self.clear_exception();
+            return ptr::null_mut();
+        }
+        let mid = jni_call!(self.0, GetStaticMethodID, ptr::null_mut(), cls, name.as_ptr(), sig.as_ptr());
+        if mid.is_null() {
+            self.clear_exception();
+            self.delete_local(cls);
+            return ptr::null_mut();
+        }
+        let obj = jni_call!(self.0, CallStaticObjectMethod, ptr::null_mut(), cls, mid);
+        self.clear_exception();
+        self.delete_local(cls);
+        obj
+    }
+}
+
+/// The JNIEnv of the current thread, if it is attached to the VM.
+pub fn current_jni(vm: *mut JavaVM) -> Option<Jni> {
+    if vm.is_null() {
+        return None;
+    }
+    let mut env: *mut c_void = ptr::null_mut();
+    // SAFETY: `vm` is the VM's JavaVM; GetEnv only reads thread state.
+    let rc = unsafe {
+        match (**vm).GetEnv {
+            Some(f) => f(vm, &mut env, JNI_VERSION_1_6 as jint),
+            None => JNI_ERR,
+        }
+    };
+    (rc == JNI_OK as jint && !env.is_null()).then_some(Jni(env as *mut JNIEnv))
+}
+
+/// Attaches the current native thread to the VM as a daemon thread.
+pub fn attach_daemon(vm: *mut JavaVM, name: &CStr) -> Option<Jni> {
+    if let Some(jni) = current_jni(vm) {
+        return Some(jni);
+    }
+    let mut env: *mut c_void = ptr::null_mut();
+    let mut args = JavaVMAttachArgs { version: JNI_VERSION_1_6 as jint, name: name.as_ptr() as *mut c_char, group: ptr::null_mut() };
+    // SAFETY: `vm` is valid; `args` outlives the call.
+    let rc = unsafe {
+        match (**vm).AttachCurrentThreadAsDaemon {
+            Some(f) => f(vm, &mut env, &mut args as *mut _ as *mut c_void),
+            None => JNI_ERR,
+        }
+    };
+    (rc == JNI_OK as jint && !env.is_null()).then_some(Jni(env as *mut JNIEnv))
+}
+
+pub fn detach(vm: *mut JavaVM) {
+    // SAFETY: detaching a thread we attached ourselves.
+    unsafe {
+        if let Some(f) = (**vm).DetachCurrentThread {
+            f(vm);
+        }
+    }
+}

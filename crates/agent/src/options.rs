@@ -1,0 +1,299 @@
+//! Agent options: the comma-separated `key[=value]` string given after
+//! `-agentpath:liboxprof.so=` (or in an attach `load` request), in
+//! async-profiler's syntax, parsed into one typed [`Config`].
+//!
+//! Every error names the offending option and the accepted values, in one
+//! line, so the JVM can refuse to start with it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use oxprof_profile::{Counter, OutputFormat};
+
+/// The CPU sampling engines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// perf_events `cpu-clock` per thread; falls back to [`Event::Ctimer`] when refused.
+    Cpu,
+    /// Process-wide `setitimer(ITIMER_PROF)`; limited by the kernel tick.
+    Itimer,
+    /// Per-thread `timer_create` on each thread's CPU-time clock.
+    Ctimer,
+}
+
+impl Event {
+    pub const WORDS: &'static str = "cpu, itimer, ctimer";
+
+    fn parse(s: &str) -> Option<Event> {
+        match s {
+            "cpu" | "cpu-clock" => Some(Event::Cpu),
+            "itimer" => Some(Event::Itimer),
+            "ctimer" => Some(Event::Ctimer),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Cpu => "cpu",
+            Event::Itimer => "itimer",
+            Event::Ctimer => "ctimer",
+        }
+    }
+}
+
+/// Log verbosity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub const WORDS: &'static str = "error, warn, info, debug";
+
+    fn parse(s: &str) -> Option<LogLevel> {
+        match s.to_ascii_lowercase().as_str() {
+            "error" => Some(LogLevel::Error),
+            "warn" | "warning" => Some(LogLevel::Warn),
+            "info" => Some(LogLevel::Info),
+            "debug" | "trace" => Some(LogLevel::Debug),
+            _ => None,
+        }
+    }
+}
+
+/// The default sampling interval for CPU events: 10 ms.
+pub const DEFAULT_INTERVAL_NS: u64 = 10_000_000;
+/// The default maximum Java stack depth.
+pub const DEFAULT_JSTACKDEPTH: usize = 2048;
+const MAX_JSTACKDEPTH: usize = 65_536;
+const MIN_INTERVAL_NS: u64 = 10_000;
+
+/// Everything the agent was asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Start profiling right away (`start`, implied by any profiling option).
+    pub start: bool,
+    pub event: Event,
+    pub interval_ns: u64,
+    /// Output file; `None` means the default name chosen at dump time.
+    pub file: Option<PathBuf>,
+    /// Explicit format word; otherwise taken from the file's extension.
+    pub format: Option<OutputFormat>,
+    /// One root frame per thread.
+    pub threads: bool,
+    pub jstackdepth: usize,
+    pub title: Option<String>,
+    pub counter: Counter,
+    /// Frame-type suffixes in collapsed output (`_[j]`, `_[i]`, ...).
+    pub annotate: bool,
+    pub log: Option<PathBuf>,
+    pub loglevel: LogLevel,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            start: false,
+            event: Event::Cpu,
+            interval_ns: DEFAULT_INTERVAL_NS,
+            file: None,
+            format: None,
+            threads: false,
+            jstackdepth: DEFAULT_JSTACKDEPTH,
+            title: None,
+            counter: Counter::Samples,
+            annotate: false,
+            log: None,
+            loglevel: LogLevel::Info,
+        }
+    }
+}
+
+/// An option the agent could not accept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError {
+    pub option: String,
+    pub problem: String,
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid agent option '{}': {}", self.option, self.problem)
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+fn err(option: &str, problem: impl Into<String>) -> OptionError {
+    OptionError { option: option.to_string(), problem: problem.into() }
+}
+
+const KEYS: &str = "start, event, interval, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel";
+
+impl Config {
+    /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
+    pub fn parse(options: &str) -> Result<Config, OptionError> {
+        let mut c = Config::default();
+        let mut profiling_option = false;
+        for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v)),
+                None => (item, None),
+            };
+            let need = |what: &str| value.filter(|v| !v.is_empty()).ok_or_else(|| err(item, format!("'{key}' needs a value: {what}")));
+            match key {
+                "start" => c.start = true,
+                "event" => {
+                    let v = need(Event::WORDS)?;
+                    c.event = Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {}", Event::WORDS)))?;
+                    profiling_option = true;
+                }
+                "cpu" | "itimer" | "ctimer" if value.is_none() => {
+                    c.event = Event::parse(key).unwrap_or(Event::Cpu);
+                    profiling_option = true;
+                }
+                "interval" => {
+                    c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
+                    if c.interval_ns < MIN_INTERVAL_NS {
+                        return Err(err(item, "interval must be at least 10us"));
+                    }
+                }
+                "file" => {
+                    c.file = Some(PathBuf::from(need("an output path such as profile.html")?));
+                    profiling_option = true;
+                }
+                "format" => {
+                    let v = need(OutputFormat::WORDS)?;
+                    c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
+                }
+                "collapsed" | "flamegraph" | "folded" | "html" if value.is_none() => c.format = OutputFormat::from_word(key),
+                "threads" => c.threads = parse_flag(item, value)?,
+                "ann" => c.annotate = parse_flag(item, value)?,
+                "samples" if value.is_none() => c.counter = Counter::Samples,
+                "total" if value.is_none() => c.counter = Counter::Total,
+                "jstackdepth" => {
+                    let v = need("a whole number of frames, e.g. 2048")?;
+                    let n: usize = v.parse().map_err(|_| err(item, "jstackdepth must be a whole number of frames, e.g. 2048"))?;
+                    if n == 0 || n > MAX_JSTACKDEPTH {
+                        return Err(err(item, format!("jstackdepth must be between 1 and {MAX_JSTACKDEPTH}")));
+                    }
+                    c.jstackdepth = n;
+                }
+                "title" => c.title = Some(need("a title text")?.to_string()),
+                "log" => c.log = Some(PathBuf::from(need("a log file path")?)),
+                "loglevel" => {
+                    let v = need(LogLevel::WORDS)?;
+                    c.loglevel = LogLevel::parse(v).ok_or_else(|| err(item, format!("unknown log level '{v}'; accepted: {}", LogLevel::WORDS)))?;
+                }
+                _ => return Err(err(item, format!("unknown option '{key}'; accepted: {KEYS}"))),
+            }
+        }
+        if profiling_option {
+            c.start = true;
+        }
+        Ok(c)
+    }
+
+    /// The output format: the explicit word, else the file's extension, else HTML.
+    pub fn output_format(&self) -> OutputFormat {
+        self.format
+            .or_else(|| self.file.as_deref().and_then(OutputFormat::from_path))
+            .unwrap_or(OutputFormat::FlameGraph)
+    }
+}
+
+fn parse_flag(item: &str, value: Option<&str>) -> Result<bool, OptionError> {
+    match value {
+        None | Some("true") | Some("1") | Some("yes") => Ok(true),
+        Some("false") | Some("0") | Some("no") => Ok(false),
+        Some(_) => Err(err(item, "expected no value, or true/false")),
+    }
+}
+
+/// Parses `N[ns|us|ms|s]`; a bare number is nanoseconds.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let bad = || format!("'{s}' is not a duration; use a positive number with an optional unit ns, us, ms or s (bare numbers are nanoseconds), e.g. 10ms");
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let ns = n * scale;
+    if !(ns.is_finite() && ns >= 1.0 && ns < 1e15) {
+        return Err(bad());
+    }
+    Ok(ns.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_option_string() {
+        let c = Config::parse("start,event=ctimer,interval=5ms,file=/tmp/p.collapsed,threads,jstackdepth=64,title=My App,log=/tmp/l,loglevel=debug").unwrap();
+        assert!(c.start);
+        assert_eq!(c.event, Event::Ctimer);
+        assert_eq!(c.interval_ns, 5_000_000);
+        assert_eq!(c.file.as_deref(), Some(std::path::Path::new("/tmp/p.collapsed")));
+        assert_eq!(c.output_format(), OutputFormat::Collapsed);
+        assert!(c.threads);
+        assert_eq!(c.jstackdepth, 64);
+        assert_eq!(c.title.as_deref(), Some("My App"));
+        assert_eq!(c.loglevel, LogLevel::Debug);
+    }
+
+    #[test]
+    fn defaults_and_implied_start() {
+        let c = Config::parse("").unwrap();
+        assert!(!c.start);
+        assert_eq!(c.interval_ns, DEFAULT_INTERVAL_NS);
+        assert_eq!(c.output_format(), OutputFormat::FlameGraph);
+        assert!(Config::parse("file=x.html").unwrap().start);
+        assert!(Config::parse("event=itimer").unwrap().start);
+    }
+
+    #[test]
+    fn explicit_format_beats_extension() {
+        let c = Config::parse("file=out.txt,flamegraph").unwrap();
+        assert_eq!(c.output_format(), OutputFormat::FlameGraph);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1000000"), Ok(1_000_000));
+        assert_eq!(parse_duration("250us"), Ok(250_000));
+        assert_eq!(parse_duration("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_duration("1.5ms"), Ok(1_500_000));
+        assert!(parse_duration("-5ms").is_err());
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("10h").is_err());
+        assert!(parse_duration("0").is_err());
+    }
+
+    #[test]
+    fn errors_name_option_and_accepted_values() {
+        let e = Config::parse("start,bogus=1").unwrap_err();
+        assert_eq!(e.option, "bogus=1");
+        assert!(e.to_string().contains("accepted"), "{e}");
+        let e = Config::parse("event=wall").unwrap_err();
+        assert!(e.to_string().contains("cpu, itimer, ctimer"), "{e}");
+        let e = Config::parse("interval=-5").unwrap_err();
+        assert!(e.to_string().contains("interval=-5"), "{e}");
+        assert!(Config::parse("interval=1us").is_err());
+        assert!(Config::parse("jstackdepth=0").is_err());
+        assert!(Config::parse("file=").is_err());
+        assert!(Config::parse("format=pdf").is_err());
+        assert!(Config::parse("event=cpu").is_ok());
+    }
+}

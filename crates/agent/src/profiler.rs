@@ -1,0 +1,292 @@
+//! The recording lifecycle: start (choose an engine, arm the signal handler,
+//! start timers), stop (disarm and wait for handlers), and dump (turn the
+//! sample store into a [`Profile`] with resolved names).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use jvmti_sys::asgct::{ticks, AsyncGetCallTraceFn, BCI_NATIVE_FRAME};
+use jvmti_sys::{jmethodID, JavaVM};
+use oxprof_profile::{Frame, FrameKind, Meta, Profile};
+
+use crate::engine::{self, itimer, Engine};
+use crate::jvmti::{Jni, Jvmti};
+use crate::log;
+use crate::options::Config;
+use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
+use crate::store::{SampleStore, StoredTrace};
+use crate::symbols::Symbols;
+use crate::threads::Threads;
+
+/// Distinct stacks the store can hold, and frames in all of them.
+const STORE_SLOTS: usize = 1 << 18;
+const STORE_FRAMES: usize = 1 << 23;
+
+/// A recording in progress.
+pub struct Recording {
+    pub config: Config,
+    pub engine: Engine,
+    pub started: Instant,
+    pub start_wall_ns: u64,
+    /// Why perf_events was not used, when `cpu` fell back to ctimer.
+    pub fallback: Option<String>,
+}
+
+/// Counts gathered while building a profile.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub samples: u64,
+    pub java_samples: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    pub failed_by_reason: BTreeMap<&'static str, u64>,
+}
+
+impl Summary {
+    /// Failed walks as a share of the Java threads' samples, in percent.
+    pub fn failed_pct(&self) -> f64 {
+        if self.java_samples == 0 {
+            0.0
+        } else {
+            100.0 * self.failed as f64 / self.java_samples as f64
+        }
+    }
+}
+
+pub struct Profiler {
+    recording: Mutex<Option<Recording>>,
+    store: OnceLock<&'static SampleStore>,
+    pub threads: Arc<Threads>,
+}
+
+/// The synthetic frame name for an AsyncGetCallTrace error code.
+pub fn failure_name(code: i32) -> &'static str {
+    match code {
+        ticks::NO_CLASS_LOAD => "[no_class_load]",
+        ticks::GC_ACTIVE => "[gc_active]",
+        ticks::UNKNOWN_NOT_JAVA => "[unknown_not_Java]",
+        ticks::NOT_WALKABLE_NOT_JAVA => "[not_walkable_not_Java]",
+        ticks::UNKNOWN_JAVA => "[unknown_Java]",
+        ticks::NOT_WALKABLE_JAVA => "[not_walkable_Java]",
+        ticks::UNKNOWN_STATE => "[unknown_state]",
+        ticks::THREAD_EXIT => "[thread_exit]",
+        ticks::DEOPT => "[deopt]",
+        ticks::SAFEPOINT => "[safepoint]",
+        _ => "[unknown_error]",
+    }
+}
+
+/// A thread name without its instance number: `GC Thread#3` → `GC Thread`,
+/// `C2 CompilerThre` (kernel-truncated) → `C2 CompilerThread`.
+pub fn thread_category(name: &str) -> String {
+    if name.starts_with("C1 CompilerThre") || name.starts_with("C2 CompilerThre") {
+        return format!("{}CompilerThread", &name[..3]);
+    }
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches(['#', '-', ' ']);
+    if trimmed.is_empty() { name.to_string() } else { trimmed.to_string() }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+impl Profiler {
+    pub fn new() -> Profiler {
+        Profiler { recording: Mutex::new(None), store: OnceLock::new(), threads: Arc::new(Threads::default()) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Recording>> {
+        self.recording.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn store(&self) -> Result<&'static SampleStore, String> {
+        if let Some(s) = self.store.get() {
+            return Ok(s);
+        }
+        let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the sample store")?;
+        Ok(*self.store.get_or_init(|| Box::leak(Box::new(s))))
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// Starts a recording. Returns a one-line description of what runs.
+    pub fn start(&self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>) -> Result<String, String> {
+        let mut rec = self.lock();
+        if rec.is_some() {
+            return Err("profiling is already running; stop it first".into());
+        }
+        let asgct = asgct.ok_or("this JVM does not export AsyncGetCallTrace; CPU profiling needs HotSpot (JDK 11 or later)")?;
+        let store = self.store()?;
+        store.reset(); // no handler is armed: safe
+        let (engine, fallback) = engine::choose(config.event, config.interval_ns);
+        if let Some(why) = &fallback {
+            log::warn(&format!("{why}; falling back to the ctimer engine"));
+        }
+        signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+        signal::arm(SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads));
+        let started = if engine.per_thread() {
+            self.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
+        } else {
+            itimer::start(config.interval_ns).map(|()| "process-wide".to_string())
+        };
+        let threads = match started {
+            Ok(t) => t,
+            Err(e) => {
+                self.threads.stop();
+                drop(signal::disarm());
+                return Err(format!("cannot start the {} engine: {e}", engine.short()));
+            }
+        };
+        let msg = format!(
+            "started {} profiling: engine {}, interval {}, {}",
+            config.event.name(),
+            engine.describe(),
+            fmt_interval(config.interval_ns),
+            threads
+        );
+        *rec = Some(Recording { config, engine, started: Instant::now(), start_wall_ns: now_ns(), fallback });
+        Ok(msg)
+    }
+
+    /// Stops sampling; the samples stay in the store for [`Profiler::build`].
+    pub fn stop(&self) -> Option<Recording> {
+        let rec = self.lock().take()?;
+        if rec.engine.per_thread() {
+            self.threads.stop();
+        } else {
+            itimer::stop();
+        }
+        drop(signal::disarm());
+        Some(rec)
+    }
+
+    /// Samples recorded so far (for status lines).
+    pub fn recorded(&self) -> u64 {
+        self.store.get().map(|s| s.stats().recorded).unwrap_or(0)
+    }
+
+    /// Builds the profile of a (stopped or running) recording.
+    pub fn build(&self, rec: &Recording, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
+        let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
+        let traces = store.snapshot();
+        let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
+        let config = &rec.config;
+        let meta = Meta {
+            title: config.title.clone().unwrap_or_else(|| "CPU profile".to_string()),
+            event: config.event.name().to_string(),
+            engine: rec.engine.describe().to_string(),
+            interval: config.interval_ns,
+            total_unit: "ns".to_string(),
+            start_ns: rec.start_wall_ns,
+            duration_ns: rec.started.elapsed().as_nanos() as u64,
+            extra: Vec::new(),
+        };
+        let mut profile = Profile::new(meta);
+        let mut frames = Vec::new();
+        for t in &traces {
+            summary.samples += t.samples;
+            frames.clear();
+            self.trace_frames(t, config.threads, symbols, jvmti, jni, &mut frames, &mut summary);
+            profile.add_frames(frames.drain(..), t.samples, t.total);
+        }
+        let m = &mut profile.meta;
+        m.extra.push(("samples".into(), summary.samples.to_string()));
+        m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
+        for (reason, n) in &summary.failed_by_reason {
+            m.extra.push((format!("failed {reason}"), n.to_string()));
+        }
+        m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        if let Some(why) = &rec.fallback {
+            m.extra.push(("engine fallback".into(), why.clone()));
+        }
+        (profile, summary)
+    }
+
+    fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
+        let thread_root = |tid: u32| {
+            let name = self.threads.name(tid).unwrap_or_else(|| "thread".into());
+            Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
+        };
+        let marker = match t.frames.as_slice() {
+            [f] if f.method == 0 => Some(f.bci),
+            _ => None,
+        };
+        match marker {
+            Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {
+                if code == MARK_NO_JAVA_FRAME {
+                    summary.java_samples += t.samples;
+                }
+                if per_thread {
+                    out.push(thread_root(t.tid));
+                } else {
+                    let name = self.threads.name(t.tid).unwrap_or_else(|| "thread".into());
+                    out.push(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native));
+                }
+            }
+            Some(code) => {
+                summary.java_samples += t.samples;
+                summary.failed += t.samples;
+                *summary.failed_by_reason.entry(failure_name(code)).or_default() += t.samples;
+                if per_thread && t.tid != 0 {
+                    out.push(thread_root(t.tid));
+                }
+                out.push(Frame::new(failure_name(code), FrameKind::Error));
+            }
+            None => {
+                summary.java_samples += t.samples;
+                if per_thread && t.tid != 0 {
+                    out.push(thread_root(t.tid));
+                }
+                for f in t.frames.iter().rev() {
+                    let name = symbols.resolve(jvmti, jni, f.method as jmethodID);
+                    let kind = if f.bci == BCI_NATIVE_FRAME { FrameKind::Native } else { FrameKind::Java };
+                    out.push(Frame::new(name.frame_name(), kind));
+                }
+            }
+        }
+    }
+}
+
+impl Default for Profiler {
+    fn default() -> Self {
+        Profiler::new()
+    }
+}
+
+pub fn fmt_interval(ns: u64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_categories() {
+        assert_eq!(thread_category("GC Thread#3"), "GC Thread");
+        assert_eq!(thread_category("C2 CompilerThre"), "C2 CompilerThread");
+        assert_eq!(thread_category("G1 Conc#0"), "G1 Conc");
+        assert_eq!(thread_category("VM Thread"), "VM Thread");
+        assert_eq!(thread_category("pool-1-thread-12"), "pool-1-thread");
+        assert_eq!(thread_category("42"), "42");
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(fmt_interval(10_000_000), "10ms");
+        assert_eq!(fmt_interval(250_000), "250us");
+        assert_eq!(fmt_interval(2_000_000_000), "2s");
+        assert_eq!(fmt_interval(1234), "1234ns");
+    }
+}

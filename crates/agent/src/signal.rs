@@ -1,0 +1,308 @@
+//! The SIGPROF handler: the only oxprof code that runs inside a signal.
+//!
+//! Rules for everything reachable from [`on_sigprof`] (checked in review):
+//! - no allocation, no locks, no formatting or logging, nothing that can panic
+//!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
+//! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
+//!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it);
+//! - `errno` is saved on entry and restored on exit;
+//! - all memory used is preallocated in a [`SignalContext`] before the handler
+//!   is armed, and freed only after [`disarm`] has waited for every running
+//!   handler to leave.
+//!
+//! Walk results go to the lock-free [`SampleStore`]. A failed walk is stored as
+//! a one-frame stack holding the error code, so it is counted, not dropped.
+
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
+use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
+
+use crate::store::{RawFrame, SampleStore};
+
+/// `bci` of a synthetic frame for a Java thread that had no Java frame.
+pub const MARK_NO_JAVA_FRAME: i32 = 1;
+/// `bci` of a synthetic frame for a thread the JVM does not run Java on.
+pub const MARK_NON_JAVA_THREAD: i32 = 2;
+
+/// How many frame buffers exist; concurrent handlers each need one.
+const BUFFERS: usize = 16;
+
+/// One preallocated frame buffer, taken with a compare-and-swap. It owns
+/// `len` frames at `ptr` (a leaked boxed slice, freed on drop).
+struct Buffer {
+    busy: AtomicBool,
+    ptr: *mut RawFrame,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(len: usize) -> Buffer {
+        let frames = vec![RawFrame::default(); len].into_boxed_slice();
+        Buffer { busy: AtomicBool::new(false), ptr: Box::into_raw(frames) as *mut RawFrame, len }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from Box::into_raw of a boxed slice of `len`.
+        drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+/// Everything the handler needs, built before it is armed.
+pub struct SignalContext {
+    store: &'static SampleStore,
+    asgct: AsyncGetCallTraceFn,
+    vm: *mut JavaVM,
+    depth: usize,
+    /// Weight added per sample (the sampling interval in ns).
+    weight: u64,
+    /// Keep the thread id of every sample (option `threads`).
+    per_thread: bool,
+    buffers: [Buffer; BUFFERS],
+}
+
+// SAFETY: the raw pointers are the JavaVM (valid for the process's life) and
+// buffers owned by this context; handing the context to another thread is fine.
+unsafe impl Send for SignalContext {}
+// SAFETY: shared use goes through the buffers' busy flags and the store's atomics.
+unsafe impl Sync for SignalContext {}
+
+// RawFrame must have ASGCT_CallFrame's layout: the handler lets
+// AsyncGetCallTrace write straight into RawFrame buffers.
+const _: () = assert!(std::mem::size_of::<RawFrame>() == std::mem::size_of::<ASGCT_CallFrame>());
+const _: () = assert!(std::mem::align_of::<RawFrame>() == std::mem::align_of::<ASGCT_CallFrame>());
+
+impl SignalContext {
+    /// Allocates the buffers (off the signal path).
+    pub fn new(
+        store: &'static SampleStore,
+        asgct: AsyncGetCallTraceFn,
+        vm: *mut JavaVM,
+        depth: usize,
+        weight: u64,
+        per_thread: bool,
+    ) -> Box<SignalContext> {
+        let depth = depth.max(1);
+        let buffers = std::array::from_fn(|_| Buffer::new(depth));
+        Box::new(SignalContext { store, asgct, vm, depth, weight, per_thread, buffers })
+    }
+}
+
+/// Lowest and highest code address the JVM reported (JIT-compiled methods and
+/// generated stubs), used to sanity-check a return address before retrying a
+/// walk from it.
+static CODE_LOW: AtomicUsize = AtomicUsize::new(usize::MAX);
+static CODE_HIGH: AtomicUsize = AtomicUsize::new(0);
+
+/// Widens the known code range (called from JVMTI code events, not signals).
+pub fn note_code(start: usize, len: usize) {
+    CODE_LOW.fetch_min(start, Ordering::Relaxed);
+    CODE_HIGH.fetch_max(start.saturating_add(len), Ordering::Relaxed);
+}
+
+fn in_code(pc: usize) -> bool {
+    pc >= CODE_LOW.load(Ordering::Relaxed) && pc < CODE_HIGH.load(Ordering::Relaxed)
+}
+
+static CONTEXT: AtomicPtr<SignalContext> = AtomicPtr::new(ptr::null_mut());
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the SIGPROF handler (idempotent).
+pub fn install() -> std::io::Result<()> {
+    // SAFETY: a zeroed sigaction is a valid starting point; we fill the fields
+    // we need and install a handler with the SA_SIGINFO signature.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigprof as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGPROF, &sa, ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Makes the handler record into `ctx`. Any previous context must have been
+/// taken back with [`disarm`].
+pub fn arm(ctx: Box<SignalContext>) {
+    let old = CONTEXT.swap(Box::into_raw(ctx), Ordering::SeqCst);
+    debug_assert!(old.is_null());
+    ENABLED.store(true, Ordering::SeqCst);
+}
+
+/// Stops recording, waits until no handler is running, and returns the context.
+pub fn disarm() -> Option<Box<SignalContext>> {
+    ENABLED.store(false, Ordering::SeqCst);
+    wait_for_handlers();
+    let p = CONTEXT.swap(ptr::null_mut(), Ordering::SeqCst);
+    wait_for_handlers();
+    // SAFETY: `p` came from Box::into_raw in `arm`, and no handler can still
+    // see it: handlers check ENABLED after announcing themselves in ACTIVE.
+    (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+}
+
+fn wait_for_handlers() {
+    while ACTIVE.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+}
+
+/// The SIGPROF handler. See the module rules.
+extern "C" fn on_sigprof(_signo: libc::c_int, _info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid for the thread's life.
+    let saved = unsafe { *errno };
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    if ENABLED.load(Ordering::SeqCst) {
+        let ctx = CONTEXT.load(Ordering::SeqCst);
+        if !ctx.is_null() {
+            // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
+            sample(unsafe { &*ctx }, ucontext);
+        }
+    }
+    ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid is a plain, always-successful, async-signal-safe syscall.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// The calling thread's JNIEnv, or null for a thread the JVM does not know.
+fn jni_env(vm: *mut JavaVM) -> *mut JNIEnv {
+    let mut env: *mut c_void = ptr::null_mut();
+    // SAFETY: `vm` is the live JavaVM. GetEnv only reads the JVM's
+    // thread-local current-thread pointer; it allocates nothing.
+    let rc = unsafe {
+        match (**vm).GetEnv {
+            Some(f) => f(vm, &mut env, JNI_VERSION_1_6 as jint),
+            None => return ptr::null_mut(),
+        }
+    };
+    if rc == JNI_OK as jint {
+        env as *mut JNIEnv
+    } else {
+        ptr::null_mut()
+    }
+}
+
+fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
+    let tid = gettid();
+    let env = jni_env(ctx.vm);
+    if env.is_null() {
+        record_marker(ctx, tid, MARK_NON_JAVA_THREAD);
+        return;
+    }
+    let Some(buffer) = take_buffer(ctx, tid) else {
+        ctx.store.count_dropped();
+        return;
+    };
+    let depth = ctx.depth.min(buffer.len);
+    let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: buffer.ptr as *mut ASGCT_CallFrame };
+    // SAFETY: `trace.frames` has room for `depth` frames, we own the buffer
+    // (busy flag), the layouts match (asserted above), and `ucontext` is the
+    // kernel's context for this signal.
+    unsafe { (ctx.asgct)(&mut trace, depth as jint, ucontext) };
+    if trace.num_frames == ticks::UNKNOWN_JAVA || trace.num_frames == ticks::NOT_WALKABLE_JAVA {
+        recover(ctx, &mut trace, depth, ucontext);
+    }
+    let n = trace.num_frames;
+    let tid_key = if ctx.per_thread { tid } else { 0 };
+    if n > 0 {
+        // SAFETY: AsyncGetCallTrace wrote `n <= depth` frames into our buffer.
+        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, (n as usize).min(depth)) };
+        ctx.store.record(tid_key, frames, ctx.weight);
+    } else if n == 0 {
+        record_marker(ctx, tid, MARK_NO_JAVA_FRAME);
+    } else {
+        record_marker(ctx, tid_key, n);
+    }
+    buffer.busy.store(false, Ordering::Release);
+}
+
+/// Retries a failed walk from the caller of the interrupted code.
+///
+/// AsyncGetCallTrace fails when the PC is in code without a complete frame:
+/// generated stubs (intrinsics such as `dsin`, array copy), method prologues
+/// and epilogues. The caller's frame is usually fine, so we rebuild the
+/// context as if the innermost call had just returned and walk again:
+/// 1. return address at `[rsp]` (no frame pushed yet, or a frameless stub),
+/// 2. at `[rsp+8]` (only `rbp` pushed: prologue/epilogue),
+/// 3. at `[rbp+8]` with caller `rsp = rbp+16` (a stub that set up `rbp`).
+/// A candidate is used only when it points into JVM-generated code, and only
+/// words a few KB above the interrupted `rsp` are read: that memory is the
+/// live part of this thread's own stack. The context is restored afterwards.
+fn recover(ctx: &SignalContext, trace: &mut ASGCT_CallTrace, depth: usize, ucontext: *mut c_void) {
+    if ucontext.is_null() {
+        return;
+    }
+    let uc = ucontext as *mut libc::ucontext_t;
+    // SAFETY: the kernel passed a valid ucontext for this signal.
+    let gregs = unsafe { &mut (*uc).uc_mcontext.gregs };
+    let (rip, rsp, rbp) = (libc::REG_RIP as usize, libc::REG_RSP as usize, libc::REG_RBP as usize);
+    let (Some(&pc0), Some(&sp0), Some(&fp0)) = (gregs.get(rip), gregs.get(rsp), gregs.get(rbp)) else { return };
+    let sp = sp0 as usize;
+    if sp == 0 || sp % 8 != 0 {
+        return;
+    }
+    let read = |addr: usize| -> usize {
+        // SAFETY: callers only pass addresses in [sp, sp + 4 KiB + 16), the live
+        // top of this thread's stack, 8-byte aligned.
+        unsafe { *(addr as *const usize) }
+    };
+    let fp = fp0 as usize;
+    let frame_fp_ok = fp > sp && fp - sp < 4096 && fp % 8 == 0;
+    for attempt in 0..3 {
+        let (new_pc, new_sp, new_fp) = match attempt {
+            0 => (read(sp), sp + 8, fp),
+            1 => (read(sp + 8), sp + 16, read(sp)),
+            _ if frame_fp_ok => (read(fp + 8), fp + 16, read(fp)),
+            _ => continue,
+        };
+        if !in_code(new_pc) {
+            continue;
+        }
+        set_regs(gregs, [(rip, new_pc as i64), (rsp, new_sp as i64), (rbp, new_fp as i64)]);
+        trace.num_frames = 0;
+        // SAFETY: as for the first walk; the context now describes the caller.
+        unsafe { (ctx.asgct)(trace, depth as jint, ucontext) };
+        set_regs(gregs, [(rip, pc0), (rsp, sp0), (rbp, fp0)]);
+        if trace.num_frames > 0 {
+            return;
+        }
+    }
+}
+
+fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
+    for (reg, value) in values {
+        if let Some(r) = gregs.get_mut(reg) {
+            *r = value;
+        }
+    }
+}
+
+/// Records a one-frame stack naming why there is no Java stack.
+fn record_marker(ctx: &SignalContext, tid: u32, code: i32) {
+    let frame = [RawFrame { bci: code, method: 0 }];
+    ctx.store.record(tid, &frame, ctx.weight);
+}
+
+fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {
+    let start = tid as usize % BUFFERS;
+    for i in 0..BUFFERS {
+        let b = ctx.buffers.get((start + i) % BUFFERS)?;
+        if b.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            return Some(b);
+        }
+    }
+    None
+}

@@ -1,0 +1,388 @@
+//! The lock-free sample store the signal handler writes into.
+//!
+//! A fixed-size open-addressing hash table of distinct stacks plus a frame
+//! arena, both preallocated with `mmap` before profiling starts (untouched
+//! pages cost no resident memory). Inserting takes no lock and allocates
+//! nothing: a stack's slot is claimed with a compare-and-swap on its hash, its
+//! frames are copied into arena space reserved with `fetch_add`, and the slot
+//! is published with a release store. Identical stacks share one slot and bump
+//! its counters. When the table or the arena is full, samples are counted as
+//! dropped; nothing blocks.
+//!
+//! Readers (dump) run off the signal path and only look at published slots.
+//! [`SampleStore::reset`] must only run when no writer is active (the signal
+//! module guarantees that).
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// One raw frame as the walker produced it: `bci` (or a marker code) and the
+/// `jmethodID` (or 0 for synthetic frames).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawFrame {
+    pub bci: i32,
+    pub method: usize,
+}
+
+const EMPTY: u32 = 0;
+const WRITING: u32 = 1;
+const READY: u32 = 2;
+const DEAD: u32 = 3;
+
+/// How many slots a lookup probes before giving up.
+const MAX_PROBE: usize = 256;
+/// How long a reader spins on a slot another thread is still writing.
+const MAX_SPIN: u32 = 4096;
+
+#[repr(C)]
+struct Slot {
+    key: AtomicU64,
+    state: AtomicU32,
+    tid: AtomicU32,
+    frames_at: AtomicU64,
+    num_frames: AtomicU32,
+    samples: AtomicU64,
+    total: AtomicU64,
+}
+
+/// An anonymous private mapping of `len` bytes, unmapped on drop.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize) -> Option<Mapping> {
+        // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        NonNull::new(p as *mut u8).map(|ptr| Mapping { ptr, len })
+    }
+
+    fn zero(&self) {
+        // MADV_DONTNEED on a private anonymous mapping returns its pages to the
+        // kernel and makes them read back as zeros.
+        // SAFETY: the range is exactly our mapping.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr() as *mut _, self.len, libc::MADV_DONTNEED) };
+        if rc != 0 {
+            // SAFETY: the range is our writable mapping.
+            unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped.
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut _, self.len) };
+    }
+}
+
+/// Totals kept beside the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Samples recorded in the table.
+    pub recorded: u64,
+    /// Samples lost because the table or arena was full or contended.
+    pub dropped: u64,
+    /// Distinct stacks in the table.
+    pub distinct: u64,
+}
+
+/// The store. Create it before profiling starts; share it by reference.
+pub struct SampleStore {
+    slots: Mapping,
+    slot_count: usize,
+    frames: Mapping,
+    frame_capacity: usize,
+    frame_cursor: AtomicUsize,
+    used_slots: AtomicUsize,
+    recorded: AtomicU64,
+    dropped: AtomicU64,
+}
+
+// SAFETY: all shared mutation goes through atomics; arena ranges are written
+// only by the thread that reserved them, before publication.
+unsafe impl Sync for SampleStore {}
+// SAFETY: the mappings are owned and can move between threads.
+unsafe impl Send for SampleStore {}
+
+/// One distinct stack read back from the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredTrace {
+    pub tid: u32,
+    /// Frames as the walker produced them: top (leaf) first.
+    pub frames: Vec<RawFrame>,
+    pub samples: u64,
+    pub total: u64,
+}
+
+fn mix(mut h: u64, v: u64) -> u64 {
+    h ^= v;
+    h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29)
+}
+
+/// Hash of a stack and thread id; never 0 (0 marks an empty slot).
+fn hash(tid: u32, frames: &[RawFrame]) -> u64 {
+    let mut h = mix(0xcbf2_9ce4_8422_2325, tid as u64);
+    for f in frames {
+        h = mix(h, f.method as u64);
+        h = mix(h, f.bci as u32 as u64);
+    }
+    h | 1
+}
+
+impl SampleStore {
+    /// A store for up to `slot_count` distinct stacks (rounded up to a power of
+    /// two) and `frame_capacity` frames in total.
+    pub fn new(slot_count: usize, frame_capacity: usize) -> Option<SampleStore> {
+        let slot_count = slot_count.max(16).next_power_of_two();
+        let slots = Mapping::new(slot_count * std::mem::size_of::<Slot>())?;
+        let frames = Mapping::new(frame_capacity.max(1) * std::mem::size_of::<RawFrame>())?;
+        Some(SampleStore {
+            slots,
+            slot_count,
+            frames,
+            frame_capacity: frame_capacity.max(1),
+            frame_cursor: AtomicUsize::new(0),
+            used_slots: AtomicUsize::new(0),
+            recorded: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        let i = i & (self.slot_count - 1);
+        // SAFETY: `i < slot_count` by the mask; the mapping holds `slot_count`
+        // zero-initialised slots, and all-zero is a valid `Slot` (atomics).
+        unsafe { &*(self.slots.ptr.as_ptr() as *const Slot).add(i) }
+    }
+
+    fn frame_ptr(&self, at: usize) -> *mut RawFrame {
+        // SAFETY: callers keep `at` within `frame_capacity`.
+        unsafe { (self.frames.ptr.as_ptr() as *mut RawFrame).add(at) }
+    }
+
+    /// Records one sample. Async-signal-safe: no allocation, no lock, no panic.
+    /// Returns false when the sample was dropped.
+    pub fn record(&self, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
+        let key = hash(tid, frames);
+        let mut i = key as usize;
+        for _ in 0..MAX_PROBE {
+            let slot = self.slot(i);
+            let k = slot.key.load(Ordering::Acquire);
+            if k == 0 {
+                if self.used_slots.load(Ordering::Relaxed) * 4 >= self.slot_count * 3 {
+                    break; // keep probe chains short: treat 75% as full
+                }
+                if slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    self.used_slots.fetch_add(1, Ordering::Relaxed);
+                    return self.fill(slot, tid, frames, weight);
+                }
+                // Lost the race: look at what the winner put there.
+                if slot.key.load(Ordering::Acquire) == key && self.matches(slot, tid, frames) {
+                    return self.count(slot, weight);
+                }
+            } else if k == key && self.matches(slot, tid, frames) {
+                return self.count(slot, weight);
+            }
+            i = i.wrapping_add(1);
+        }
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+
+    fn fill(&self, slot: &Slot, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
+        let n = frames.len();
+        let at = self.frame_cursor.fetch_add(n, Ordering::Relaxed);
+        if at.checked_add(n).map_or(true, |end| end > self.frame_capacity) {
+            slot.state.store(DEAD, Ordering::Release);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        // SAFETY: [at, at+n) was reserved above by this thread alone and lies
+        // inside the arena; source and destination cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(frames.as_ptr(), self.frame_ptr(at), n) };
+        slot.tid.store(tid, Ordering::Relaxed);
+        slot.frames_at.store(at as u64, Ordering::Relaxed);
+        slot.num_frames.store(n as u32, Ordering::Relaxed);
+        slot.samples.store(1, Ordering::Relaxed);
+        slot.total.store(weight, Ordering::Relaxed);
+        slot.state.store(READY, Ordering::Release);
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn count(&self, slot: &Slot, weight: u64) -> bool {
+        slot.samples.fetch_add(1, Ordering::Relaxed);
+        slot.total.fetch_add(weight, Ordering::Relaxed);
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether a slot (whose key matched) holds exactly this stack. Waits a
+    /// bounded time for a slot another thread is still writing.
+    fn matches(&self, slot: &Slot, tid: u32, frames: &[RawFrame]) -> bool {
+        let mut spins = 0;
+        loop {
+            match slot.state.load(Ordering::Acquire) {
+                READY => break,
+                EMPTY | WRITING if spins < MAX_SPIN => {
+                    spins += 1;
+                    std::hint::spin_loop();
+                }
+                _ => return false,
+            }
+        }
+        if slot.tid.load(Ordering::Relaxed) != tid || slot.num_frames.load(Ordering::Relaxed) as usize != frames.len() {
+            return false;
+        }
+        let at = slot.frames_at.load(Ordering::Relaxed) as usize;
+        if at + frames.len() > self.frame_capacity {
+            return false;
+        }
+        // SAFETY: a READY slot's range was fully written before its release
+        // store, which our acquire load saw; the range is inside the arena.
+        let stored = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), frames.len()) };
+        stored == frames
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            recorded: self.recorded.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            distinct: self.used_slots.load(Ordering::Relaxed) as u64,
+        }
+    }
+
+    /// Counts a sample that was lost before reaching the store.
+    pub fn count_dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Copies out every published stack. Safe to call while writers run: it
+    /// sees each slot either not yet published or complete.
+    pub fn snapshot(&self) -> Vec<StoredTrace> {
+        let mut out = Vec::new();
+        for i in 0..self.slot_count {
+            let slot = self.slot(i);
+            if slot.state.load(Ordering::Acquire) != READY {
+                continue;
+            }
+            let n = slot.num_frames.load(Ordering::Relaxed) as usize;
+            let at = slot.frames_at.load(Ordering::Relaxed) as usize;
+            if at + n > self.frame_capacity {
+                continue;
+            }
+            // SAFETY: published slot, range inside the arena (checked above).
+            let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
+            out.push(StoredTrace {
+                tid: slot.tid.load(Ordering::Relaxed),
+                frames,
+                samples: slot.samples.load(Ordering::Relaxed),
+                total: slot.total.load(Ordering::Relaxed),
+            });
+        }
+        out
+    }
+
+    /// Empties the store. The caller guarantees no writer is running.
+    pub fn reset(&self) {
+        self.slots.zero();
+        self.frames.zero();
+        self.frame_cursor.store(0, Ordering::Relaxed);
+        self.used_slots.store(0, Ordering::Relaxed);
+        self.recorded.store(0, Ordering::Relaxed);
+        self.dropped.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn f(bci: i32, method: usize) -> RawFrame {
+        RawFrame { bci, method }
+    }
+
+    #[test]
+    fn identical_stacks_share_a_slot() {
+        let s = SampleStore::new(64, 1024).unwrap();
+        assert!(s.record(1, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(1, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(2, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(1, &[f(1, 10)], 5));
+        let mut snap = s.snapshot();
+        snap.sort_by_key(|t| (t.tid, t.frames.len()));
+        assert_eq!(snap.len(), 3);
+        assert_eq!(snap[1].samples, 2);
+        assert_eq!(snap[1].total, 10);
+        assert_eq!(snap[1].frames, vec![f(1, 10), f(2, 20)]);
+        assert_eq!(s.stats(), StoreStats { recorded: 4, dropped: 0, distinct: 3 });
+    }
+
+    #[test]
+    fn full_table_and_arena_drop_instead_of_blocking() {
+        let s = SampleStore::new(16, 8).unwrap();
+        // 75% of 16 slots = 12 distinct stacks at most; the arena holds 8 frames.
+        let mut ok = 0;
+        for m in 0..40 {
+            if s.record(0, &[f(0, m + 1)], 1) {
+                ok += 1;
+            }
+        }
+        assert_eq!(ok, 8);
+        assert_eq!(s.stats().dropped, 32);
+        // Existing stacks still count when the store is full.
+        assert!(s.record(0, &[f(0, 1)], 1));
+    }
+
+    #[test]
+    fn reset_empties() {
+        let s = SampleStore::new(64, 64).unwrap();
+        s.record(0, &[f(0, 1)], 1);
+        s.reset();
+        assert!(s.snapshot().is_empty());
+        assert_eq!(s.stats(), StoreStats::default());
+        assert!(s.record(0, &[f(0, 1)], 1));
+        assert_eq!(s.snapshot().len(), 1);
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing() {
+        let s = Arc::new(SampleStore::new(1 << 12, 1 << 16).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000usize {
+                        let m = i % 50;
+                        s.record(0, &[f(m as i32, m + 1), f(0, 99)], t + 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let snap = s.snapshot();
+        assert_eq!(snap.len(), 50);
+        assert_eq!(snap.iter().map(|t| t.samples).sum::<u64>(), 80_000);
+        assert_eq!(snap.iter().map(|t| t.total).sum::<u64>(), 20_000 * (1 + 2 + 3 + 4));
+        assert_eq!(s.stats().dropped, 0);
+    }
+}

@@ -1,0 +1,217 @@
+//! Method resolution: jmethodIDs to `package.Class.method` names, off the
+//! signal path.
+//!
+//! AsyncGetCallTrace can only name frames whose jmethodIDs exist, so every
+//! class gets `GetClassMethods` when it is prepared (and at start-up or attach
+//! for classes loaded before). Most names are resolved lazily at dump time.
+//!
+//! Classes can unload during a recording, and asking the JVM about a method of
+//! an unloaded class returns an error at best and crashes some JDK builds at
+//! worst. So a class that *can* unload (defined by a loader other than the
+//! boot, platform or application loader, or a hidden/anonymous class) has its
+//! method names copied when it is prepared, and those names are used at dump
+//! time without asking the JVM. Classes of the three built-in loaders never
+//! unload, so asking about them later is safe.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use jvmti_sys::{jclass, jmethodID, jobject};
+
+use crate::jvmti::{Jni, Jvmti};
+
+/// A resolved method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodName {
+    /// Class in Java form, e.g. `java.util.HashMap` or `Foo$$Lambda$14`.
+    pub class: Arc<str>,
+    pub method: String,
+}
+
+impl MethodName {
+    pub fn frame_name(&self) -> String {
+        format!("{}.{}", self.class, self.method)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Names copied early for methods of classes that can unload.
+    early: HashMap<usize, Arc<MethodName>>,
+    /// Names resolved at dump time (classes that never unload).
+    cache: HashMap<usize, Arc<MethodName>>,
+    /// Global references to the platform and application class loaders.
+    builtin_loaders: Vec<jobject>,
+    classes_seen: u64,
+    unloadable_seen: u64,
+}
+
+// SAFETY: the jobjects held are JNI global references, valid on any thread.
+unsafe impl Send for Inner {}
+
+#[derive(Default)]
+pub struct Symbols {
+    inner: Mutex<Inner>,
+}
+
+/// Converts a JVM class signature (`Ljava/lang/String;`, `[I`) to Java form
+/// (`java.lang.String`, `int[]`), dropping a hidden class's address suffix.
+pub fn class_name_from_signature(sig: &str) -> String {
+    let dims = sig.bytes().take_while(|&b| b == b'[').count();
+    let base = &sig[dims..];
+    let mut name = match base {
+        "Z" => "boolean".to_string(),
+        "B" => "byte".to_string(),
+        "C" => "char".to_string(),
+        "S" => "short".to_string(),
+        "I" => "int".to_string(),
+        "J" => "long".to_string(),
+        "F" => "float".to_string(),
+        "D" => "double".to_string(),
+        "V" => "void".to_string(),
+        _ => {
+            let inner = base.strip_prefix('L').unwrap_or(base);
+            let inner = inner.strip_suffix(';').unwrap_or(inner);
+            strip_hidden_suffix(&inner.replace('/', "."))
+        }
+    };
+    for _ in 0..dims {
+        name.push_str("[]");
+    }
+    name
+}
+
+/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda$14`.
+fn strip_hidden_suffix(name: &str) -> String {
+    if let Some(pos) = name.rfind("0x") {
+        if pos > 0 && matches!(name.as_bytes()[pos - 1], b'.' | b'+') && name[pos + 2..].bytes().all(|b| b.is_ascii_hexdigit()) && pos + 2 < name.len() {
+            return name[..pos - 1].to_string();
+        }
+    }
+    name.to_string()
+}
+
+/// Hidden and VM-anonymous classes carry an address in their name.
+fn is_hidden_signature(sig: &str) -> bool {
+    sig.contains("/0x") || sig.contains(".0x") || sig.contains("+0x")
+}
+
+impl Symbols {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remembers the built-in platform and application loaders (needs a live VM).
+    pub fn init_builtin_loaders(&self, jni: Jni) {
+        let mut found = Vec::new();
+        for name in [c"getSystemClassLoader", c"getPlatformClassLoader"] {
+            let local = jni.call_static_object(c"java/lang/ClassLoader", name, c"()Ljava/lang/ClassLoader;");
+            if !local.is_null() {
+                found.push(jni.new_global(local));
+                jni.delete_local(local);
+            }
+        }
+        self.lock().builtin_loaders = found;
+    }
+
+    /// Prepares a class for sampling: creates its jmethodIDs, and copies its
+    /// method names now if the class can unload.
+    pub fn on_class_prepare(&self, jvmti: Jvmti, jni: Jni, class: jclass) {
+        let Ok(methods) = jvmti.class_methods(class) else { return };
+        let unloadable = self.can_unload(jvmti, jni, class);
+        let mut early = Vec::new();
+        if unloadable {
+            let Ok(sig) = jvmti.class_signature(class) else { return };
+            let class_name: Arc<str> = class_name_from_signature(&sig).into();
+            for &m in &methods {
+                if let Ok((name, _)) = jvmti.method_name(m) {
+                    early.push((m as usize, Arc::new(MethodName { class: class_name.clone(), method: name })));
+                }
+            }
+        }
+        let mut inner = self.lock();
+        inner.classes_seen += 1;
+        if unloadable {
+            inner.unloadable_seen += 1;
+            inner.early.extend(early);
+        }
+    }
+
+    fn can_unload(&self, jvmti: Jvmti, jni: Jni, class: jclass) -> bool {
+        if let Ok(sig) = jvmti.class_signature(class) {
+            if is_hidden_signature(&sig) {
+                return true;
+            }
+        }
+        let loader = match jvmti.class_loader(class) {
+            Ok(l) => l,
+            Err(_) => return true,
+        };
+        if loader.is_null() {
+            return false; // the boot loader
+        }
+        let builtin = self.lock().builtin_loaders.iter().any(|&b| jni.is_same(b, loader));
+        jni.delete_local(loader);
+        !builtin
+    }
+
+    /// Prepares every class already loaded (at VMInit or attach).
+    pub fn prepare_loaded_classes(&self, jvmti: Jvmti, jni: Jni) -> usize {
+        let classes = jvmti.loaded_classes().unwrap_or_default();
+        let n = classes.len();
+        for class in classes {
+            self.on_class_prepare(jvmti, jni, class);
+            jni.delete_local(class);
+        }
+        n
+    }
+
+    /// The name of a sampled method. Must run on a thread attached to the VM.
+    pub fn resolve(&self, jvmti: Jvmti, jni: Jni, method: jmethodID) -> Arc<MethodName> {
+        let key = method as usize;
+        {
+            let inner = self.lock();
+            if let Some(n) = inner.early.get(&key).or_else(|| inner.cache.get(&key)) {
+                return n.clone();
+            }
+        }
+        let name = Arc::new(Self::ask_jvm(jvmti, jni, method).unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into() }));
+        self.lock().cache.insert(key, name.clone());
+        name
+    }
+
+    fn ask_jvm(jvmti: Jvmti, jni: Jni, method: jmethodID) -> Option<MethodName> {
+        let class = jvmti.method_declaring_class(method).ok()?;
+        // The local reference to the class keeps it from unloading while we look.
+        let result = (|| {
+            let sig = jvmti.class_signature(class).ok()?;
+            let (name, _) = jvmti.method_name(method).ok()?;
+            Some(MethodName { class: class_name_from_signature(&sig).into(), method: name })
+        })();
+        jni.delete_local(class);
+        result
+    }
+
+    /// (classes prepared, of which could unload, early names kept).
+    pub fn stats(&self) -> (u64, u64, usize) {
+        let inner = self.lock();
+        (inner.classes_seen, inner.unloadable_seen, inner.early.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_to_java_names() {
+        assert_eq!(class_name_from_signature("Ljava/lang/String;"), "java.lang.String");
+        assert_eq!(class_name_from_signature("[I"), "int[]");
+        assert_eq!(class_name_from_signature("[[Ljava/util/Map$Entry;"), "java.util.Map$Entry[][]");
+        assert_eq!(class_name_from_signature("LFoo$$Lambda$14.0x0000000800c03000;"), "Foo$$Lambda$14");
+        assert_eq!(class_name_from_signature("LFoo$$Lambda+0x0000000800c03000;"), "Foo$$Lambda");
+        assert_eq!(class_name_from_signature("Lcom/x0/Bar0x;"), "com.x0.Bar0x");
+        assert!(is_hidden_signature("LFoo$$Lambda$14.0x0000000800c03000;"));
+        assert!(!is_hidden_signature("Ljava/lang/String;"));
+    }
+}

@@ -1,0 +1,174 @@
+//! The thread registry: which threads have a sampling timer, and every
+//! thread's name for the profile.
+//!
+//! Java threads are registered from the JVMTI ThreadStart/ThreadEnd events
+//! (their full Java names). A watcher thread scans `/proc/self/task` so that
+//! threads the JVM does not report (GC, JIT compiler, VM threads, threads
+//! started before the agent) are sampled too, and dead ones are released.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::engine::{Engine, ThreadTimer};
+use crate::log;
+
+/// How often the watcher looks for new and dead threads.
+const SCAN_PERIOD: Duration = Duration::from_millis(100);
+/// Names kept for threads that have ended, at most.
+const MAX_DEAD_NAMES: usize = 65_536;
+
+#[derive(Default)]
+struct Inner {
+    /// Timers of the threads being sampled.
+    timers: HashMap<u32, ThreadTimer>,
+    /// Known thread names (kept after a thread ends, for the dump).
+    names: HashMap<u32, String>,
+    /// The running per-thread engine, if any.
+    engine: Option<(Engine, u64)>,
+    /// Threads never to sample (oxprof's own).
+    excluded: Vec<u32>,
+    timer_errors: u64,
+}
+
+/// Shared registry; clone the `Arc` to share it with the watcher.
+#[derive(Default)]
+pub struct Threads {
+    inner: Mutex<Inner>,
+    /// Bumped by every start and stop; a watcher runs while it sees its own.
+    generation: AtomicU64,
+}
+
+pub fn current_tid() -> u32 {
+    // SAFETY: plain syscall.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+fn list_tasks() -> Vec<u32> {
+    match std::fs::read_dir("/proc/self/task") {
+        Ok(dir) => dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn comm(tid: u32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+    Some(s.trim_end().to_string())
+}
+
+impl Threads {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a thread's name (from JVMTI), replacing a truncated kernel name.
+    pub fn set_name(&self, tid: u32, name: String) {
+        if !name.is_empty() {
+            self.lock().names.insert(tid, name);
+        }
+    }
+
+    /// The best known name of a thread.
+    pub fn name(&self, tid: u32) -> Option<String> {
+        let inner = self.lock();
+        inner.names.get(&tid).cloned().or_else(|| comm(tid))
+    }
+
+    /// Starts sampling a thread with the running engine (no-op if none or
+    /// already sampled).
+    pub fn add(&self, tid: u32) {
+        let mut inner = self.lock();
+        Self::add_locked(&mut inner, tid);
+    }
+
+    fn add_locked(inner: &mut Inner, tid: u32) {
+        let Some((engine, interval)) = inner.engine else { return };
+        if inner.timers.contains_key(&tid) || inner.excluded.contains(&tid) {
+            return;
+        }
+        if !inner.names.contains_key(&tid) {
+            if let Some(n) = comm(tid) {
+                inner.names.insert(tid, n);
+            }
+        }
+        match engine.start_thread(tid, interval) {
+            Ok(t) => {
+                inner.timers.insert(tid, t);
+            }
+            Err(e) => {
+                // The thread may have ended between listing and arming.
+                inner.timer_errors += 1;
+                if inner.timer_errors <= 3 && std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+                    log::warn(&format!("cannot start {} timer on thread {tid}: {e}", engine.short()));
+                }
+            }
+        }
+    }
+
+    /// Stops sampling a thread (it ended).
+    pub fn remove(&self, tid: u32) {
+        let mut inner = self.lock();
+        inner.timers.remove(&tid);
+        if inner.names.len() > MAX_DEAD_NAMES {
+            let live: Vec<u32> = inner.timers.keys().copied().collect();
+            inner.names.retain(|t, _| live.contains(t));
+        }
+    }
+
+    /// Never sample this thread (oxprof's own threads).
+    pub fn exclude(&self, tid: u32) {
+        let mut inner = self.lock();
+        let tasks = list_tasks();
+        inner.excluded.retain(|t| tasks.contains(t));
+        inner.excluded.push(tid);
+        inner.timers.remove(&tid);
+    }
+
+    /// Starts a per-thread engine on every current thread and keeps watching
+    /// for new ones until [`Threads::stop`].
+    pub fn start(self: &Arc<Self>, engine: Engine, interval_ns: u64) -> std::io::Result<usize> {
+        {
+            let mut inner = self.lock();
+            inner.engine = Some((engine, interval_ns));
+            inner.timer_errors = 0;
+            for tid in list_tasks() {
+                Self::add_locked(&mut inner, tid);
+            }
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let me = self.clone();
+        std::thread::Builder::new().name("oxprof-threads".into()).spawn(move || {
+            me.exclude(current_tid());
+            while me.generation.load(Ordering::SeqCst) == generation {
+                std::thread::sleep(SCAN_PERIOD);
+                me.scan();
+            }
+        })?;
+        Ok(self.lock().timers.len())
+    }
+
+    fn scan(&self) {
+        let tasks = list_tasks();
+        let mut inner = self.lock();
+        if inner.engine.is_none() {
+            return;
+        }
+        inner.timers.retain(|tid, _| tasks.contains(tid));
+        for tid in tasks {
+            Self::add_locked(&mut inner, tid);
+        }
+    }
+
+    /// Stops every timer and the watcher.
+    pub fn stop(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let mut inner = self.lock();
+        inner.engine = None;
+        inner.timers.clear();
+    }
+
+    pub fn sampled_threads(&self) -> usize {
+        self.lock().timers.len()
+    }
+}
