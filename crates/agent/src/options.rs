@@ -92,6 +92,8 @@ pub struct Config {
     pub annotate: bool,
     pub log: Option<PathBuf>,
     pub loglevel: LogLevel,
+    /// Where to publish live progress (`samples=N elapsed_ms=M`) for the CLI.
+    pub status: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -109,6 +111,7 @@ impl Default for Config {
             annotate: false,
             log: None,
             loglevel: LogLevel::Info,
+            status: None,
         }
     }
 }
@@ -132,7 +135,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, event, interval, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel";
+const KEYS: &str = "start, event, interval, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -185,6 +188,7 @@ impl Config {
                 }
                 "title" => c.title = Some(need("a title text")?.to_string()),
                 "log" => c.log = Some(PathBuf::from(need("a log file path")?)),
+                "status" => c.status = Some(PathBuf::from(need("a status file path")?)),
                 "loglevel" => {
                     let v = need(LogLevel::WORDS)?;
                     c.loglevel = LogLevel::parse(v).ok_or_else(|| err(item, format!("unknown log level '{v}'; accepted: {}", LogLevel::WORDS)))?;
@@ -214,26 +218,7 @@ fn parse_flag(item: &str, value: Option<&str>) -> Result<bool, OptionError> {
     }
 }
 
-/// Parses `N[ns|us|ms|s]`; a bare number is nanoseconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let bad = || format!("'{s}' is not a duration; use a positive number with an optional unit ns, us, ms or s (bare numbers are nanoseconds), e.g. 10ms");
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let scale: f64 = match unit.trim() {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(bad()),
-    };
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let ns = n * scale;
-    if !(ns.is_finite() && ns >= 1.0 && ns < 1e15) {
-        return Err(bad());
-    }
-    Ok(ns.round() as u64)
-}
+pub use oxprof_profile::units::parse_duration_ns as parse_duration;
 
 #[cfg(test)]
 mod tests {
@@ -267,18 +252,6 @@ mod tests {
     fn explicit_format_beats_extension() {
         let c = Config::parse("file=out.txt,flamegraph").unwrap();
         assert_eq!(c.output_format(), OutputFormat::FlameGraph);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1000000"), Ok(1_000_000));
-        assert_eq!(parse_duration("250us"), Ok(250_000));
-        assert_eq!(parse_duration("2s"), Ok(2_000_000_000));
-        assert_eq!(parse_duration("1.5ms"), Ok(1_500_000));
-        assert!(parse_duration("-5ms").is_err());
-        assert!(parse_duration("abc").is_err());
-        assert!(parse_duration("10h").is_err());
-        assert!(parse_duration("0").is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! sample store into a [`Profile`] with resolved names).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +23,9 @@ use crate::threads::Threads;
 /// Distinct stacks the store can hold, and frames in all of them.
 const STORE_SLOTS: usize = 1 << 18;
 const STORE_FRAMES: usize = 1 << 23;
+
+/// Bumped at every start and stop; the status thread runs while it sees its own.
+static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// A recording in progress.
 pub struct Recording {
@@ -147,13 +151,37 @@ impl Profiler {
             fmt_interval(config.interval_ns),
             threads
         );
+        if let Some(path) = config.status.clone() {
+            self.publish_status(path, store);
+        }
         *rec = Some(Recording { config, engine, started: Instant::now(), start_wall_ns: now_ns(), fallback });
         Ok(msg)
+    }
+
+    /// Rewrites `path` with `samples=N elapsed_ms=M` every 250 ms while this
+    /// recording runs, for `oxprof record`'s live status line.
+    fn publish_status(&self, path: std::path::PathBuf, store: &'static SampleStore) {
+        let generation = STATUS_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
+        let started = Instant::now();
+        let spawned = std::thread::Builder::new().name("oxprof-status".into()).spawn(move || {
+            let tmp = path.with_extension("tmp");
+            while STATUS_GENERATION.load(Ordering::SeqCst) == generation {
+                let line = format!("samples={} elapsed_ms={}\n", store.stats().recorded, started.elapsed().as_millis());
+                if std::fs::write(&tmp, line).and_then(|()| std::fs::rename(&tmp, &path)).is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        });
+        if let Err(e) = spawned {
+            log::debug(&format!("no status thread: {e}"));
+        }
     }
 
     /// Stops sampling; the samples stay in the store for [`Profiler::build`].
     pub fn stop(&self) -> Option<Recording> {
         let rec = self.lock().take()?;
+        STATUS_GENERATION.fetch_add(1, Ordering::SeqCst);
         if rec.engine.per_thread() {
             self.threads.stop();
         } else {

@@ -44,17 +44,19 @@ pub struct HtmlOptions {
 pub fn write_html<W: Write>(profile: &Profile, opts: &HtmlOptions, out: W) -> io::Result<()> {
     let tree = Tree::build(profile, opts.counter);
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    render_template(TEMPLATE, &mut out, |key, out| match key {
-        "TITLE" => write_escaped_html(out, &page_title(profile, opts)),
-        "SUBTITLE" => write_escaped_html(out, &subtitle(profile, opts)),
-        "EMPTY" if tree.is_empty() => out.write_all(b"<p class=\"empty\">No samples were recorded.</p>"),
-        "EMPTY" => Ok(()),
-        "CONFIG" => out.write_all(config_json(profile, opts.counter, &tree).as_bytes()),
-        "NAMES" => write_names_json(out, profile, &tree),
-        "TREE" => tree.write_encoded(out),
-        _ => return Ok(false),
-    }
-    .map(|()| true))?;
+    render_template(TEMPLATE, &mut out, |key, out| {
+        match key {
+            "TITLE" => write_escaped_html(out, &page_title(profile, opts)),
+            "SUBTITLE" => write_escaped_html(out, &subtitle(profile, opts)),
+            "EMPTY" if tree.is_empty() => out.write_all(b"<p class=\"empty\">No samples were recorded.</p>"),
+            "EMPTY" => Ok(()),
+            "CONFIG" => out.write_all(config_json(profile, opts.counter, &tree).as_bytes()),
+            "NAMES" => write_names_json(out, profile, &tree),
+            "TREE" => tree.write_encoded(out),
+            _ => return Ok(false),
+        }
+        .map(|()| true)
+    })?;
     out.flush()
 }
 
@@ -88,9 +90,20 @@ impl Tree {
             .map(|s| (s.stack.as_slice(), Profile::value(s, counter)))
             .filter(|&(_, v)| v > 0)
             .collect();
-        stacks.sort_by(|a, b| a.0.iter().map(|&f| rank[f as usize]).cmp(b.0.iter().map(|&f| rank[f as usize])));
+        stacks.sort_by(|a, b| {
+            a.0.iter()
+                .map(|&f| rank[f as usize])
+                .cmp(b.0.iter().map(|&f| rank[f as usize]))
+        });
 
-        let mut tree = Tree { frames: Vec::new(), nodes: vec![Node { frame: 0, value: 0, children: 0 }] };
+        let mut tree = Tree {
+            frames: Vec::new(),
+            nodes: vec![Node {
+                frame: 0,
+                value: 0,
+                children: 0,
+            }],
+        };
         let mut local = vec![u32::MAX; profile.frames().len()];
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u32] = &[];
@@ -125,7 +138,11 @@ impl Tree {
         let parent = *path.last().expect("path always holds the root");
         self.nodes[parent].children += 1;
         path.push(self.nodes.len());
-        self.nodes.push(Node { frame, value: 0, children: 0 });
+        self.nodes.push(Node {
+            frame,
+            value: 0,
+            children: 0,
+        });
     }
 
     fn is_empty(&self) -> bool {
@@ -153,7 +170,12 @@ impl Tree {
 fn frame_ranks(profile: &Profile) -> Vec<u32> {
     let frames = profile.frames();
     let mut order: Vec<usize> = (0..frames.len()).collect();
-    order.sort_by(|&a, &b| frames[a].name.cmp(&frames[b].name).then(frames[a].kind.cmp(&frames[b].kind)));
+    order.sort_by(|&a, &b| {
+        frames[a]
+            .name
+            .cmp(&frames[b].name)
+            .then(frames[a].kind.cmp(&frames[b].kind))
+    });
     let mut rank = vec![0u32; frames.len()];
     for (r, &id) in order.iter().enumerate() {
         rank[id] = r as u32;
@@ -187,10 +209,10 @@ fn render_template<W: Write>(
         let after = &rest[open + 2..];
         let Some(len) = after.find("}}") else { break };
         let key = &after[..len];
-        out.write_all(rest[..open].as_bytes())?;
+        out.write_all(&rest.as_bytes()[..open])?;
         let is_key = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
         if !(is_key && fill(key, out)?) {
-            out.write_all(rest[open..open + 2 + len + 2].as_bytes())?;
+            out.write_all(&rest.as_bytes()[open..open + 2 + len + 2])?;
         }
         rest = &after[len + 2..];
     }
@@ -219,12 +241,18 @@ fn subtitle(profile: &Profile, opts: &HtmlOptions) -> String {
         parts.push(format!("engine: {}", meta.engine));
     }
     if meta.interval > 0 {
-        parts.push(format!("interval: {}", format_quantity(meta.interval, &meta.total_unit)));
+        parts.push(format!(
+            "interval: {}",
+            format_quantity(meta.interval, &meta.total_unit)
+        ));
     }
     let samples = profile.sum(Counter::Samples);
     parts.push(format!("{} samples", group_thousands(samples)));
     if opts.counter == Counter::Total {
-        parts.push(format!("total: {}", format_quantity(profile.sum(Counter::Total), &meta.total_unit)));
+        parts.push(format!(
+            "total: {}",
+            format_quantity(profile.sum(Counter::Total), &meta.total_unit)
+        ));
     }
     if meta.duration_ns > 0 {
         parts.push(format!("duration: {}", format_quantity(meta.duration_ns, "ns")));
@@ -263,12 +291,14 @@ fn scaled(v: u64, step: f64, units: &[&str]) -> String {
 
 fn group_thousands(v: u64) -> String {
     let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+    let first = match digits.len() % 3 {
+        0 => 3,
+        n => n,
+    };
+    let mut out = digits[..first].to_string();
+    for group in digits.as_bytes()[first..].chunks(3) {
+        out.push(',');
+        out.extend(group.iter().map(|&b| char::from(b)));
     }
     out
 }
@@ -295,7 +325,11 @@ fn config_json(profile: &Profile, counter: Counter, tree: &Tree) -> String {
         Counter::Samples => "samples",
         Counter::Total => profile.meta.total_unit.as_str(),
     };
-    let mut kinds: String = tree.frames.iter().map(|&id| kind_letter(profile.frame(id).kind.index())).collect();
+    let mut kinds: String = tree
+        .frames
+        .iter()
+        .map(|&id| kind_letter(profile.frame(id).kind.index()))
+        .collect();
     kinds.push(kind_letter(FrameKind::ALL.len()));
 
     let mut json = String::from("{\"unit\":");
@@ -396,7 +430,9 @@ mod tests {
 
     /// Decodes the `fg-tree` varints back into nodes.
     fn decode_tree(text: &str) -> Vec<Node> {
-        let mut digits = text.bytes().map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
+        let mut digits = text
+            .bytes()
+            .map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
         let mut next = || {
             let (mut v, mut shift) = (0u64, 0);
             loop {
@@ -410,7 +446,11 @@ mod tests {
         };
         let count = next();
         let nodes = (0..count)
-            .map(|_| Node { frame: next() as u32, value: next(), children: next() as u32 })
+            .map(|_| Node {
+                frame: next() as u32,
+                value: next(),
+                children: next() as u32,
+            })
             .collect();
         assert!(digits.next().is_none(), "trailing tree data");
         nodes
@@ -422,7 +462,10 @@ mod tests {
             Some(&id) => profile.frame(id).name.clone(),
             None => ROOT_NAME.to_string(),
         };
-        tree.nodes.iter().map(|n| (name(n.frame), n.value, n.children)).collect()
+        tree.nodes
+            .iter()
+            .map(|n| (name(n.frame), n.value, n.children))
+            .collect()
     }
 
     fn jit(name: &str) -> Frame {
@@ -456,7 +499,10 @@ mod tests {
         .collect();
         assert_eq!(summary(&p, &tree), expected);
         // Interpreted sorts before JIT: the 7-sample "b" is the interpreted one.
-        assert_eq!(p.frame(tree.frames[tree.nodes[3].frame as usize]).kind, FrameKind::Interpreted);
+        assert_eq!(
+            p.frame(tree.frames[tree.nodes[3].frame as usize]).kind,
+            FrameKind::Interpreted
+        );
         // A parent's value is the sum over the stacks passing through it.
         for (i, node) in tree.nodes.iter().enumerate() {
             let kids = child_indices(&tree.nodes, i);
@@ -497,8 +543,6 @@ mod tests {
         tree.write_encoded(&mut out).unwrap();
         assert_eq!(decode_tree(std::str::from_utf8(&out).unwrap()), tree.nodes);
         for v in [0, 1, 31, 32, 1023, 1024, u64::MAX] {
-            let mut buf = Vec::new();
-            push_varint(&mut buf, v);
             let mut enc = vec![];
             push_varint(&mut enc, 1);
             push_varint(&mut enc, 0);
@@ -513,7 +557,10 @@ mod tests {
         let nasty = "</script><b>\"x\"";
         let mut p = Profile::new(Meta::default());
         p.add_frames([jit(nasty), jit("C:\\dir\\$x$1 ünïcødé ☕ <!-- & \u{2028}")], 3, 3);
-        let opts = HtmlOptions { title: "<script>alert('t')</script> & co".into(), ..HtmlOptions::default() };
+        let opts = HtmlOptions {
+            title: "<script>alert('t')</script> & co".into(),
+            ..HtmlOptions::default()
+        };
         let page = html(&p, &opts);
 
         assert!(!page.contains(nasty));
@@ -523,7 +570,10 @@ mod tests {
         assert!(page.contains("<title>&lt;script&gt;alert(&#39;t&#39;)&lt;/script&gt; &amp; co</title>"));
         let names = script_body(&page, "fg-names");
         assert!(names.contains(r#""\u003c/script\u003e\u003cb\u003e\"x\"""#), "{names}");
-        assert!(names.contains(r#""C:\\dir\\$x$1 ünïcødé ☕ \u003c!-- \u0026 \u2028""#), "{names}");
+        assert!(
+            names.contains(r#""C:\\dir\\$x$1 ünïcødé ☕ \u003c!-- \u0026 \u2028""#),
+            "{names}"
+        );
         // Every `</script>` closes one of the template's own script elements.
         assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
         assert!(!page.contains("{{"), "unfilled placeholder");
@@ -541,7 +591,14 @@ mod tests {
             assert!(page.trim_end().ends_with("</html>"));
             assert!(page.contains("No samples were recorded"));
             assert!(!page.contains("{{"));
-            assert_eq!(decode_tree(script_body(&page, "fg-tree")), vec![Node { frame: 0, value: 0, children: 0 }]);
+            assert_eq!(
+                decode_tree(script_body(&page, "fg-tree")),
+                vec![Node {
+                    frame: 0,
+                    value: 0,
+                    children: 0
+                }]
+            );
         }
         let mut p = Profile::new(Meta::default());
         p.add_frames([jit("busy")], 1, 1);
@@ -568,7 +625,11 @@ mod tests {
         assert!(page.contains(
             "event: cpu · engine: perf_events · interval: 10.00 ms · 3,000 samples · duration: 30.00 s · failed walks: 0.10% · dropped: 3"
         ));
-        let opts = HtmlOptions { title: "Mine".into(), subtitle: "custom <line>".into(), counter: Counter::Total };
+        let opts = HtmlOptions {
+            title: "Mine".into(),
+            subtitle: "custom <line>".into(),
+            counter: Counter::Total,
+        };
         let page = html(&p, &opts);
         assert!(page.contains("<h1>Mine</h1>") && page.contains("custom &lt;line&gt;"));
         assert!(script_body(&page, "fg-config").starts_with(r#"{"unit":"ns","kinds":"bik","#));
@@ -581,6 +642,9 @@ mod tests {
         assert_eq!(format_quantity(3 << 20, "bytes"), "3.00 MiB");
         assert_eq!(format_quantity(1_234_567, ""), "1,234,567");
         assert_eq!(format_quantity(12, "events"), "12 events");
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(100_000), "100,000");
     }
 
     /// A deterministic xorshift generator for synthetic profiles.
@@ -599,9 +663,16 @@ mod tests {
         let mut p = Profile::new(Meta::default());
         let mut next = rng(0x9E37_79B9_7F4A_7C15);
         let pool: Vec<u32> = (0..5000)
-            .map(|i| p.intern(Frame::new(format!("com.example.pkg{}.Class{}.method{}", i % 40, i % 700, i), FrameKind::Jit)))
+            .map(|i| {
+                p.intern(Frame::new(
+                    format!("com.example.pkg{}.Class{}.method{}", i % 40, i % 700, i),
+                    FrameKind::Jit,
+                ))
+            })
             .collect();
-        let threads: Vec<u32> = (0..16).map(|i| p.intern(Frame::new(format!("worker-{i}"), FrameKind::Thread))).collect();
+        let threads: Vec<u32> = (0..16)
+            .map(|i| p.intern(Frame::new(format!("worker-{i}"), FrameKind::Thread)))
+            .collect();
         let mut expected_total = 0;
         for i in 0..100_000u32 {
             let depth = 30 + next(31) as usize;

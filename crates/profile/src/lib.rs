@@ -8,6 +8,7 @@ pub mod collapsed;
 pub mod flamegraph;
 pub mod format;
 pub mod model;
+pub mod units;
 
 pub use format::OutputFormat;
 pub use model::{Counter, Frame, FrameKind, Meta, Profile, Sample};

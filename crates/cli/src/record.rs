@@ -1,0 +1,242 @@
+//! `oxprof record`: runs a Java command with the agent, shows live progress on
+//! a terminal, and reports where the profile went.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use oxprof_profile::units::parse_duration_ns;
+use oxprof_profile::OutputFormat;
+
+use crate::agent;
+
+#[derive(Args, Debug, Clone)]
+#[command(
+    about = "Run a Java program with the profiler and write a profile when it exits",
+    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)"
+)]
+pub struct RecordArgs {
+    /// Sampling engine: cpu (perf_events, falls back to ctimer), itimer, ctimer
+    #[arg(short, long, default_value = "cpu", value_parser = ["cpu", "itimer", "ctimer"])]
+    pub event: String,
+    /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
+    #[arg(short, long, default_value = "10ms", value_parser = parse_interval)]
+    pub interval: String,
+    /// Output file; the format follows the extension (.html, .collapsed, .txt)
+    #[arg(short, long, default_value = "profile.html")]
+    pub output: PathBuf,
+    /// Output format, overriding the extension: flamegraph or collapsed
+    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    pub format: Option<String>,
+    /// One root frame per thread
+    #[arg(long)]
+    pub threads: bool,
+    /// Title of the flame graph
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Maximum Java stack depth
+    #[arg(long, default_value_t = 2048)]
+    pub jstackdepth: usize,
+    /// Extra raw agent options, appended as is (e.g. "ann,loglevel=debug")
+    #[arg(long)]
+    pub agent_opts: Option<String>,
+    /// The Java command to run: `java ARGS...`
+    #[arg(last = true, required = true, value_name = "JAVA COMMAND")]
+    pub command: Vec<String>,
+}
+
+fn parse_interval(s: &str) -> Result<String, String> {
+    parse_duration_ns(s).map(|_| s.to_string())
+}
+
+/// The agent option string for these arguments.
+pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
+    for (name, value) in [("output", output.to_string_lossy()), ("title", args.title.as_deref().unwrap_or("").into())] {
+        if value.contains(',') {
+            return Err(format!("the {name} must not contain a comma ('{value}'): agent options are comma-separated"));
+        }
+    }
+    let mut opts = vec![
+        "start".to_string(),
+        format!("event={}", args.event),
+        format!("interval={}", args.interval),
+        format!("file={}", output.display()),
+        format!("jstackdepth={}", args.jstackdepth),
+        format!("log={}", log.display()),
+        format!("status={}", status.display()),
+    ];
+    if let Some(f) = &args.format {
+        opts.push(format!("format={f}"));
+    }
+    if args.threads {
+        opts.push("threads".into());
+    }
+    if let Some(t) = &args.title {
+        opts.push(format!("title={t}"));
+    }
+    if let Some(extra) = &args.agent_opts {
+        opts.push(extra.clone());
+    }
+    Ok(opts.join(","))
+}
+
+/// Inserts `-agentpath:` right after the `java` executable.
+pub fn java_command(command: &[String], agent_path: &Path, options: &str) -> Result<Command, String> {
+    let (java, rest) = command.split_first().ok_or("no Java command given; put it after `--`, e.g. `-- java -cp app Main`")?;
+    let mut cmd = Command::new(java);
+    cmd.arg(format!("-agentpath:{}={}", agent_path.display(), options));
+    cmd.args(rest);
+    Ok(cmd)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+struct TempFiles {
+    dir: PathBuf,
+}
+
+impl TempFiles {
+    fn new() -> std::io::Result<TempFiles> {
+        let dir = std::env::temp_dir().join(format!("oxprof-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(TempFiles { dir })
+    }
+}
+
+impl Drop for TempFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `oxprof record`.
+pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
+    let agent_path = agent::find_agent()?;
+    let output = absolute(&args.output);
+    if let Some(f) = &args.format {
+        OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
+    }
+    let tmp = TempFiles::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let log = tmp.dir.join("agent.log");
+    let status = tmp.dir.join("status");
+    let options = agent_options(&args, &output, &log, &status)?;
+    let mut cmd = java_command(&args.command, &agent_path, &options)?;
+    let status_code = run_child(&mut cmd, &status, &args.command[0])?;
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    report(&log_text, &output);
+    Ok(exit_code(status_code))
+}
+
+fn exit_code(status: ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Runs the child, showing a status line on a terminal. Ctrl-C reaches the
+/// JVM (same process group), which shuts down and writes the profile; oxprof
+/// itself ignores it and waits.
+pub fn run_child(cmd: &mut Command, status: &Path, program: &str) -> Result<ExitStatus, String> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: pre_exec runs in the forked child before exec; signal() is
+    // async-signal-safe. The child gets default SIGINT handling back.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    // SAFETY: ignoring SIGINT in oxprof itself; the JVM handles it.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut shown = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                if shown {
+                    eprint!("\r\x1b[K");
+                }
+                return Ok(st);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for `{program}`: {e}")),
+        }
+        if tty {
+            let samples = std::fs::read_to_string(status).ok().and_then(|s| parse_status(&s)).unwrap_or(0);
+            eprint!("\r\x1b[K[oxprof] recording {:.1}s, {} samples", started.elapsed().as_secs_f64(), samples);
+            let _ = std::io::stderr().flush();
+            shown = true;
+        }
+        std::thread::sleep(Duration::from_millis(if tty { 250 } else { 50 }));
+    }
+}
+
+fn parse_status(s: &str) -> Option<u64> {
+    s.split_whitespace().find_map(|kv| kv.strip_prefix("samples=")).and_then(|v| v.parse().ok())
+}
+
+/// Prints what the agent said (warnings, summary) and where the profile is.
+pub fn report(log_text: &str, output: &Path) {
+    let mut written = None;
+    for line in log_text.lines() {
+        if let Some(p) = line.strip_prefix("[oxprof] profile written to ") {
+            written = Some(PathBuf::from(p));
+        } else if line.contains("warning:") || line.contains("error:") || line.contains("summary:") {
+            eprintln!("{line}");
+        }
+    }
+    match written {
+        Some(p) => eprintln!("[oxprof] profile written to {}", p.display()),
+        None if output.exists() => eprintln!("[oxprof] profile written to {}", output.display()),
+        None => eprintln!("[oxprof] no profile was written (did the JVM start? see the messages above)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> RecordArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            r: RecordArgs,
+        }
+        let mut v = vec!["t"];
+        v.extend_from_slice(extra);
+        T::try_parse_from(v).map(|t| t.r).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn builds_agent_options_and_command() {
+        let a = args(&["--interval", "5ms", "--threads", "-o", "x.collapsed", "--", "java", "-cp", "app", "Main"]);
+        let o = agent_options(&a, Path::new("/o/x.collapsed"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert_eq!(o, "start,event=cpu,interval=5ms,file=/o/x.collapsed,jstackdepth=2048,log=/l,status=/s,threads");
+        let cmd = java_command(&a.command, Path::new("/a/liboxprof.so"), &o).unwrap();
+        let argv: Vec<_> = cmd.get_args().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(argv[0], format!("-agentpath:/a/liboxprof.so={o}"));
+        assert_eq!(&argv[1..], ["-cp", "app", "Main"]);
+    }
+
+    #[test]
+    fn rejects_commas_and_bad_intervals() {
+        let a = args(&["--title", "a,b", "--", "java"]);
+        assert!(agent_options(&a, Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_err());
+        assert!(parse_interval("-5ms").is_err());
+        assert_eq!(parse_status("samples=42 elapsed_ms=7\n"), Some(42));
+    }
+}
