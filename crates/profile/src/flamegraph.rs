@@ -83,19 +83,6 @@ impl Tree {
     /// Merges the profile's stacks (skipping zero values) into a tree whose
     /// children are sorted by frame name, then kind.
     fn build(profile: &Profile, counter: Counter) -> Tree {
-        let rank = frame_ranks(profile);
-        let mut stacks: Vec<(&[u32], u64)> = profile
-            .samples()
-            .iter()
-            .map(|s| (s.stack.as_slice(), Profile::value(s, counter)))
-            .filter(|&(_, v)| v > 0)
-            .collect();
-        stacks.sort_by(|a, b| {
-            a.0.iter()
-                .map(|&f| rank[f as usize])
-                .cmp(b.0.iter().map(|&f| rank[f as usize]))
-        });
-
         let mut tree = Tree {
             frames: Vec::new(),
             nodes: vec![Node {
@@ -107,7 +94,7 @@ impl Tree {
         let mut local = vec![u32::MAX; profile.frames().len()];
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u32] = &[];
-        for &(stack, value) in &stacks {
+        for (stack, value) in sorted_stacks(profile, counter) {
             let common = prev.iter().zip(stack).take_while(|(a, b)| a == b).count();
             path.truncate(common + 1);
             for &id in &stack[common..] {
@@ -164,6 +151,21 @@ impl Tree {
         }
         out.write_all(&buf)
     }
+}
+
+/// The stacks with a non-zero value and that value, sorted frame by frame
+/// (by name, then kind) so that stacks sharing a prefix are adjacent.
+fn sorted_stacks(profile: &Profile, counter: Counter) -> Vec<(&[u32], u64)> {
+    let rank = frame_ranks(profile);
+    let mut stacks: Vec<(&[u32], u64)> = profile
+        .samples()
+        .iter()
+        .map(|s| (s.stack.as_slice(), Profile::value(s, counter)))
+        .filter(|&(_, v)| v > 0)
+        .collect();
+    let ranks = |stack: &[u32]| stack.iter().map(|&f| rank[f as usize]).collect::<Vec<_>>();
+    stacks.sort_by_cached_key(|&(stack, _)| ranks(stack));
+    stacks
 }
 
 /// The position of every frame id when frames are sorted by name, then kind.

@@ -57,6 +57,10 @@ impl Engine {
     }
 }
 
+/// Environment variable that makes `cpu` behave as if perf_events were
+/// refused (for troubleshooting, and to test the fallback).
+pub const DISABLE_PERF_ENV: &str = "OXPROF_DISABLE_PERF_EVENTS";
+
 /// Chooses the engine for an event: `cpu` tries perf_events on the calling
 /// thread and falls back to ctimer when the kernel refuses it. Returns the
 /// engine and, on fallback, why perf_events was refused.
@@ -64,6 +68,9 @@ pub fn choose(event: Event, interval_ns: u64) -> (Engine, Option<String>) {
     match event {
         Event::Itimer => (Engine::Itimer, None),
         Event::Ctimer => (Engine::Ctimer, None),
+        Event::Cpu if std::env::var_os(DISABLE_PERF_ENV).is_some_and(|v| v != "0") => {
+            (Engine::Ctimer, Some(format!("perf_events disabled by {DISABLE_PERF_ENV}")))
+        }
         Event::Cpu => match perf::probe(interval_ns) {
             Ok(()) => (Engine::Perf, None),
             Err(e) => (Engine::Ctimer, Some(e.to_string())),

@@ -1,0 +1,131 @@
+//! Helpers for the integration tests: compile Java programs with `javac`, run
+//! them under the real agent, and read the profiles back.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `oxprof` binary built for this test run.
+pub fn oxprof() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_oxprof"))
+}
+
+/// `liboxprof.so` as built for this test run. The CLI's dev-dependency on the
+/// agent crate makes cargo build it into `deps/`; a `cargo build` may have
+/// left an older copy beside the binary, so the newest one wins.
+pub fn agent() -> PathBuf {
+    let dir = oxprof().parent().unwrap().to_path_buf();
+    [dir.join("deps/liboxprof.so"), dir.join("liboxprof.so")]
+        .into_iter()
+        .filter(|p| p.is_file())
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("liboxprof.so not found next to {}", oxprof().display()))
+}
+
+/// `oxprof` as a command that uses this run's agent.
+pub fn oxprof_cmd() -> Command {
+    let mut c = Command::new(oxprof());
+    c.env("OXPROF_AGENT", agent());
+    c
+}
+
+/// `java`, from $JAVA_HOME or PATH (a JDK is required for these tests).
+pub fn java() -> PathBuf {
+    tool("java")
+}
+
+pub fn tool(name: &str) -> PathBuf {
+    if let Some(h) = std::env::var_os("JAVA_HOME") {
+        let p = PathBuf::from(h).join("bin").join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("`{name}` not found: the integration tests need a JDK (apt-get install openjdk-17-jdk-headless)"))
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh scratch directory, removed when dropped (kept if the test failed
+/// and OXPROF_KEEP_TEST_DIRS is set).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("oxprof-test-{}-{name}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::env::var_os("OXPROF_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Compiles the Java sources in `tests/java/NAMES` into `out` (release 11 so
+/// they run on every supported JDK).
+pub fn compile(out: &Path, names: &[&str]) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
+    let mut cmd = Command::new(tool("javac"));
+    cmd.arg("--release").arg("11").arg("-d").arg(out);
+    for n in names {
+        cmd.arg(src.join(n));
+    }
+    let o = cmd.output().expect("run javac");
+    assert!(o.status.success(), "javac failed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Runs `java -agentpath:liboxprof.so=OPTS -cp CP ARGS...` in `cwd`.
+pub fn run_java(cwd: &Path, opts: &str, jvm_args: &[&str], cp: &Path, main_and_args: &[&str]) -> Output {
+    let mut cmd = Command::new(java());
+    cmd.current_dir(cwd);
+    cmd.arg(format!("-agentpath:{}={}", agent().display(), opts));
+    cmd.args(jvm_args);
+    cmd.arg("-cp").arg(cp);
+    cmd.args(main_and_args);
+    cmd.output().expect("run java")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Collapsed stacks: (frames root first, count).
+pub fn read_collapsed(path: &Path) -> Vec<(Vec<String>, u64)> {
+    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    s.lines()
+        .map(|l| {
+            let (stack, count) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad collapsed line {l:?}"));
+            (stack.split(';').map(str::to_string).collect(), count.parse().unwrap_or_else(|_| panic!("bad count in {l:?}")))
+        })
+        .collect()
+}
+
+/// Samples whose stack contains a frame equal to `frame`.
+pub fn samples_with(stacks: &[(Vec<String>, u64)], frame: &str) -> u64 {
+    stacks.iter().filter(|(s, _)| s.iter().any(|f| f == frame)).map(|(_, n)| n).sum()
+}
+
+pub fn total(stacks: &[(Vec<String>, u64)]) -> u64 {
+    stacks.iter().map(|(_, n)| n).sum()
+}
+
+/// The key=value pairs of the agent's `summary:` log line.
+pub fn summary(stderr: &str) -> std::collections::HashMap<String, String> {
+    let line = stderr.lines().find(|l| l.contains("[oxprof] summary:")).unwrap_or_else(|| panic!("no summary line in:\n{stderr}"));
+    line.split("summary:").nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}

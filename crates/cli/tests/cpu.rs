@@ -1,0 +1,175 @@
+//! CPU profiling end to end: real Java programs under the real agent.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+#[test]
+fn hot_methods_appear_root_first_with_few_failed_walks() {
+    let s = Scratch::new("hot");
+    compile(&s.0, &["Hot.java"]);
+    let out = s.path("hot.collapsed");
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=1ms,file={}", out.display()), &[], &s.0, &["Hot", "2"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "java failed: {err}");
+    let stacks = read_collapsed(&out);
+    let all = total(&stacks);
+    assert!(all > 300, "too few samples: {all}\n{err}");
+    let a = samples_with(&stacks, "Hot.sqrtSin");
+    let b = samples_with(&stacks, "Hot.logs");
+    assert!(a + b > all / 2, "hot methods got {a}+{b} of {all} samples");
+    // Root first: Hot.main comes before the hot method in every such stack.
+    for (st, _) in stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "Hot.sqrtSin")) {
+        let main = st.iter().position(|f| f == "Hot.main").expect("Hot.main under Hot.sqrtSin");
+        let hot = st.iter().position(|f| f == "Hot.sqrtSin").unwrap();
+        assert!(main < hot, "not root first: {st:?}");
+    }
+    let sum = summary(&err);
+    let failed: f64 = sum["failed_pct"].parse().unwrap();
+    assert!(failed < 5.0, "failed walks {failed}% (intrinsic stubs must be recovered)\n{err}");
+    assert_eq!(sum["samples"].parse::<u64>().unwrap(), all, "summary and file disagree");
+}
+
+/// The profile's CPU shares match the program's own ThreadMXBean measurement.
+#[test]
+fn cpu_shares_match_thread_cpu_time_within_5_points() {
+    let s = Scratch::new("ratio");
+    compile(&s.0, &["Ratio.java"]);
+    let out = s.path("ratio.collapsed");
+    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &s.0, &["Ratio", "1.5", "0.5"]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
+    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
+    let (ta, tb) = (val("burnA="), val("burnB="));
+    let stacks = read_collapsed(&out);
+    let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
+    assert!(a + b > 1000.0, "too few samples: {a} + {b}");
+    let truth_share = 100.0 * ta / (ta + tb);
+    let profile_share = 100.0 * a / (a + b);
+    eprintln!("burnA share: profile {profile_share:.1}%, ThreadMXBean {truth_share:.1}%");
+    assert!((truth_share - profile_share).abs() <= 5.0, "profile says {profile_share:.1}%, truth {truth_share:.1}%");
+}
+
+#[test]
+fn itimer_and_ctimer_engines_profile_too() {
+    let s = Scratch::new("engines");
+    compile(&s.0, &["Hot.java"]);
+    for (event, engine) in [("itimer", "itimer"), ("ctimer", "ctimer")] {
+        let out = s.path(&format!("{event}.collapsed"));
+        let o = run_java(&s.0, &format!("start,event={event},interval=5ms,file={}", out.display()), &[], &s.0, &["Hot", "1.5"]);
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(summary(&err)["engine"], engine, "{err}");
+        let stacks = read_collapsed(&out);
+        assert!(samples_with(&stacks, "Hot.sqrtSin") + samples_with(&stacks, "Hot.logs") > 20, "{event}: {stacks:?}");
+    }
+}
+
+#[test]
+fn cpu_falls_back_to_ctimer_when_perf_events_is_refused() {
+    let s = Scratch::new("fallback-engine");
+    compile(&s.0, &["Hot.java"]);
+    let out = s.path("p.collapsed");
+    let mut cmd = Command::new(java());
+    cmd.env("OXPROF_DISABLE_PERF_EVENTS", "1")
+        .arg(format!("-agentpath:{}=start,event=cpu,interval=5ms,file={}", agent().display(), out.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "Hot", "1"]);
+    let o = cmd.output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("falling back to the ctimer engine"), "{err}");
+    assert_eq!(summary(&err)["engine"], "ctimer");
+    assert!(samples_with(&read_collapsed(&out), "Hot.sqrtSin") > 10);
+}
+
+#[test]
+fn threads_option_puts_a_root_frame_per_thread() {
+    let s = Scratch::new("threads");
+    compile(&s.0, &["Ratio.java"]);
+    let out = s.path("t.collapsed");
+    let o = run_java(&s.0, &format!("start,threads,interval=2ms,file={}", out.display()), &[], &s.0, &["Ratio", "0.5", "0.5"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&out);
+    let a_roots: Vec<&String> = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "Ratio.burnA")).map(|(st, _)| &st[0]).collect();
+    assert!(!a_roots.is_empty());
+    assert!(a_roots.iter().all(|r| r.starts_with("[burner-a tid=")), "{a_roots:?}");
+}
+
+#[test]
+fn profile_is_written_on_system_exit_and_on_sigterm() {
+    let s = Scratch::new("exit");
+    compile(&s.0, &["Hot.java", "Spin.java"]);
+    let out = s.path("exit.collapsed");
+    let o = run_java(&s.0, &format!("start,interval=2ms,file={}", out.display()), &[], &s.0, &["Hot", "0.5", "exit3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(samples_with(&read_collapsed(&out), "Hot.main") > 0);
+
+    let out = s.path("term.collapsed");
+    let mut child = Command::new(java())
+        .arg(format!("-agentpath:{}=start,interval=2ms,file={}", agent().display(), out.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "Spin", "forever"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    // SAFETY: sending SIGTERM to our own child.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let st = child.wait().unwrap();
+    assert!(!st.success());
+    assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 50, "profile after SIGTERM lacks Spin.loop");
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn unwritable_output_at_dump_time_goes_to_a_fallback_file() {
+    let s = Scratch::new("fallback");
+    compile(&s.0, &["Spin.java"]);
+    let doomed = s.path("doomed");
+    std::fs::create_dir(&doomed).unwrap();
+    let out = doomed.join("p.collapsed");
+    let cwd = s.path("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let o = run_java(&cwd, &format!("start,interval=2ms,file={}", out.display()), &[], &s.0, &["Spin", "rmdir", doomed.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!out.exists());
+    let line = err.lines().find(|l| l.contains("wrote it to")).unwrap_or_else(|| panic!("no fallback message:\n{err}"));
+    let fallback = line.rsplit("wrote it to ").next().unwrap().trim_end_matches(" instead");
+    assert!(fallback.starts_with(cwd.to_str().unwrap()), "fallback {fallback} not in the working directory");
+    assert!(samples_with(&read_collapsed(std::path::Path::new(fallback)), "Spin.loop") > 50);
+}
+
+/// Bad options make the JVM refuse to start, with one line naming the option.
+#[test]
+fn bad_options_refuse_to_start_with_a_clear_message() {
+    let s = Scratch::new("badopts");
+    compile(&s.0, &["Hot.java"]);
+    let cases = [
+        ("start,bogus=1", "invalid agent option 'bogus=1': unknown option 'bogus'"),
+        ("start,event=wall", "invalid agent option 'event=wall': unknown event 'wall'; accepted: cpu, itimer, ctimer"),
+        ("start,interval=-5", "invalid agent option 'interval=-5'"),
+        ("start,interval=abc", "invalid agent option 'interval=abc': 'abc' is not a duration"),
+        ("start,file=/nonexistent-oxprof-dir/p.html", "invalid agent option 'file=/nonexistent-oxprof-dir/p.html': directory /nonexistent-oxprof-dir does not exist"),
+        ("start,jstackdepth=0", "invalid agent option 'jstackdepth=0'"),
+        ("start,loglevel=loud", "invalid agent option 'loglevel=loud': unknown log level 'loud'"),
+    ];
+    for (opts, expected) in cases {
+        let o = run_java(&s.0, opts, &[], &s.0, &["Hot", "0.1"]);
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{opts}: the JVM started anyway");
+        assert!(!text(&o.stdout).contains("done"), "{opts}: the program ran");
+        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
+        assert_eq!(ours.len(), 1, "{opts}: expected one oxprof line in:\n{err}");
+        assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
+    }
+}
