@@ -246,7 +246,9 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         let Some(agent) = AGENT.get() else { return };
         let jvmti = Jvmti(jvmti_env);
         let jni = Jni(jni);
-        agent.profiler.threads.set_name(threads::current_tid(), jvmti.thread_name(thread));
+        let tid = threads::current_tid();
+        agent.profiler.threads.set_name(tid, jvmti.thread_name(thread));
+        agent.profiler.threads.mark_java_visible(tid);
         agent.symbols.init_builtin_loaders(jni);
         let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
         log::debug(&format!("prepared {n} classes loaded before VMInit"));
@@ -274,6 +276,10 @@ unsafe extern "C" fn on_class_prepare(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _t
     guard("ClassPrepare", (), || {
         if let Some(agent) = AGENT.get() {
             agent.symbols.on_class_prepare(Jvmti(jvmti), Jni(jni), class);
+            if agent.symbols.needs_prune() {
+                let dropped = agent.symbols.prune(Jni(jni), &agent.profiler.sampled_methods());
+                log::debug(&format!("forgot {dropped} method names of unloaded classes"));
+            }
         }
     })
 }
@@ -283,6 +289,7 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, th
         if let Some(agent) = AGENT.get() {
             let tid = threads::current_tid();
             agent.profiler.threads.set_name(tid, Jvmti(jvmti).thread_name(thread));
+            agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);
         }
     })

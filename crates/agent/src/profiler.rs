@@ -191,6 +191,12 @@ impl Profiler {
         Some(rec)
     }
 
+    /// The jmethodIDs present in the sample store.
+    pub fn sampled_methods(&self) -> std::collections::HashSet<usize> {
+        let Some(store) = self.store.get() else { return Default::default() };
+        store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)).filter(|&m| m != 0).collect()
+    }
+
     /// Samples recorded so far (for status lines).
     pub fn recorded(&self) -> u64 {
         self.store.get().map(|s| s.stats().recorded).unwrap_or(0)
@@ -241,6 +247,13 @@ impl Profiler {
         let marker = match t.frames.as_slice() {
             [f] if f.method == 0 => Some(f.bci),
             _ => None,
+        };
+        // A JVM-internal thread (JIT compiler, service threads) is not in
+        // Java and has no Java frame: AsyncGetCallTrace reports that as
+        // unknown_not_Java, but it is not a failed walk.
+        let marker = match marker {
+            Some(ticks::UNKNOWN_NOT_JAVA) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
+            m => m,
         };
         match marker {
             Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {

@@ -223,6 +223,10 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
         ctx.store.record(tid_key, frames, ctx.weight);
     } else if n == 0 {
         record_marker(ctx, tid, MARK_NO_JAVA_FRAME);
+    } else if n == ticks::UNKNOWN_NOT_JAVA {
+        // JIT compiler and other JVM-internal threads land here too; the dump
+        // tells them from application threads, so keep the thread id.
+        record_marker(ctx, tid, n);
     } else {
         record_marker(ctx, tid_key, n);
     }

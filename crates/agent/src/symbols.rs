@@ -34,10 +34,22 @@ impl MethodName {
     }
 }
 
+/// A class that can unload: a weak reference tells when it has.
+struct UnloadableClass {
+    weak: jobject,
+    methods: Vec<usize>,
+}
+
+/// Early names are pruned when they exceed this many (and then twice the
+/// number left after each pruning).
+const FIRST_PRUNE_AT: usize = 20_000;
+
 #[derive(Default)]
 struct Inner {
     /// Names copied early for methods of classes that can unload.
     early: HashMap<usize, Arc<MethodName>>,
+    unloadable: Vec<UnloadableClass>,
+    prune_at: usize,
     /// Names resolved at dump time (classes that never unload).
     cache: HashMap<usize, Arc<MethodName>>,
     /// Global references to the platform and application class loaders.
@@ -46,7 +58,8 @@ struct Inner {
     unloadable_seen: u64,
 }
 
-// SAFETY: the jobjects held are JNI global references, valid on any thread.
+// SAFETY: the jobjects held are JNI global and weak global references, valid
+// on any thread.
 unsafe impl Send for Inner {}
 
 #[derive(Default)]
@@ -129,12 +142,44 @@ impl Symbols {
                 }
             }
         }
+        let weak = if unloadable { jni.new_weak_global(class) } else { std::ptr::null_mut() };
         let mut inner = self.lock();
         inner.classes_seen += 1;
         if unloadable {
             inner.unloadable_seen += 1;
+            inner.unloadable.push(UnloadableClass { weak, methods: early.iter().map(|(m, _)| *m).collect() });
             inner.early.extend(early);
         }
+    }
+
+    /// Whether enough early names piled up to be worth [`Symbols::prune`].
+    pub fn needs_prune(&self) -> bool {
+        let inner = self.lock();
+        inner.early.len() > inner.prune_at.max(FIRST_PRUNE_AT)
+    }
+
+    /// Forgets the early names of classes that have unloaded, except for
+    /// methods in `sampled` (still needed by the profile). Keeps memory
+    /// bounded in programs that keep generating classes.
+    pub fn prune(&self, jni: Jni, sampled: &std::collections::HashSet<usize>) -> usize {
+        let mut inner = self.lock();
+        let before = inner.early.len();
+        let classes = std::mem::take(&mut inner.unloadable);
+        for class in classes {
+            if jni.is_same(class.weak, std::ptr::null_mut()) {
+                for m in &class.methods {
+                    if !sampled.contains(m) {
+                        inner.early.remove(m);
+                    }
+                }
+                jni.delete_weak_global(class.weak);
+            } else {
+                inner.unloadable.push(class);
+            }
+        }
+        inner.early.shrink_to_fit();
+        inner.prune_at = inner.early.len() * 2;
+        before - inner.early.len()
     }
 
     fn can_unload(&self, jvmti: Jvmti, jni: Jni, class: jclass) -> bool {

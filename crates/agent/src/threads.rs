@@ -29,6 +29,9 @@ struct Inner {
     engine: Option<(Engine, u64)>,
     /// Threads never to sample (oxprof's own).
     excluded: Vec<u32>,
+    /// Threads the JVM reported through JVMTI (application threads, as
+    /// opposed to hidden JVM threads such as JIT compilers).
+    java_visible: std::collections::HashSet<u32>,
     timer_errors: u64,
 }
 
@@ -67,6 +70,15 @@ impl Threads {
         if !name.is_empty() {
             self.lock().names.insert(tid, name);
         }
+    }
+
+    /// Marks a thread as reported by JVMTI (ThreadStart, VMInit).
+    pub fn mark_java_visible(&self, tid: u32) {
+        self.lock().java_visible.insert(tid);
+    }
+
+    pub fn is_java_visible(&self, tid: u32) -> bool {
+        self.lock().java_visible.contains(&tid)
     }
 
     /// The best known name of a thread.
@@ -111,8 +123,9 @@ impl Threads {
         let mut inner = self.lock();
         inner.timers.remove(&tid);
         if inner.names.len() > MAX_DEAD_NAMES {
-            let live: Vec<u32> = inner.timers.keys().copied().collect();
+            let live: std::collections::HashSet<u32> = list_tasks().into_iter().collect();
             inner.names.retain(|t, _| live.contains(t));
+            inner.java_visible.retain(|t| live.contains(t));
         }
     }
 

@@ -22,7 +22,7 @@ pub struct RecordArgs {
     #[arg(short, long, default_value = "cpu", value_parser = ["cpu", "itimer", "ctimer"])]
     pub event: String,
     /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
-    #[arg(short, long, default_value = "10ms", value_parser = parse_interval)]
+    #[arg(short, long, default_value = "10ms", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: String,
     /// Output file; the format follows the extension (.html, .collapsed, .txt)
     #[arg(short, long, default_value = "profile.html")]

@@ -1,0 +1,74 @@
+//! `oxprof record` and `oxprof demo` as a user runs them.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn record_writes_an_html_flame_graph_with_the_hot_methods() {
+    let s = Scratch::new("record");
+    compile(&s.0, &["Hot.java"]);
+    let out = s.path("profile.html");
+    let o = oxprof_cmd()
+        .current_dir(&s.0)
+        .args(["record", "--interval", "2ms", "--title", "Hot test", "-o", "profile.html", "--"])
+        .arg(java())
+        .args(["-cp", s.0.to_str().unwrap(), "Hot", "1.5"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(text(&o.stdout).contains("done"), "the program's output must pass through");
+    assert!(err.contains(&format!("profile written to {}", out.display())), "{err}");
+    assert!(err.contains("summary: samples="), "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "not an HTML page");
+    assert!(html.contains("Hot test"));
+    for name in ["Hot.sqrtSin", "Hot.logs", "Hot.main"] {
+        assert!(html.contains(name), "{name} missing from the flame graph");
+    }
+    assert!(!html.contains("http://") && !html.contains("https://"), "the page must be self-contained");
+}
+
+#[test]
+fn record_passes_the_exit_code_and_reports_bad_input() {
+    let s = Scratch::new("record-bad");
+    compile(&s.0, &["Hot.java"]);
+    let o = oxprof_cmd()
+        .current_dir(&s.0)
+        .args(["record", "-o", "p.collapsed", "--"])
+        .arg(java())
+        .args(["-cp", s.0.to_str().unwrap(), "Hot", "0.3", "exit3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(read_collapsed(&s.path("p.collapsed")).iter().any(|(st, _)| st.iter().any(|f| f == "Hot.main")));
+
+    let o = oxprof_cmd().args(["record", "--interval", "-5ms", "--", "java"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("'-5ms' is not a duration"), "{}", text(&o.stderr));
+
+    let o = oxprof_cmd().args(["record", "--event", "wall", "--", "java"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("possible values: cpu, itimer, ctimer"), "{}", text(&o.stderr));
+
+    let o = oxprof_cmd().args(["record", "-o", "/nonexistent-oxprof/p.html", "--"]).arg(java()).args(["-version"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("directory /nonexistent-oxprof does not exist"), "{}", text(&o.stderr));
+
+    let o = oxprof_cmd().args(["record", "--", "/nonexistent/java"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("cannot run `/nonexistent/java`"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn demo_compiles_and_profiles_the_bundled_program() {
+    let s = Scratch::new("demo");
+    let o = oxprof_cmd().current_dir(&s.0).args(["demo", "--seconds", "2", "-o", "demo.collapsed"]).output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let stacks = read_collapsed(&s.path("demo.collapsed"));
+    for m in ["Demo.sortLoop", "Demo.hashLoop", "Demo.parseLoop"] {
+        assert!(samples_with(&stacks, m) > 5, "{m} missing from the demo profile");
+    }
+}
