@@ -152,18 +152,10 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
 #[no_mangle]
 pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     guard("Agent_OnLoad", JNI_ERR, || {
-        let options = options_string(options);
-        let config = match configure(&options) {
-            Ok(c) => c,
-            Err(e) => {
-                // The JVM refuses to start; say why on the console.
-                eprintln!("oxprof: {e}");
-                return JNI_ERR;
-            }
-        };
-        match init(vm, config) {
+        match configure(&options_string(options)).and_then(|config| init(vm, config)) {
             Ok(_) => JNI_OK as jint,
             Err(e) => {
+                // The JVM refuses to start; say why on the console, in one line.
                 eprintln!("oxprof: {e}");
                 JNI_ERR
             }
