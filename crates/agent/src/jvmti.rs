@@ -209,6 +209,37 @@ impl Jvmti {
         name
     }
 
+    /// JEP 331: mean bytes between SampledObjectAlloc events (0 = every allocation).
+    pub fn set_heap_sampling_interval(self, bytes: jint) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, SetHeapSamplingInterval, bytes))
+    }
+
+    /// The current thread's stack, top frame first, into `frames`; returns the count.
+    pub fn own_stack_trace(self, frames: &mut [jvmtiFrameInfo]) -> JvmtiResult<usize> {
+        let mut count: jint = 0;
+        let max = frames.len().min(jint::MAX as usize) as jint;
+        check(jvmti_call!(self.0, GetStackTrace, ptr::null_mut(), 0, max, frames.as_mut_ptr(), &mut count))?;
+        Ok(count.max(0) as usize)
+    }
+
+    pub fn get_tag(self, obj: jobject) -> JvmtiResult<jlong> {
+        let mut tag: jlong = 0;
+        check(jvmti_call!(self.0, GetTag, obj, &mut tag))?;
+        Ok(tag)
+    }
+
+    pub fn set_tag(self, obj: jobject, tag: jlong) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, SetTag, obj, tag))
+    }
+
+    /// All live threads (local references the caller must delete).
+    pub fn all_threads(self) -> JvmtiResult<Vec<jthread>> {
+        let mut n: jint = 0;
+        let mut p: *mut jthread = ptr::null_mut();
+        check(jvmti_call!(self.0, GetAllThreads, &mut n, &mut p))?;
+        Ok(self.take_array(p, n))
+    }
+
     pub fn phase(self) -> jvmtiPhase {
         let mut phase: jvmtiPhase = 0;
         let _ = jvmti_call!(self.0, GetPhase, &mut phase);
@@ -240,6 +271,12 @@ impl Jni {
 
     pub fn delete_weak_global(self, obj: jweak) {
         jni_call!(self.0, DeleteWeakGlobalRef, (), obj)
+    }
+
+    pub fn delete_global(self, obj: jobject) {
+        if !obj.is_null() {
+            jni_call!(self.0, DeleteGlobalRef, (), obj)
+        }
     }
 
     pub fn new_global(self, obj: jobject) -> jobject {

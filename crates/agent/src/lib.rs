@@ -11,6 +11,7 @@
 //! sampled), `symbols` (method names, safe across class unloading),
 //! `profiler` (start/stop/dump), `output` (writing files with a fallback).
 
+pub mod alloc;
 pub mod engine;
 pub mod jvmti;
 pub mod log;
@@ -43,6 +44,8 @@ pub struct Agent {
     pub profiler: Profiler,
     /// Options given when the agent was loaded.
     pub config: Config,
+    /// Whether objects may be tagged (used to look up allocated classes fast).
+    pub can_tag: bool,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM, usable from any thread; the rest
@@ -101,14 +104,21 @@ fn configure(options: &str) -> Result<Config, String> {
     Ok(config)
 }
 
-fn capabilities(jvmti: Jvmti) -> Result<(), String> {
+/// Adds the capabilities oxprof uses; returns whether objects can be tagged.
+fn capabilities(jvmti: Jvmti, config: &Config) -> Result<bool, String> {
     let potential = jvmti.potential_capabilities().map_err(|e| format!("cannot query JVMTI capabilities: {e}"))?;
+    if config.alloc.is_some() && potential.can_generate_sampled_object_alloc_events() == 0 {
+        return Err("invalid agent option 'alloc': this JVM cannot sample allocations (no JVMTI can_generate_sampled_object_alloc_events); allocation profiling (JEP 331) needs JDK 11 or later".into());
+    }
     // SAFETY: all-zero capabilities are valid; we then set the bits we want.
     let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
     caps.set_can_get_line_numbers(potential.can_get_line_numbers());
     caps.set_can_get_source_file_name(potential.can_get_source_file_name());
     caps.set_can_generate_compiled_method_load_events(potential.can_generate_compiled_method_load_events());
-    jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))
+    caps.set_can_generate_sampled_object_alloc_events(potential.can_generate_sampled_object_alloc_events());
+    caps.set_can_tag_objects(potential.can_tag_objects());
+    jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
+    Ok(potential.can_tag_objects() != 0)
 }
 
 fn callbacks() -> jvmtiEventCallbacks {
@@ -122,13 +132,22 @@ fn callbacks() -> jvmtiEventCallbacks {
     cb.ThreadEnd = Some(on_thread_end);
     cb.CompiledMethodLoad = Some(on_compiled_method_load);
     cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
+    cb.SampledObjectAlloc = Some(on_sampled_object_alloc);
     cb
 }
 
 /// Creates the agent: capabilities, callbacks, events. Shared by load and attach.
 fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     let jvmti = Jvmti::from_vm(vm).map_err(|e| format!("cannot get a JVMTI environment: {e}"))?;
-    capabilities(jvmti)?;
+    let can_tag = capabilities(jvmti, &config)?;
+    if let Some(interval) = config.alloc {
+        // HotSpot draws each thread's next sample point with the interval in
+        // force at its previous one: set it before any Java thread runs so
+        // the first samples already follow it (alloc=0 sees everything).
+        if let Err(e) = jvmti.set_heap_sampling_interval(interval.min(i32::MAX as u64) as jint) {
+            log::debug(&format!("cannot set the heap sampling interval at load time: {e}"));
+        }
+    }
     jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
     // ClassLoad must be enabled or AsyncGetCallTrace refuses every walk.
     // CompiledMethodLoad being enabled makes HotSpot record debug information
@@ -143,7 +162,7 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     if asgct.is_none() {
         log::warn("AsyncGetCallTrace not found: this JVM is not HotSpot; CPU profiling is unavailable");
     }
-    let agent = Agent { vm, jvmti, asgct, symbols: Symbols::default(), profiler: Profiler::new(), config };
+    let agent = Agent { vm, jvmti, asgct, symbols: Symbols::default(), profiler: Profiler::new(), config, can_tag };
     AGENT.set(agent).map_err(|_| "the agent is already loaded".to_string())?;
     AGENT.get().ok_or_else(|| "agent state missing".to_string())
 }
@@ -191,12 +210,9 @@ pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserve
         log::debug(&format!("prepared {n} loaded classes"));
         replay_code_events(agent.jvmti);
         if config.start {
-            match agent.profiler.start(config, vm, agent.asgct) {
-                Ok(msg) => log::info(&msg),
-                Err(e) => {
-                    log::error(&e);
-                    return JNI_ERR;
-                }
+            if let Err(e) = start(agent, config, jni) {
+                log::error(&e);
+                return JNI_ERR;
             }
         }
         JNI_OK as jint
@@ -209,26 +225,32 @@ pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {
     guard("Agent_OnUnload", (), || {
         if let Some(agent) = AGENT.get() {
             // VMDeath normally stopped everything already; make sure no timer fires now.
-            agent.profiler.stop();
+            agent.profiler.stop(None);
         }
     })
 }
 
-/// Stops the recording and writes the profile. Used at VM death.
+/// Starts a recording with the given options and logs what runs.
+fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<(), String> {
+    for line in agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)? {
+        log::info(&line);
+    }
+    Ok(())
+}
+
+/// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
-    let Some(rec) = agent.profiler.stop() else { return };
-    let (profile, summary) = agent.profiler.build(&rec, &agent.symbols, agent.jvmti, jni);
-    log::info(&format!(
-        "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={}",
-        summary.samples,
-        summary.java_samples,
-        summary.failed,
-        summary.failed_pct(),
-        summary.dropped,
-        rec.engine.short()
-    ));
-    match output::write_profile(&profile, &rec.config) {
-        Ok(path) => log::info(&format!("profile written to {}", path.display())),
+    let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
+    let built = agent.profiler.build(&rec, &agent.symbols, agent.jvmti, jni);
+    for b in &built {
+        log::info(&b.summary_line);
+    }
+    match output::write_profiles(&built, &rec.config) {
+        Ok(paths) => {
+            for path in paths {
+                log::info(&format!("profile written to {}", path.display()));
+            }
+        }
         Err(e) => log::error(&e),
     }
 }
@@ -246,9 +268,8 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         log::debug(&format!("prepared {n} classes loaded before VMInit"));
         replay_code_events(jvmti);
         if agent.config.start {
-            match agent.profiler.start(agent.config.clone(), agent.vm, agent.asgct) {
-                Ok(msg) => log::info(&msg),
-                Err(e) => log::error(&e),
+            if let Err(e) = start(agent, agent.config.clone(), jni) {
+                log::error(&e);
             }
         }
     })
@@ -276,21 +297,32 @@ unsafe extern "C" fn on_class_prepare(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _t
     })
 }
 
-unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("ThreadStart", (), || {
         if let Some(agent) = AGENT.get() {
             let tid = threads::current_tid();
-            agent.profiler.threads.set_name(tid, Jvmti(jvmti).thread_name(thread));
+            let name = Jvmti(jvmti).thread_name(thread);
+            agent.profiler.alloc.thread_started(Jvmti(jvmti), Jni(jni), thread, &name);
+            agent.profiler.threads.set_name(tid, name);
             agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);
         }
     })
 }
 
-unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread) {
+unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("ThreadEnd", (), || {
         if let Some(agent) = AGENT.get() {
             agent.profiler.threads.remove(threads::current_tid());
+            agent.profiler.alloc.thread_ended(Jni(jni), thread);
+        }
+    })
+}
+
+unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread, _object: jobject, class: jclass, size: jlong) {
+    guard("SampledObjectAlloc", (), || {
+        if let Some(agent) = AGENT.get() {
+            agent.profiler.alloc.on_sample(Jvmti(jvmti), class, size, threads::current_tid());
         }
     })
 }

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use oxprof_profile::units::parse_size_bytes;
 use oxprof_profile::{Counter, OutputFormat};
 
 /// The CPU sampling engines.
@@ -65,6 +66,11 @@ impl LogLevel {
     }
 }
 
+/// Words accepted by `event=`.
+pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc";
+/// The default mean allocation sampling interval: 512 KiB, as in JEP 331.
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 512 * 1024;
+
 /// The default sampling interval for CPU events: 10 ms.
 pub const DEFAULT_INTERVAL_NS: u64 = 10_000_000;
 /// The default maximum Java stack depth.
@@ -77,8 +83,14 @@ const MIN_INTERVAL_NS: u64 = 10_000;
 pub struct Config {
     /// Start profiling right away (`start`, implied by any profiling option).
     pub start: bool,
-    pub event: Event,
+    /// The CPU engine, or `None` when CPU is not profiled (e.g. `event=alloc`).
+    pub cpu: Option<Event>,
     pub interval_ns: u64,
+    /// Mean bytes between allocation samples (JEP 331); `None` = no
+    /// allocation profiling, `Some(0)` = every allocation.
+    pub alloc: Option<u64>,
+    /// Only sample allocations of threads whose name matches this glob.
+    pub alloc_threads: Option<String>,
     /// Output file; `None` means the default name chosen at dump time.
     pub file: Option<PathBuf>,
     /// Explicit format word; otherwise taken from the file's extension.
@@ -100,8 +112,10 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             start: false,
-            event: Event::Cpu,
+            cpu: Some(Event::Cpu),
             interval_ns: DEFAULT_INTERVAL_NS,
+            alloc: None,
+            alloc_threads: None,
             file: None,
             format: None,
             threads: false,
@@ -135,13 +149,14 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, event, interval, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, event, interval, alloc, alloc_threads, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
     pub fn parse(options: &str) -> Result<Config, OptionError> {
         let mut c = Config::default();
         let mut profiling_option = false;
+        let mut cpu_asked = false;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
@@ -151,14 +166,30 @@ impl Config {
             match key {
                 "start" => c.start = true,
                 "event" => {
-                    let v = need(Event::WORDS)?;
-                    c.event = Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {}", Event::WORDS)))?;
+                    let v = need(EVENT_WORDS)?;
+                    if v == "alloc" {
+                        c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
+                    } else {
+                        c.cpu = Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {EVENT_WORDS}")))?);
+                        cpu_asked = true;
+                    }
                     profiling_option = true;
                 }
                 "cpu" | "itimer" | "ctimer" if value.is_none() => {
-                    c.event = Event::parse(key).unwrap_or(Event::Cpu);
+                    c.cpu = Event::parse(key);
+                    cpu_asked = true;
                     profiling_option = true;
                 }
+                "alloc" => {
+                    c.alloc = Some(match value {
+                        None => DEFAULT_ALLOC_INTERVAL,
+                        Some(v) => parse_size_bytes(v).map_err(|p| {
+                            err(item, format!("{p}; the allocation sampling interval is the mean number of bytes between samples (0 samples every allocation)"))
+                        })?,
+                    });
+                    profiling_option = true;
+                }
+                "alloc_threads" => c.alloc_threads = Some(need("a thread name pattern such as worker-*")?.to_string()),
                 "interval" => {
                     c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
                     if c.interval_ns < MIN_INTERVAL_NS {
@@ -199,6 +230,12 @@ impl Config {
         if profiling_option {
             c.start = true;
         }
+        if c.alloc.is_some() && !cpu_asked {
+            c.cpu = None;
+        }
+        if c.alloc_threads.is_some() && c.alloc.is_none() {
+            return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
+        }
         Ok(c)
     }
 
@@ -228,7 +265,8 @@ mod tests {
     fn full_option_string() {
         let c = Config::parse("start,event=ctimer,interval=5ms,file=/tmp/p.collapsed,threads,jstackdepth=64,title=My App,log=/tmp/l,loglevel=debug").unwrap();
         assert!(c.start);
-        assert_eq!(c.event, Event::Ctimer);
+        assert_eq!(c.cpu, Some(Event::Ctimer));
+        assert_eq!(c.alloc, None);
         assert_eq!(c.interval_ns, 5_000_000);
         assert_eq!(c.file.as_deref(), Some(std::path::Path::new("/tmp/p.collapsed")));
         assert_eq!(c.output_format(), OutputFormat::Collapsed);
@@ -249,6 +287,25 @@ mod tests {
     }
 
     #[test]
+    fn allocation_options() {
+        let c = Config::parse("event=alloc").unwrap();
+        assert_eq!((c.cpu, c.alloc), (None, Some(DEFAULT_ALLOC_INTERVAL)));
+        let c = Config::parse("start,event=cpu,alloc=256k").unwrap();
+        assert_eq!((c.cpu, c.alloc), (Some(Event::Cpu), Some(256 * 1024)));
+        let c = Config::parse("alloc=0").unwrap();
+        assert_eq!((c.cpu, c.alloc, c.start), (None, Some(0), true));
+        let c = Config::parse("event=alloc,alloc=1m,alloc_threads=worker-*").unwrap();
+        assert_eq!((c.alloc, c.alloc_threads.as_deref()), (Some(1 << 20), Some("worker-*")));
+        assert_eq!(Config::parse("start").unwrap().cpu, Some(Event::Cpu));
+        for bad in ["alloc=-1", "alloc=lots", "alloc=1.5m"] {
+            let e = Config::parse(bad).unwrap_err();
+            assert!(e.to_string().starts_with(&format!("invalid agent option '{bad}'")), "{e}");
+            assert!(e.to_string().contains("e.g. 512k"), "{e}");
+        }
+        assert!(Config::parse("start,alloc_threads=x").is_err());
+    }
+
+    #[test]
     fn explicit_format_beats_extension() {
         let c = Config::parse("file=out.txt,flamegraph").unwrap();
         assert_eq!(c.output_format(), OutputFormat::FlameGraph);
@@ -260,7 +317,7 @@ mod tests {
         assert_eq!(e.option, "bogus=1");
         assert!(e.to_string().contains("accepted"), "{e}");
         let e = Config::parse("event=wall").unwrap_err();
-        assert!(e.to_string().contains("cpu, itimer, ctimer"), "{e}");
+        assert!(e.to_string().contains("cpu, itimer, ctimer, alloc"), "{e}");
         let e = Config::parse("interval=-5").unwrap_err();
         assert!(e.to_string().contains("interval=-5"), "{e}");
         assert!(Config::parse("interval=1us").is_err());

@@ -7,27 +7,33 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use oxprof_profile::collapsed::{self, CollapsedOptions};
-use oxprof_profile::flamegraph::{self, HtmlOptions};
-use oxprof_profile::{OutputFormat, Profile};
+use oxprof_profile::flamegraph::{self, HtmlOptions, View};
+use oxprof_profile::OutputFormat;
 
 use crate::log;
 use crate::options::Config;
+use crate::profiler::Built;
 
-/// Serialises the profile in the configured format.
-pub fn render(profile: &Profile, config: &Config, format: OutputFormat, out: impl Write) -> std::io::Result<()> {
+/// Serialises profiles in a format. HTML holds every profile as a view of
+/// one page; collapsed stacks hold one profile.
+pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl Write) -> std::io::Result<()> {
     match format {
-        OutputFormat::Collapsed => collapsed::write(profile, CollapsedOptions { counter: config.counter, annotate: config.annotate }, out),
+        OutputFormat::Collapsed => match built.first() {
+            Some(b) => collapsed::write(&b.profile, CollapsedOptions { counter: config.counter, annotate: config.annotate }, out),
+            None => Ok(()),
+        },
         OutputFormat::FlameGraph => {
-            let opts = HtmlOptions { title: profile.meta.title.clone(), counter: config.counter, ..HtmlOptions::default() };
-            flamegraph::write_html(profile, &opts, out)
+            let views: Vec<View<'_>> = built.iter().map(|b| View { label: b.label.clone(), profile: &b.profile, counter: config.counter }).collect();
+            let title = built.first().map(|b| b.profile.meta.title.clone()).unwrap_or_default();
+            flamegraph::write_html_multi(&views, &HtmlOptions { title, counter: config.counter, ..HtmlOptions::default() }, out)
         }
     }
 }
 
-fn write_to(path: &Path, profile: &Profile, config: &Config, format: OutputFormat) -> std::io::Result<()> {
+fn write_to(path: &Path, built: &[&Built], config: &Config, format: OutputFormat) -> std::io::Result<()> {
     let file = File::create(path)?;
     let mut w = BufWriter::new(file);
-    render(profile, config, format, &mut w)?;
+    render(built, config, format, &mut w)?;
     w.into_inner().map_err(|e| e.into_error())?.sync_all()
 }
 
@@ -36,19 +42,40 @@ pub fn default_path(format: OutputFormat) -> PathBuf {
     PathBuf::from(format!("oxprof-{}.{}", std::process::id(), format.extension()))
 }
 
-/// Writes the profile; returns the path actually written.
-pub fn write_profile(profile: &Profile, config: &Config) -> Result<PathBuf, String> {
+/// `dir/name.ext` → `dir/name.KEY.ext`, for the second profile of a
+/// collapsed recording.
+fn sibling(path: &Path, key: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{key}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{key}"),
+    };
+    path.with_file_name(name)
+}
+
+/// Writes the profiles; returns the paths actually written. HTML puts all of
+/// them in one page; collapsed stacks write the first to the chosen file and
+/// each further one beside it (`profile.alloc.collapsed`).
+pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, String> {
     let format = config.output_format();
     let wanted = config.file.clone().unwrap_or_else(|| default_path(format));
-    let first_error = match write_to(&wanted, profile, config, format) {
-        Ok(()) => return Ok(wanted),
+    let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
+        OutputFormat::FlameGraph => vec![(wanted, built.iter().collect())],
+        OutputFormat::Collapsed => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
+    };
+    groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()
+}
+
+fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFormat) -> Result<PathBuf, String> {
+    let first_error = match write_to(wanted, built, config, format) {
+        Ok(()) => return Ok(wanted.to_path_buf()),
         Err(e) => e,
     };
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let name = format!("oxprof-{}-{stamp}.{}", std::process::id(), format.extension());
+    let name = format!("oxprof-{}-{stamp}-{}.{}", std::process::id(), built.first().map(|b| b.key).unwrap_or("profile"), format.extension());
     for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
         let fallback = dir.join(&name);
-        if write_to(&fallback, profile, config, format).is_ok() {
+        if write_to(&fallback, built, config, format).is_ok() {
             log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
             return Ok(fallback);
         }

@@ -11,10 +11,11 @@ use jvmti_sys::asgct::{ticks, AsyncGetCallTraceFn, BCI_NATIVE_FRAME};
 use jvmti_sys::{jmethodID, JavaVM};
 use oxprof_profile::{Frame, FrameKind, Meta, Profile};
 
+use crate::alloc::{AllocSampler, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
-use crate::options::Config;
+use crate::options::{Config, Event};
 use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::store::{SampleStore, StoredTrace};
 use crate::symbols::Symbols;
@@ -27,14 +28,33 @@ const STORE_FRAMES: usize = 1 << 23;
 /// Bumped at every start and stop; the status thread runs while it sees its own.
 static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// The CPU part of a recording.
+pub struct CpuRun {
+    pub event: Event,
+    pub engine: Engine,
+    /// Why perf_events was not used, when `cpu` fell back to ctimer.
+    pub fallback: Option<String>,
+}
+
 /// A recording in progress.
 pub struct Recording {
     pub config: Config,
-    pub engine: Engine,
+    pub cpu: Option<CpuRun>,
+    /// Allocation sampling runs (mean interval in bytes).
+    pub alloc: Option<u64>,
     pub started: Instant,
     pub start_wall_ns: u64,
-    /// Why perf_events was not used, when `cpu` fell back to ctimer.
-    pub fallback: Option<String>,
+}
+
+/// One finished profile, ready to write.
+pub struct Built {
+    /// What it shows, e.g. "CPU" or "Allocations".
+    pub label: String,
+    /// Short name used in file names of extra outputs, e.g. "alloc".
+    pub key: &'static str,
+    pub profile: Profile,
+    /// The log's one-line summary.
+    pub summary_line: String,
 }
 
 /// Counts gathered while building a profile.
@@ -62,6 +82,7 @@ pub struct Profiler {
     recording: Mutex<Option<Recording>>,
     store: OnceLock<&'static SampleStore>,
     pub threads: Arc<Threads>,
+    pub alloc: AllocSampler,
 }
 
 /// The synthetic frame name for an AsyncGetCallTrace error code.
@@ -97,7 +118,7 @@ fn now_ns() -> u64 {
 
 impl Profiler {
     pub fn new() -> Profiler {
-        Profiler { recording: Mutex::new(None), store: OnceLock::new(), threads: Arc::new(Threads::default()) }
+        Profiler { recording: Mutex::new(None), store: OnceLock::new(), threads: Arc::new(Threads::default()), alloc: AllocSampler::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Recording>> {
@@ -116,16 +137,44 @@ impl Profiler {
         self.lock().is_some()
     }
 
-    /// Starts a recording. Returns a one-line description of what runs.
-    pub fn start(&self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>) -> Result<String, String> {
+    /// Starts a recording. Returns one line per part started, for the log.
+    pub fn start(&'static self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
             return Err("profiling is already running; stop it first".into());
         }
+        let mut lines = Vec::new();
+        let cpu = match config.cpu {
+            Some(event) => {
+                let (run, line) = self.start_cpu(event, &config, vm, asgct)?;
+                lines.push(line);
+                Some(run)
+            }
+            None => None,
+        };
+        if let Some(interval) = config.alloc {
+            match self.alloc.start(env.0, env.1, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
+                Ok(line) => lines.push(line),
+                Err(e) => {
+                    if let Some(run) = &cpu {
+                        self.stop_cpu(run);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(path) = config.status.clone() {
+            self.publish_status(path);
+        }
+        *rec = Some(Recording { alloc: config.alloc, config, cpu, started: Instant::now(), start_wall_ns: now_ns() });
+        Ok(lines)
+    }
+
+    fn start_cpu(&self, event: Event, config: &Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>) -> Result<(CpuRun, String), String> {
         let asgct = asgct.ok_or("this JVM does not export AsyncGetCallTrace; CPU profiling needs HotSpot (JDK 11 or later)")?;
         let store = self.store()?;
         store.reset(); // no handler is armed: safe
-        let (engine, fallback) = engine::choose(config.event, config.interval_ns);
+        let (engine, fallback) = engine::choose(event, config.interval_ns);
         if let Some(why) = &fallback {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
@@ -144,29 +193,28 @@ impl Profiler {
                 return Err(format!("cannot start the {} engine: {e}", engine.short()));
             }
         };
-        let msg = format!(
-            "started {} profiling: engine {}, interval {}, {}",
-            config.event.name(),
-            engine.describe(),
-            fmt_interval(config.interval_ns),
-            threads
-        );
-        if let Some(path) = config.status.clone() {
-            self.publish_status(path, store);
+        let line = format!("started {} profiling: engine {}, interval {}, {}", event.name(), engine.describe(), fmt_interval(config.interval_ns), threads);
+        Ok((CpuRun { event, engine, fallback }, line))
+    }
+
+    fn stop_cpu(&self, run: &CpuRun) {
+        if run.engine.per_thread() {
+            self.threads.stop();
+        } else {
+            itimer::stop();
         }
-        *rec = Some(Recording { config, engine, started: Instant::now(), start_wall_ns: now_ns(), fallback });
-        Ok(msg)
+        drop(signal::disarm());
     }
 
     /// Rewrites `path` with `samples=N elapsed_ms=M` every 250 ms while this
     /// recording runs, for `oxprof record`'s live status line.
-    fn publish_status(&self, path: std::path::PathBuf, store: &'static SampleStore) {
+    fn publish_status(&'static self, path: std::path::PathBuf) {
         let generation = STATUS_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
         let started = Instant::now();
         let spawned = std::thread::Builder::new().name("oxprof-status".into()).spawn(move || {
             let tmp = path.with_extension("tmp");
             while STATUS_GENERATION.load(Ordering::SeqCst) == generation {
-                let line = format!("samples={} elapsed_ms={}\n", store.stats().recorded, started.elapsed().as_millis());
+                let line = format!("samples={} elapsed_ms={}\n", self.recorded(), started.elapsed().as_millis());
                 if std::fs::write(&tmp, line).and_then(|()| std::fs::rename(&tmp, &path)).is_err() {
                     break;
                 }
@@ -178,16 +226,18 @@ impl Profiler {
         }
     }
 
-    /// Stops sampling; the samples stay in the store for [`Profiler::build`].
-    pub fn stop(&self) -> Option<Recording> {
+    /// Stops sampling; the samples stay in the stores for [`Profiler::build`].
+    /// Allocation sampling needs a JNI environment to stop; without one (VM
+    /// unload) only CPU sampling is stopped.
+    pub fn stop(&self, env: Option<(Jvmti, Jni)>) -> Option<Recording> {
         let rec = self.lock().take()?;
         STATUS_GENERATION.fetch_add(1, Ordering::SeqCst);
-        if rec.engine.per_thread() {
-            self.threads.stop();
-        } else {
-            itimer::stop();
+        if let Some(run) = &rec.cpu {
+            self.stop_cpu(run);
         }
-        drop(signal::disarm());
+        if let Some((jvmti, jni)) = env {
+            self.alloc.stop(jvmti, jni);
+        }
         Some(rec)
     }
 
@@ -197,28 +247,96 @@ impl Profiler {
         store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)).filter(|&m| m != 0).collect()
     }
 
-    /// Samples recorded so far (for status lines).
+    /// Samples recorded so far, CPU and allocation (for status lines).
     pub fn recorded(&self) -> u64 {
-        self.store.get().map(|s| s.stats().recorded).unwrap_or(0)
+        let cpu = self.store.get().map(|s| s.stats().recorded).unwrap_or(0);
+        cpu + self.alloc.stored().map(|s| s.stats().recorded).unwrap_or(0)
     }
 
-    /// Builds the profile of a (stopped or running) recording.
-    pub fn build(&self, rec: &Recording, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
+    /// Builds the profiles of a (stopped or running) recording: CPU first.
+    pub fn build(&self, rec: &Recording, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Vec<Built> {
+        let mut out = Vec::new();
+        if let Some(run) = &rec.cpu {
+            let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
+            let summary_line = format!(
+                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={}",
+                s.samples,
+                s.java_samples,
+                s.failed,
+                s.failed_pct(),
+                s.dropped,
+                run.engine.short()
+            );
+            out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
+        }
+        if let Some(interval) = rec.alloc {
+            let profile = self.build_alloc(rec, interval, symbols, jvmti, jni);
+            let st = self.alloc.stats();
+            let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval}", st.samples, st.estimated_bytes, st.dropped);
+            out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line });
+        }
+        out
+    }
+
+    fn meta(rec: &Recording, title: &str, event: &str, engine: &str, interval: u64, unit: &str) -> Meta {
+        Meta {
+            title: rec.config.title.clone().unwrap_or_else(|| title.to_string()),
+            event: event.to_string(),
+            engine: engine.to_string(),
+            interval,
+            total_unit: unit.to_string(),
+            start_ns: rec.start_wall_ns,
+            duration_ns: rec.started.elapsed().as_nanos() as u64,
+            extra: Vec::new(),
+        }
+    }
+
+    fn build_alloc(&self, rec: &Recording, interval: u64, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Profile {
+        let Some(store) = self.alloc.stored() else { return Profile::default() };
+        let mut profile = Profile::new(Self::meta(rec, "Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
+        let mut frames = Vec::new();
+        let mut samples = 0;
+        for t in store.snapshot() {
+            samples += t.samples;
+            frames.clear();
+            if rec.config.threads && t.tid != 0 {
+                frames.push(self.thread_root(t.tid));
+            }
+            let (class, stack) = match t.frames.split_first() {
+                Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
+                _ => (None, &t.frames[..]),
+            };
+            for f in stack.iter().rev() {
+                frames.push(self.java_frame(f.method, f.bci == -1, symbols, jvmti, jni));
+            }
+            if let Some(id) = class {
+                frames.push(Frame::new(self.alloc.class_name(id), FrameKind::Alloc));
+            }
+            profile.add_frames(frames.drain(..), t.samples, t.total);
+        }
+        let m = &mut profile.meta;
+        m.extra.push(("samples".into(), samples.to_string()));
+        m.extra.push(("mean interval".into(), format!("{interval} bytes")));
+        m.extra.push(("dropped".into(), store.stats().dropped.to_string()));
+        profile
+    }
+
+    fn thread_root(&self, tid: u32) -> Frame {
+        let name = self.threads.name(tid).unwrap_or_else(|| "thread".into());
+        Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
+    }
+
+    fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+        let name = symbols.resolve(jvmti, jni, method as jmethodID);
+        Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
+    }
+
+    fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
-        let meta = Meta {
-            title: config.title.clone().unwrap_or_else(|| "CPU profile".to_string()),
-            event: config.event.name().to_string(),
-            engine: rec.engine.describe().to_string(),
-            interval: config.interval_ns,
-            total_unit: "ns".to_string(),
-            start_ns: rec.start_wall_ns,
-            duration_ns: rec.started.elapsed().as_nanos() as u64,
-            extra: Vec::new(),
-        };
-        let mut profile = Profile::new(meta);
+        let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
         let mut frames = Vec::new();
         for t in &traces {
             summary.samples += t.samples;
@@ -233,17 +351,14 @@ impl Profiler {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
-        if let Some(why) = &rec.fallback {
+        if let Some(why) = &run.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));
         }
         (profile, summary)
     }
 
     fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
-        let thread_root = |tid: u32| {
-            let name = self.threads.name(tid).unwrap_or_else(|| "thread".into());
-            Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
-        };
+        let thread_root = |tid: u32| self.thread_root(tid);
         let marker = match t.frames.as_slice() {
             [f] if f.method == 0 => Some(f.bci),
             _ => None,
@@ -282,9 +397,7 @@ impl Profiler {
                     out.push(thread_root(t.tid));
                 }
                 for f in t.frames.iter().rev() {
-                    let name = symbols.resolve(jvmti, jni, f.method as jmethodID);
-                    let kind = if f.bci == BCI_NATIVE_FRAME { FrameKind::Native } else { FrameKind::Java };
-                    out.push(Frame::new(name.frame_name(), kind));
+                    out.push(self.java_frame(f.method, f.bci == BCI_NATIVE_FRAME, symbols, jvmti, jni));
                 }
             }
         }

@@ -1,21 +1,33 @@
 //! The self-contained interactive HTML flame graph.
 //!
-//! This module owns turning a [`Profile`] into one HTML file: it merges the
-//! stacks into a call tree (children merged by frame id, sorted by name),
-//! encodes the tree compactly and fills the page template
-//! (`flamegraph.html`, whose canvas viewer is plain JavaScript and never
-//! touches the network).
+//! This module owns turning one or more [`Profile`]s into one HTML file: it
+//! merges each profile's stacks into a call tree (children merged by frame
+//! id, sorted by name), encodes the trees compactly and fills the page
+//! template (`flamegraph.html`, whose canvas viewer is plain JavaScript and
+//! never touches the network).
+//!
+//! A page shows one [`View`] at a time: a profile with the counter its
+//! widths show (for example CPU samples and allocated bytes of the same run).
+//! With several views a tab bar above the graph switches between them; each
+//! has its own unit, subtitle, legend, zoom and "no samples" note, and the
+//! selected one is kept in the URL hash (`#tab=N`). A single view has no tab
+//! bar.
 //!
 //! Embedded data, read by the template's script:
-//! - `fg-config`: JSON with the value unit, one kind letter per frame
-//!   (`a` + [`FrameKind::index`], the synthetic root uses the letter after the
-//!   last kind) and the colour palette per kind;
-//! - `fg-names`: JSON array of frame names (index = frame index);
-//! - `fg-tree`: the tree in preorder as base64-digit varints: the node count,
-//!   then `frame, value, child count` per node. Node 0 is the root ("all").
+//! - `fg-config`: JSON with one kind letter per frame (`a` +
+//!   [`FrameKind::index`], the synthetic root uses the letter after the last
+//!   kind), the colour palette per kind and `views`, the label and value unit
+//!   of every view (`unit` at the top level repeats the first view's);
+//! - `fg-names`: JSON array of frame names (index = frame index), shared by
+//!   all views: a name and kind that occur in several profiles appear once;
+//!   the last entry is the root's;
+//! - `fg-tree`: one line per view, each a tree in preorder as base64-digit
+//!   varints: the node count, then `frame, value, child count` per node.
+//!   Node 0 is the root ("all").
 //!
 //! All JSON is escaped so that no `<` can appear inside a `<script>` element.
 
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 
 use crate::model::{Counter, FrameKind, Profile};
@@ -28,36 +40,260 @@ const ROOT_NAME: &str = "all";
 /// Digits of the tree encoding: each holds 5 value bits and a continuation bit (32).
 const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/// Separates the encoded trees of successive views in `fg-tree`.
+const TREE_SEPARATOR: u8 = b'\n';
+
 /// Options of the HTML flame graph.
 #[derive(Clone, Debug, Default)]
 pub struct HtmlOptions {
-    /// Page title; when empty, the profile's `meta.title`, then "Flame graph".
+    /// Page title; when empty, the profiles' `meta.title` if they agree,
+    /// then "Flame graph".
     pub title: String,
-    /// Which counter the frames' widths show.
+    /// Which counter the frames' widths show, for [`write_html`]; each
+    /// [`View`] of [`write_html_multi`] names its own.
     pub counter: Counter,
-    /// One line of metadata under the title; when empty it is derived from
-    /// the profile's metadata (event, engine, interval, samples, failed walks).
+    /// One line of metadata under the title, shown for every view; when
+    /// empty each view's is derived from its profile's metadata (event,
+    /// engine, interval, samples, failed walks).
     pub subtitle: String,
+}
+
+/// One profile of a page, as a tab: the profile and the counter its frames'
+/// widths show.
+#[derive(Clone, Debug)]
+pub struct View<'a> {
+    /// The tab's label, e.g. "CPU (samples)"; when blank, [`default_label`].
+    pub label: String,
+    pub profile: &'a Profile,
+    pub counter: Counter,
+}
+
+impl<'a> View<'a> {
+    /// A view labelled by [`default_label`].
+    pub fn new(profile: &'a Profile, counter: Counter) -> View<'a> {
+        View {
+            label: default_label(profile, counter),
+            profile,
+            counter,
+        }
+    }
+
+    fn display_label(&self) -> String {
+        if self.label.trim().is_empty() {
+            default_label(self.profile, self.counter)
+        } else {
+            self.label.clone()
+        }
+    }
+
+    /// The unit of the values shown: "samples", or the profile's total unit.
+    fn unit(&self) -> &str {
+        match self.counter {
+            Counter::Samples => "samples",
+            Counter::Total => &self.profile.meta.total_unit,
+        }
+    }
+}
+
+/// A label naming what a profile recorded and what the widths show, from its
+/// event and the counter: "CPU (samples)", "CPU (time)", "Allocations (bytes)".
+pub fn default_label(profile: &Profile, counter: Counter) -> String {
+    let meta = &profile.meta;
+    let what = match meta.event.as_str() {
+        "cpu" | "cpu-clock" | "itimer" | "ctimer" => "CPU".to_string(),
+        "alloc" => "Allocations".to_string(),
+        "wall" => "Wall clock".to_string(),
+        "lock" => "Locks".to_string(),
+        "" if !meta.title.trim().is_empty() => meta.title.trim().to_string(),
+        "" => "Profile".to_string(),
+        event => event.to_string(),
+    };
+    let unit = match (counter, meta.total_unit.as_str()) {
+        (Counter::Samples, _) => "samples",
+        (Counter::Total, "ns") => "time",
+        (Counter::Total, "bytes" | "B") => "bytes",
+        (Counter::Total, "") => "total",
+        (Counter::Total, unit) => unit,
+    };
+    format!("{what} ({unit})")
 }
 
 /// Writes the profile as a self-contained interactive HTML flame graph.
 pub fn write_html<W: Write>(profile: &Profile, opts: &HtmlOptions, out: W) -> io::Result<()> {
-    let tree = Tree::build(profile, opts.counter);
+    write_html_multi(&[View::new(profile, opts.counter)], opts, out)
+}
+
+/// Writes several profiles into one self-contained interactive HTML flame
+/// graph, one tab per view; the first view is shown first. `opts.counter`
+/// is not used (each view has its own); no views make an empty page.
+pub fn write_html_multi<W: Write>(views: &[View<'_>], opts: &HtmlOptions, out: W) -> io::Result<()> {
+    let nothing;
+    let fallback;
+    let views = if views.is_empty() {
+        nothing = Profile::default();
+        fallback = [View::new(&nothing, opts.counter)];
+        &fallback[..]
+    } else {
+        views
+    };
+    let page = Page::build(views);
+    let title = page_title(views, opts);
     let mut out = BufWriter::with_capacity(1 << 16, out);
     render_template(TEMPLATE, &mut out, |key, out| {
         match key {
-            "TITLE" => write_escaped_html(out, &page_title(profile, opts)),
-            "SUBTITLE" => write_escaped_html(out, &subtitle(profile, opts)),
-            "EMPTY" if tree.is_empty() => out.write_all(b"<p class=\"empty\">No samples were recorded.</p>"),
-            "EMPTY" => Ok(()),
-            "CONFIG" => out.write_all(config_json(profile, opts.counter, &tree).as_bytes()),
-            "NAMES" => write_names_json(out, profile, &tree),
-            "TREE" => tree.write_encoded(out),
+            "TITLE" => write_escaped_html(out, &title),
+            "TABS" => write_tabs(out, views),
+            "SUBTITLES" => write_subtitles(out, views, opts),
+            "EMPTY" => page.write_empty_notes(out),
+            "CONFIG" => out.write_all(page.config_json(views).as_bytes()),
+            "NAMES" => page.write_names_json(out),
+            "TREE" => page.write_trees(out),
             _ => return Ok(false),
         }
         .map(|()| true)
     })?;
     out.flush()
+}
+
+/// The frames and trees of all views of a page.
+#[derive(Debug)]
+struct Page<'p> {
+    /// The frames of all views, distinct by name and kind; the root follows.
+    frames: Vec<(&'p str, FrameKind)>,
+    /// One tree per view; node frames index `frames` (the root: `frames.len()`).
+    trees: Vec<Tree>,
+}
+
+impl<'p> Page<'p> {
+    fn build(views: &[View<'p>]) -> Page<'p> {
+        let mut frames: Vec<(&'p str, FrameKind)> = Vec::new();
+        let mut index: HashMap<(&'p str, FrameKind), u32> = HashMap::new();
+        let mut trees = Vec::with_capacity(views.len());
+        for view in views {
+            let profile: &'p Profile = view.profile;
+            let mut tree = Tree::build(profile, view.counter);
+            for id in &mut tree.frames {
+                let frame = profile.frame(*id);
+                let key = (frame.name.as_str(), frame.kind);
+                *id = *index.entry(key).or_insert_with(|| {
+                    frames.push(key);
+                    (frames.len() - 1) as u32
+                });
+            }
+            trees.push(tree);
+        }
+        let root = frames.len() as u32;
+        for tree in &mut trees {
+            tree.relabel(root);
+        }
+        Page { frames, trees }
+    }
+
+    /// The `fg-config` JSON: per-frame kind letters, the palette and the views.
+    fn config_json(&self, views: &[View]) -> String {
+        let mut kinds: String = self
+            .frames
+            .iter()
+            .map(|&(_, kind)| kind_letter(kind.index()))
+            .collect();
+        kinds.push(kind_letter(FrameKind::ALL.len()));
+
+        let mut json = String::from("{\"unit\":");
+        push_json_string(&mut json, views.first().map_or("samples", |v| v.unit()));
+        json.push_str(",\"kinds\":");
+        push_json_string(&mut json, &kinds);
+        json.push_str(",\"palette\":[");
+        for kind in FrameKind::ALL {
+            let (h, s, l) = palette(kind);
+            json.push_str(&palette_entry(kind.label(), h, s, l));
+            json.push(',');
+        }
+        json.push_str(&palette_entry("root", 220, 12, 78));
+        json.push_str("],\"views\":[");
+        for (i, view) in views.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str("{\"label\":");
+            push_json_string(&mut json, &view.display_label());
+            json.push_str(",\"unit\":");
+            push_json_string(&mut json, view.unit());
+            json.push('}');
+        }
+        json.push_str("]}");
+        json
+    }
+
+    /// Writes the `fg-names` JSON array: one name per frame, then the root's.
+    fn write_names_json<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        let mut json = String::with_capacity(1 << 16);
+        json.push('[');
+        for &(name, _) in &self.frames {
+            push_json_string(&mut json, name);
+            json.push(',');
+            if json.len() > 1 << 15 {
+                out.write_all(json.as_bytes())?;
+                json.clear();
+            }
+        }
+        push_json_string(&mut json, ROOT_NAME);
+        json.push(']');
+        out.write_all(json.as_bytes())
+    }
+
+    /// Writes the encoded trees, one line per view.
+    fn write_trees<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        for (i, tree) in self.trees.iter().enumerate() {
+            if i > 0 {
+                out.write_all(&[TREE_SEPARATOR])?;
+            }
+            tree.write_encoded(out)?;
+        }
+        Ok(())
+    }
+
+    /// "No samples were recorded" for each empty view; only the first view's shows.
+    fn write_empty_notes<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        for (i, tree) in self.trees.iter().enumerate() {
+            if tree.is_empty() {
+                let hidden = if i == 0 { "" } else { " hidden" };
+                write!(
+                    out,
+                    "<p class=\"empty\" data-view=\"{i}\"{hidden}>No samples were recorded.</p>"
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The tab bar: one tab per view, none for a single view.
+fn write_tabs<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
+    if views.len() < 2 {
+        return Ok(());
+    }
+    out.write_all(b"<nav class=\"tabs\" id=\"tabs\" role=\"tablist\" aria-label=\"Profiles\">")?;
+    for (i, view) in views.iter().enumerate() {
+        let (selected, tabindex) = if i == 0 { ("true", 0) } else { ("false", -1) };
+        write!(
+            out,
+            "<button type=\"button\" role=\"tab\" data-tab=\"{i}\" aria-selected=\"{selected}\" tabindex=\"{tabindex}\">"
+        )?;
+        write_escaped_html(out, &view.display_label())?;
+        out.write_all(b"</button>")?;
+    }
+    out.write_all(b"</nav>")
+}
+
+/// One metadata line per view; only the first view's shows.
+fn write_subtitles<W: Write>(out: &mut W, views: &[View], opts: &HtmlOptions) -> io::Result<()> {
+    for (i, view) in views.iter().enumerate() {
+        let hidden = if i == 0 { "" } else { " hidden" };
+        write!(out, "<div class=\"sub\" data-view=\"{i}\"{hidden}>")?;
+        write_escaped_html(out, &subtitle(view.profile, view.counter, opts))?;
+        out.write_all(b"</div>")?;
+    }
+    Ok(())
 }
 
 /// One node of the merged call tree.
@@ -74,7 +310,8 @@ struct Node {
 /// The call tree of a profile, in preorder, root first.
 #[derive(Debug)]
 struct Tree {
-    /// Profile frame ids used by the tree, by tree frame index.
+    /// Profile frame ids used by the tree, by tree frame index (page frame
+    /// ids once [`Page::build`] has mapped them).
     frames: Vec<u32>,
     nodes: Vec<Node>,
 }
@@ -134,6 +371,18 @@ impl Tree {
 
     fn is_empty(&self) -> bool {
         self.nodes[0].value == 0
+    }
+
+    /// Makes the nodes refer to page frames: `frames` must already hold the
+    /// page frame of each tree frame; the root becomes `root`.
+    fn relabel(&mut self, root: u32) {
+        let local_root = self.frames.len() as u32;
+        for node in &mut self.nodes {
+            node.frame = match node.frame {
+                f if f == local_root => root,
+                f => self.frames[f as usize],
+            };
+        }
     }
 
     /// Writes the node count, then `frame, value, children` per node, as varints.
@@ -221,16 +470,23 @@ fn render_template<W: Write>(
     out.write_all(rest.as_bytes())
 }
 
-fn page_title(profile: &Profile, opts: &HtmlOptions) -> String {
-    [&opts.title, &profile.meta.title]
-        .into_iter()
-        .find(|t| !t.trim().is_empty())
-        .cloned()
-        .unwrap_or_else(|| "Flame graph".to_string())
+/// `opts.title`, else the views' common non-blank `meta.title`, else "Flame graph".
+fn page_title(views: &[View], opts: &HtmlOptions) -> String {
+    if !opts.title.trim().is_empty() {
+        return opts.title.clone();
+    }
+    let mut titles = views
+        .iter()
+        .map(|v| v.profile.meta.title.as_str())
+        .filter(|t| !t.trim().is_empty());
+    match titles.next() {
+        Some(first) if titles.all(|t| t == first) => first.to_string(),
+        _ => "Flame graph".to_string(),
+    }
 }
 
 /// The metadata line: `opts.subtitle`, or one derived from `profile.meta`.
-fn subtitle(profile: &Profile, opts: &HtmlOptions) -> String {
+fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
     if !opts.subtitle.is_empty() {
         return opts.subtitle.clone();
     }
@@ -250,7 +506,7 @@ fn subtitle(profile: &Profile, opts: &HtmlOptions) -> String {
     }
     let samples = profile.sum(Counter::Samples);
     parts.push(format!("{} samples", group_thousands(samples)));
-    if opts.counter == Counter::Total {
+    if counter == Counter::Total {
         parts.push(format!(
             "total: {}",
             format_quantity(profile.sum(Counter::Total), &meta.total_unit)
@@ -321,34 +577,6 @@ fn palette(kind: FrameKind) -> (u16, u8, u8) {
     }
 }
 
-/// The `fg-config` JSON: value unit, per-frame kind letters and the palette.
-fn config_json(profile: &Profile, counter: Counter, tree: &Tree) -> String {
-    let unit = match counter {
-        Counter::Samples => "samples",
-        Counter::Total => profile.meta.total_unit.as_str(),
-    };
-    let mut kinds: String = tree
-        .frames
-        .iter()
-        .map(|&id| kind_letter(profile.frame(id).kind.index()))
-        .collect();
-    kinds.push(kind_letter(FrameKind::ALL.len()));
-
-    let mut json = String::from("{\"unit\":");
-    push_json_string(&mut json, unit);
-    json.push_str(",\"kinds\":");
-    push_json_string(&mut json, &kinds);
-    json.push_str(",\"palette\":[");
-    for kind in FrameKind::ALL {
-        let (h, s, l) = palette(kind);
-        json.push_str(&palette_entry(kind.label(), h, s, l));
-        json.push(',');
-    }
-    json.push_str(&palette_entry("root", 220, 12, 78));
-    json.push_str("]}");
-    json
-}
-
 fn kind_letter(index: usize) -> char {
     char::from(b'a' + index as u8)
 }
@@ -358,23 +586,6 @@ fn palette_entry(label: &str, h: u16, s: u8, l: u8) -> String {
     push_json_string(&mut entry, label);
     entry.push_str(&format!(",\"h\":{h},\"s\":{s},\"l\":{l}}}"));
     entry
-}
-
-/// Writes the `fg-names` JSON array: one name per tree frame, then the root's.
-fn write_names_json<W: Write>(out: &mut W, profile: &Profile, tree: &Tree) -> io::Result<()> {
-    let mut json = String::with_capacity(1 << 16);
-    json.push('[');
-    for &id in &tree.frames {
-        push_json_string(&mut json, &profile.frame(id).name);
-        json.push(',');
-        if json.len() > 1 << 15 {
-            out.write_all(json.as_bytes())?;
-            json.clear();
-        }
-    }
-    push_json_string(&mut json, ROOT_NAME);
-    json.push(']');
-    out.write_all(json.as_bytes())
 }
 
 /// Appends `s` as a JSON string literal that is also safe inside `<script>`:
@@ -647,6 +858,191 @@ mod tests {
         assert_eq!(group_thousands(0), "0");
         assert_eq!(group_thousands(999), "999");
         assert_eq!(group_thousands(100_000), "100,000");
+    }
+
+    fn html_multi(views: &[View], opts: &HtmlOptions) -> String {
+        let mut out = Vec::new();
+        write_html_multi(views, opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The decoded tree of every view, in order.
+    fn decode_trees(page: &str) -> Vec<Vec<Node>> {
+        script_body(page, "fg-tree").split('\n').map(decode_tree).collect()
+    }
+
+    fn names_of(page: &str) -> Vec<String> {
+        let json = script_body(page, "fg-names");
+        json.trim_start_matches("[\"")
+            .trim_end_matches("\"]")
+            .split("\",\"")
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// A CPU-like profile and an allocation-like profile of the same run.
+    fn cpu_and_alloc() -> (Profile, Profile) {
+        let mut cpu = Profile::new(Meta {
+            title: "CPU profile".into(),
+            event: "cpu".into(),
+            engine: "perf_events".into(),
+            interval: 10_000_000,
+            total_unit: "ns".into(),
+            ..Meta::default()
+        });
+        cpu.add_frames([jit("App.main"), jit("App.compute")], 7, 70_000_000);
+        cpu.add_frames([jit("App.main"), Frame::new("write", FrameKind::Native)], 3, 30_000_000);
+        let mut alloc = Profile::new(Meta {
+            title: "Allocation profile".into(),
+            event: "alloc".into(),
+            interval: 512 * 1024,
+            total_unit: "bytes".into(),
+            ..Meta::default()
+        });
+        alloc.add_frames([jit("App.main"), jit("App.load"), Frame::new("byte[]", FrameKind::Alloc)], 2, 1 << 20);
+        alloc.add_frames(
+            [jit("App.main"), jit("App.name"), Frame::new("java.lang.String", FrameKind::Alloc)],
+            1,
+            1 << 19,
+        );
+        (cpu, alloc)
+    }
+
+    #[test]
+    fn two_views_embed_both_profiles_with_their_labels_and_units() {
+        let (cpu, alloc) = cpu_and_alloc();
+        let views = [
+            View::new(&cpu, Counter::Samples),
+            View {
+                label: "Allocations <heap>".into(),
+                profile: &alloc,
+                counter: Counter::Total,
+            },
+        ];
+        let page = html_multi(&views, &HtmlOptions::default());
+
+        // Frame names of both profiles, each (name, kind) once, the root last.
+        let names = names_of(&page);
+        for name in ["App.main", "App.compute", "write", "App.load", "byte[]", "App.name", "java.lang.String"] {
+            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name} in {names:?}");
+        }
+        assert_eq!(names.len(), 8);
+        assert_eq!(names.last().map(String::as_str), Some(ROOT_NAME));
+
+        // One tree per view, with the view's counter, over the shared names.
+        let trees = decode_trees(&page);
+        assert_eq!(trees.len(), 2);
+        assert_eq!(trees[0][0].value, 10);
+        assert_eq!(trees[1][0].value, 3 << 19);
+        let config = script_body(&page, "fg-config");
+        let kinds = config.split("\"kinds\":\"").nth(1).unwrap().split('"').next().unwrap();
+        assert_eq!(kinds.len(), names.len());
+        for tree in &trees {
+            assert_eq!(tree[0].frame as usize, names.len() - 1, "root is the last name");
+            assert!(tree.iter().all(|n| (n.frame as usize) < names.len()));
+        }
+        let alloc_leaf = trees[1]
+            .iter()
+            .find(|n| names[n.frame as usize] == "byte[]")
+            .expect("allocated class in the second tree");
+        assert_eq!(alloc_leaf.value, 1 << 20);
+        let letter = kinds.as_bytes()[alloc_leaf.frame as usize];
+        assert_eq!(letter, b'a' + FrameKind::Alloc.index() as u8);
+
+        // Labels in the tab bar (escaped) and in the config, units per view.
+        assert!(page.contains("role=\"tablist\""));
+        assert!(page.contains(">CPU (samples)</button>"));
+        assert!(page.contains(">Allocations &lt;heap&gt;</button>"));
+        assert!(config.contains(r#""views":[{"label":"CPU (samples)","unit":"samples"},{"label":"Allocations \u003cheap\u003e","unit":"bytes"}]"#), "{config}");
+        assert_eq!(page.matches("aria-selected=\"true\"").count(), 1);
+
+        // A subtitle per view, only the first shown; the title is neither profile's.
+        assert!(page.contains("<div class=\"sub\" data-view=\"0\">event: cpu · engine: perf_events · interval: 10.00 ms · 10 samples</div>"));
+        assert!(page.contains("<div class=\"sub\" data-view=\"1\" hidden>event: alloc · interval: 512.00 KiB · 3 samples · total: 1.50 MiB</div>"));
+        assert!(page.contains("<h1>Flame graph</h1>"));
+        assert!(!page.contains("No samples were recorded"));
+        assert!(!page.contains("{{"));
+        assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
+    }
+
+    #[test]
+    fn single_view_page_has_no_tab_bar() {
+        let (cpu, _) = cpu_and_alloc();
+        let page = html(&cpu, &HtmlOptions::default());
+        assert!(!page.contains("<nav"));
+        assert!(!page.contains("role=\"tab"));
+        assert!(page.contains("<h1>CPU profile</h1>"));
+        assert!(page.contains("<div class=\"sub\" data-view=\"0\">event: cpu"));
+        assert_eq!(decode_trees(&page).len(), 1);
+        // write_html is write_html_multi with one view.
+        let multi = html_multi(&[View::new(&cpu, Counter::Samples)], &HtmlOptions::default());
+        assert_eq!(multi, page);
+    }
+
+    #[test]
+    fn an_empty_view_says_no_samples_in_that_view_only() {
+        let (cpu, _) = cpu_and_alloc();
+        let nothing = Profile::new(Meta {
+            event: "alloc".into(),
+            total_unit: "bytes".into(),
+            ..Meta::default()
+        });
+        let page = html_multi(
+            &[View::new(&cpu, Counter::Samples), View::new(&nothing, Counter::Total)],
+            &HtmlOptions::default(),
+        );
+        assert_eq!(page.matches("No samples were recorded").count(), 1);
+        assert!(page.contains("<p class=\"empty\" data-view=\"1\" hidden>No samples were recorded.</p>"));
+        assert!(page.contains(">Allocations (bytes)</button>"));
+        assert!(page.contains("data-view=\"1\" hidden>event: alloc · 0 samples · total: 0 B</div>"));
+        let trees = decode_trees(&page);
+        assert_eq!(trees.len(), 2);
+        assert_eq!(trees[0][0].value, 10);
+        assert_eq!(trees[1].len(), 1);
+        assert_eq!(trees[1][0].value, 0);
+        assert_eq!(trees[1][0].frame as usize, names_of(&page).len() - 1);
+
+        // An empty first view shows its note; the other view's graph is unaffected.
+        let page = html_multi(
+            &[View::new(&nothing, Counter::Total), View::new(&cpu, Counter::Samples)],
+            &HtmlOptions::default(),
+        );
+        assert!(page.contains("<p class=\"empty\" data-view=\"0\">No samples were recorded.</p>"));
+        assert_eq!(decode_trees(&page)[1][0].value, 10);
+
+        // No views at all: an empty page.
+        let page = html_multi(&[], &HtmlOptions::default());
+        assert!(page.contains("No samples were recorded") && !page.contains("<nav"));
+    }
+
+    #[test]
+    fn default_labels_name_event_and_counter() {
+        let (cpu, alloc) = cpu_and_alloc();
+        assert_eq!(default_label(&cpu, Counter::Samples), "CPU (samples)");
+        assert_eq!(default_label(&cpu, Counter::Total), "CPU (time)");
+        assert_eq!(default_label(&alloc, Counter::Total), "Allocations (bytes)");
+        assert_eq!(default_label(&alloc, Counter::Samples), "Allocations (samples)");
+        assert_eq!(default_label(&Profile::default(), Counter::Samples), "Profile (samples)");
+        let blank = View {
+            label: " ".into(),
+            profile: &alloc,
+            counter: Counter::Total,
+        };
+        assert_eq!(blank.display_label(), "Allocations (bytes)");
+    }
+
+    #[test]
+    fn page_title_is_the_option_or_the_common_profile_title() {
+        let (cpu, alloc) = cpu_and_alloc();
+        let both = [View::new(&cpu, Counter::Samples), View::new(&alloc, Counter::Total)];
+        assert_eq!(page_title(&both, &HtmlOptions::default()), "Flame graph");
+        let opts = HtmlOptions {
+            title: "My App".into(),
+            ..HtmlOptions::default()
+        };
+        assert_eq!(page_title(&both, &opts), "My App");
+        let same = [View::new(&cpu, Counter::Samples), View::new(&cpu, Counter::Total)];
+        assert_eq!(page_title(&same, &HtmlOptions::default()), "CPU profile");
     }
 
     /// A deterministic xorshift generator for synthetic profiles.

@@ -1,0 +1,317 @@
+//! Allocation profiling with JEP 331: the JVMTI `SampledObjectAlloc` event.
+//!
+//! HotSpot samples an allocation every `interval` bytes on average (the gap
+//! is drawn from an exponential distribution; oxprof adds no bias of its
+//! own). The callback runs on the allocating Java thread, outside any signal
+//! handler: it takes the stack with `GetStackTrace`, puts the allocated class
+//! on top as an allocation frame, and records the sample in its own
+//! lock-free [`SampleStore`] with an unbiased weight (see [`estimated_bytes`]).
+//!
+//! Per-thread control (`alloc_threads=GLOB`) enables the event only on the
+//! matching threads, so the others pay nothing.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use jvmti_sys::*;
+
+use crate::jvmti::{Jni, Jvmti};
+use crate::store::{RawFrame, SampleStore};
+
+/// `bci` of the synthetic leaf frame naming the allocated class; its
+/// `method` field holds the class id.
+pub const MARK_ALLOC_CLASS: i32 = 3;
+
+/// Tags oxprof puts on class objects carry this bit, then the class id.
+const CLASS_TAG: jlong = 1 << 62;
+
+const STORE_SLOTS: usize = 1 << 17;
+const STORE_FRAMES: usize = 1 << 22;
+
+/// Unbiased estimate of the bytes one sample stands for. An object of size
+/// `s` is sampled with probability `p = 1 - e^(-s/I)` at mean interval `I`, so
+/// weighting it by `s / p` makes the expected estimate equal the true bytes,
+/// for tiny and huge objects alike. With `I = 0` every allocation is sampled.
+pub fn estimated_bytes(size: u64, interval: u64) -> f64 {
+    if interval == 0 || size == 0 {
+        return size as f64;
+    }
+    let p = -(-(size as f64) / interval as f64).exp_m1();
+    size as f64 / p
+}
+
+/// Matches `*` (any run) and `?` (one character) against a whole name.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[derive(Default)]
+struct Classes {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+struct Filter {
+    pattern: String,
+    /// Threads the event is enabled on (global references).
+    enabled: Vec<jthread>,
+}
+
+// SAFETY: the jthreads held are JNI global references, valid on any thread.
+unsafe impl Send for Filter {}
+
+/// Counts for the log's summary line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllocStats {
+    pub samples: u64,
+    pub estimated_bytes: u64,
+    pub dropped: u64,
+}
+
+#[derive(Default)]
+pub struct AllocSampler {
+    store: OnceLock<&'static SampleStore>,
+    running: AtomicBool,
+    interval: AtomicU64,
+    depth: AtomicUsize,
+    per_thread: AtomicBool,
+    tagging: AtomicBool,
+    classes: Mutex<Classes>,
+    filter: Mutex<Option<Filter>>,
+}
+
+struct ThreadBuffers {
+    info: Vec<jvmtiFrameInfo>,
+    raw: Vec<RawFrame>,
+}
+
+thread_local! {
+    static BUFFERS: RefCell<ThreadBuffers> = const { RefCell::new(ThreadBuffers { info: Vec::new(), raw: Vec::new() }) };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AllocSampler {
+    fn store(&self) -> Result<&'static SampleStore, String> {
+        if let Some(s) = self.store.get() {
+            return Ok(s);
+        }
+        let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the allocation sample store")?;
+        Ok(*self.store.get_or_init(|| Box::leak(Box::new(s))))
+    }
+
+    pub fn stored(&self) -> Option<&'static SampleStore> {
+        self.store.get().copied()
+    }
+
+    pub fn interval(&self) -> u64 {
+        self.interval.load(Ordering::Relaxed)
+    }
+
+    /// Starts sampling. `can_tag` says whether class objects may be tagged
+    /// (a fast class lookup); without it the class signature is read each time.
+    pub fn start(&self, jvmti: Jvmti, jni: Jni, interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
+        let store = self.store()?;
+        let bytes = jint::try_from(interval).map_err(|_| format!("alloc={interval}: the interval must be below 2 GiB"))?;
+        jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
+        store.reset();
+        self.interval.store(interval, Ordering::Relaxed);
+        self.depth.store(depth.max(1), Ordering::Relaxed);
+        self.per_thread.store(per_thread, Ordering::Relaxed);
+        self.tagging.store(can_tag, Ordering::Relaxed);
+        self.running.store(true, Ordering::Release);
+        let scope = match filter {
+            None => {
+                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut()).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
+                "all threads".to_string()
+            }
+            Some(pattern) => {
+                *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new() });
+                let mut n = 0;
+                for t in jvmti.all_threads().unwrap_or_default() {
+                    if self.thread_started(jvmti, jni, t, &jvmti.thread_name(t)) {
+                        n += 1;
+                    }
+                    jni.delete_local(t);
+                }
+                format!("threads matching '{pattern}' ({n} now)")
+            }
+        };
+        Ok(format!("started allocation profiling: mean interval {interval} bytes, {scope}"))
+    }
+
+    /// Enables the event on a new thread if the filter selects it. Returns
+    /// whether it did.
+    pub fn thread_started(&self, jvmti: Jvmti, jni: Jni, thread: jthread, name: &str) -> bool {
+        if !self.running.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut filter = lock(&self.filter);
+        let Some(f) = filter.as_mut() else { return false };
+        if !glob_match(&f.pattern, name) || jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, thread).is_err() {
+            return false;
+        }
+        f.enabled.push(jni.new_global(thread));
+        true
+    }
+
+    /// Forgets an ending thread.
+    pub fn thread_ended(&self, jni: Jni, thread: jthread) {
+        if let Some(f) = lock(&self.filter).as_mut() {
+            f.enabled.retain(|&g| {
+                let same = jni.is_same(g, thread);
+                if same {
+                    jni.delete_global(g);
+                }
+                !same
+            });
+        }
+    }
+
+    pub fn stop(&self, jvmti: Jvmti, jni: Jni) {
+        if !self.running.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let _ = jvmti.set_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut());
+        if let Some(f) = lock(&self.filter).take() {
+            for g in f.enabled {
+                let _ = jvmti.set_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, g);
+                jni.delete_global(g);
+            }
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// The SampledObjectAlloc callback's work.
+    pub fn on_sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(store) = self.store.get() else { return };
+        let Some(class_id) = self.class_id(jvmti, class) else {
+            store.count_dropped();
+            return;
+        };
+        let size = size.max(0) as u64;
+        let weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed)).round() as u64;
+        let depth = self.depth.load(Ordering::Relaxed);
+        let tid_key = if self.per_thread.load(Ordering::Relaxed) { tid } else { 0 };
+        let recorded = BUFFERS.try_with(|b| {
+            let mut b = b.borrow_mut();
+            let ThreadBuffers { info, raw } = &mut *b;
+            // SAFETY: jvmtiFrameInfo is plain data; all-zero is valid.
+            info.resize(depth, unsafe { std::mem::zeroed() });
+            let n = jvmti.own_stack_trace(info).unwrap_or(0);
+            raw.clear();
+            raw.push(RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize });
+            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: f.location.clamp(-1, i32::MAX as jlong) as i32, method: f.method as usize }));
+            store.record(tid_key, raw, weight);
+        });
+        if recorded.is_err() {
+            store.count_dropped();
+        }
+    }
+
+    /// A small stable id for the class (tagged on the class object when the
+    /// capability is there, so later samples skip reading its signature).
+    fn class_id(&self, jvmti: Jvmti, class: jclass) -> Option<u32> {
+        let tagging = self.tagging.load(Ordering::Relaxed);
+        if tagging {
+            if let Ok(tag) = jvmti.get_tag(class) {
+                if tag & CLASS_TAG != 0 {
+                    return Some((tag & !CLASS_TAG) as u32);
+                }
+            }
+        }
+        let sig = jvmti.class_signature(class).ok()?;
+        let name = crate::symbols::class_name_from_signature(&sig);
+        let id = {
+            let mut classes = lock(&self.classes);
+            match classes.ids.get(&name) {
+                Some(&id) => id,
+                None => {
+                    let id = classes.names.len() as u32;
+                    classes.names.push(name.clone());
+                    classes.ids.insert(name, id);
+                    id
+                }
+            }
+        };
+        if tagging {
+            let _ = jvmti.set_tag(class, CLASS_TAG | id as jlong);
+        }
+        Some(id)
+    }
+
+    pub fn class_name(&self, id: usize) -> String {
+        lock(&self.classes).names.get(id).cloned().unwrap_or_else(|| "[unknown class]".into())
+    }
+
+    pub fn stats(&self) -> AllocStats {
+        let Some(store) = self.store.get() else { return AllocStats::default() };
+        let traces = store.snapshot();
+        AllocStats {
+            samples: traces.iter().map(|t| t.samples).sum(),
+            estimated_bytes: traces.iter().map(|t| t.total).sum(),
+            dropped: store.stats().dropped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_unbiased() {
+        let i = 512.0 * 1024.0;
+        // Expected estimate = p * weight = size, for every size.
+        for size in [16u64, 40, 1024, 256 * 1024, 512 * 1024, 8 << 20] {
+            let w = estimated_bytes(size, i as u64);
+            let p = 1.0 - (-(size as f64) / i).exp();
+            assert!((p * w - size as f64).abs() < 1e-6 * size as f64, "size {size}");
+        }
+        // Tiny objects stand for about I bytes; huge ones for themselves.
+        assert!((estimated_bytes(8, 1 << 19) - (1 << 19) as f64).abs() < 8.0);
+        assert!((estimated_bytes(64 << 20, 1 << 19) - (64 << 20) as f64).abs() < 1.0);
+        assert_eq!(estimated_bytes(100, 0), 100.0);
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("worker-*", "worker-1"));
+        assert!(glob_match("worker-*", "worker-"));
+        assert!(!glob_match("worker-*", "main"));
+        assert!(glob_match("*pool*", "my-pool-3"));
+        assert!(glob_match("t?", "t1"));
+        assert!(!glob_match("t?", "t12"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxbyy"));
+    }
+}

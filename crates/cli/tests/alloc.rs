@@ -1,0 +1,105 @@
+//! Allocation profiling (JEP 331) end to end, against truths the Java
+//! programs measure themselves.
+
+mod common;
+
+use common::*;
+
+/// Collapsed stacks of the `total` counter (estimated bytes) per site.
+fn site_bytes(stacks: &[(Vec<String>, u64)], site: &str) -> u64 {
+    samples_with(stacks, site)
+}
+
+#[test]
+fn estimated_bytes_per_site_match_thread_allocated_bytes() {
+    let s = Scratch::new("alloc-sites");
+    compile(&s.0, &["AllocSites.java"]);
+    let out = s.path("alloc.collapsed");
+    let o = run_java(&s.0, &format!("event=alloc,total,file={}", out.display()), &[], &s.0, &["AllocSites", "1536"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("started allocation profiling: mean interval 524288 bytes"), "{err}");
+    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
+    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
+    let stacks = read_collapsed(&out);
+    let mut worst: f64 = 0.0;
+    for (key, site) in [("small=", "AllocSites.smallSite"), ("medium=", "AllocSites.mediumSite"), ("large=", "AllocSites.largeSite")] {
+        let (est, real) = (site_bytes(&stacks, site) as f64, val(key));
+        let err_pct = 100.0 * (est - real).abs() / real;
+        eprintln!("{site}: estimated {est:.0} bytes, ThreadMXBean {real:.0}, error {err_pct:.2}%");
+        assert!(err_pct <= 10.0, "{site}: estimated {est:.0}, truth {real:.0} ({err_pct:.1}% off)");
+        worst = worst.max(err_pct);
+        // The allocated class is the leaf, right under the site.
+        let leaves: Vec<&str> = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site)).map(|(st, _)| st.last().unwrap().as_str()).collect();
+        assert!(leaves.iter().all(|l| *l == "byte[]"), "{site}: leaves {leaves:?}");
+    }
+    eprintln!("worst per-site error: {worst:.2}%");
+}
+
+#[test]
+fn alloc_zero_sees_every_allocation() {
+    let s = Scratch::new("alloc-zero");
+    compile(&s.0, &["AllocFilter.java"]);
+    let out = s.path("zero.collapsed");
+    // Sample every allocation, but only on main, so the churn threads stay cheap.
+    let o = run_java(&s.0, &format!("event=alloc,alloc=0,alloc_threads=main,file={}", out.display()), &[], &s.0, &["AllocFilter", "12345"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&out);
+    assert_eq!(samples_with(&stacks, "AllocFilter$CountedThing"), 12345, "every CountedThing must be sampled");
+}
+
+#[test]
+fn thread_filter_keeps_unselected_threads_out() {
+    let s = Scratch::new("alloc-filter");
+    compile(&s.0, &["AllocFilter.java"]);
+    let out = s.path("f.collapsed");
+    let o = run_java(&s.0, &format!("event=alloc,alloc=16k,alloc_threads=worker-*,file={}", out.display()), &[], &s.0, &["AllocFilter", "10"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let stacks = read_collapsed(&out);
+    assert!(samples_with(&stacks, "AllocFilter$WorkerThing") > 100, "worker-1 not sampled: {stacks:?}");
+    assert_eq!(samples_with(&stacks, "AllocFilter$OtherThing"), 0, "other-1 was sampled");
+    assert_eq!(samples_with(&stacks, "AllocFilter.main"), 0, "main was sampled");
+}
+
+#[test]
+fn cpu_and_alloc_together_write_both_profiles() {
+    let s = Scratch::new("alloc-both");
+    compile(&s.0, &["AllocSites.java"]);
+    let html = s.path("both.html");
+    let o = run_java(&s.0, &format!("start,event=cpu,alloc=256k,interval=2ms,file={}", html.display()), &[], &s.0, &["AllocSites", "256"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("[oxprof] summary: samples="), "{err}");
+    assert!(err.contains("[oxprof] alloc summary: samples="), "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Allocations") && page.contains("CPU"), "both views must be in the page");
+    assert!(page.contains("byte[]"));
+
+    let collapsed = s.path("both.collapsed");
+    let o = run_java(&s.0, &format!("start,event=cpu,alloc=256k,interval=2ms,file={}", collapsed.display()), &[], &s.0, &["AllocSites", "256"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let cpu = read_collapsed(&collapsed);
+    let alloc = read_collapsed(&s.path("both.alloc.collapsed"));
+    assert!(samples_with(&alloc, "byte[]") > 0);
+    assert_eq!(samples_with(&cpu, "byte[]"), 0, "allocation frames leaked into the CPU profile");
+}
+
+#[test]
+fn bad_alloc_options_refuse_to_start() {
+    let s = Scratch::new("alloc-bad");
+    compile(&s.0, &["AllocFilter.java"]);
+    for (opts, expected) in [
+        ("alloc=-1", "invalid agent option 'alloc=-1': '-1' is not a size"),
+        ("alloc=lots", "invalid agent option 'alloc=lots': 'lots' is not a size"),
+        ("alloc=4g", "invalid agent option 'alloc=4g': '4g' is too large"),
+        ("start,alloc_threads=w*", "invalid agent option 'alloc_threads'"),
+    ] {
+        let o = run_java(&s.0, opts, &[], &s.0, &["AllocFilter", "1"]);
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{opts}: started anyway");
+        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
+        assert_eq!(ours.len(), 1, "{opts}: {err}");
+        assert!(ours[0].contains(expected), "{opts}: {}", ours[0]);
+    }
+}
