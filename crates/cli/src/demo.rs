@@ -40,7 +40,10 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     }
     eprintln!("[oxprof] profiling the demo for {} s", args.seconds);
     let rec = RecordArgs {
-        event: "cpu".into(),
+        event: Some("cpu".into()),
+        alloc: None,
+        alloc_threads: None,
+        total: false,
         interval: args.interval,
         output: args.output,
         format: None,

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use oxprof_profile::units::parse_duration_ns;
+use oxprof_profile::units::{parse_duration_ns, parse_size_bytes};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -18,9 +18,20 @@ use crate::agent;
     after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)"
 )]
 pub struct RecordArgs {
-    /// Sampling engine: cpu (perf_events, falls back to ctimer), itimer, ctimer
-    #[arg(short, long, default_value = "cpu", value_parser = ["cpu", "itimer", "ctimer"])]
-    pub event: String,
+    /// CPU sampling engine: cpu (perf_events, falls back to ctimer), itimer,
+    /// ctimer [default: cpu, unless only --alloc is given]
+    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
+    pub event: Option<String>,
+    /// Also sample allocations (JEP 331), every SIZE bytes on average (512k
+    /// when no SIZE is given; 0 = every allocation)
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    pub alloc: Option<String>,
+    /// Sample allocations only on threads whose name matches this pattern (* and ?)
+    #[arg(long, value_name = "GLOB", requires = "alloc")]
+    pub alloc_threads: Option<String>,
+    /// Show estimated totals (CPU time, allocated bytes) instead of sample counts
+    #[arg(long)]
+    pub total: bool,
     /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
     #[arg(short, long, default_value = "10ms", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: String,
@@ -51,6 +62,10 @@ fn parse_interval(s: &str) -> Result<String, String> {
     parse_duration_ns(s).map(|_| s.to_string())
 }
 
+fn parse_size(s: &str) -> Result<String, String> {
+    parse_size_bytes(s).map(|_| s.to_string())
+}
+
 /// The agent option string for these arguments.
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
     for (name, value) in [("output", output.to_string_lossy()), ("title", args.title.as_deref().unwrap_or("").into())] {
@@ -58,15 +73,31 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
             return Err(format!("the {name} must not contain a comma ('{value}'): agent options are comma-separated"));
         }
     }
-    let mut opts = vec![
-        "start".to_string(),
-        format!("event={}", args.event),
+    let mut opts = vec!["start".to_string()];
+    match (&args.event, &args.alloc) {
+        (Some(e), _) => opts.push(format!("event={e}")),
+        (None, None) => opts.push("event=cpu".into()),
+        (None, Some(_)) => {}
+    }
+    if let Some(size) = &args.alloc {
+        opts.push(format!("alloc={size}"));
+    }
+    if let Some(glob) = &args.alloc_threads {
+        if glob.contains(',') {
+            return Err(format!("the thread pattern must not contain a comma ('{glob}'): agent options are comma-separated"));
+        }
+        opts.push(format!("alloc_threads={glob}"));
+    }
+    if args.total {
+        opts.push("total".into());
+    }
+    opts.extend([
         format!("interval={}", args.interval),
         format!("file={}", output.display()),
         format!("jstackdepth={}", args.jstackdepth),
         format!("log={}", log.display()),
         format!("status={}", status.display()),
-    ];
+    ]);
     if let Some(f) = &args.format {
         opts.push(format!("format={f}"));
     }
@@ -230,6 +261,16 @@ mod tests {
         let argv: Vec<_> = cmd.get_args().map(|s| s.to_string_lossy().into_owned()).collect();
         assert_eq!(argv[0], format!("-agentpath:/a/liboxprof.so={o}"));
         assert_eq!(&argv[1..], ["-cp", "app", "Main"]);
+    }
+
+    #[test]
+    fn allocation_flags() {
+        let a = args(&["--alloc", "--", "java"]);
+        let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.starts_with("start,alloc=512k,interval="), "{o}");
+        let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
+        let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
     }
 
     #[test]

@@ -103,3 +103,26 @@ fn bad_alloc_options_refuse_to_start() {
         assert!(ours[0].contains(expected), "{opts}: {}", ours[0]);
     }
 }
+
+#[test]
+fn record_alloc_flag_profiles_allocations() {
+    let s = Scratch::new("alloc-record");
+    compile(&s.0, &["AllocSites.java"]);
+    let o = oxprof_cmd()
+        .current_dir(&s.0)
+        .args(["record", "--alloc", "1m", "--total", "-o", "a.collapsed", "--"])
+        .arg(java())
+        .args(["-cp", s.0.to_str().unwrap(), "AllocSites", "128"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("alloc summary:"), "{err}");
+    let stacks = read_collapsed(&s.path("a.collapsed"));
+    // Only allocations were profiled: every stack ends in an allocated class.
+    assert!(stacks.iter().all(|(st, _)| st.last().unwrap().ends_with("[]") || st.last().unwrap().contains('.')));
+    assert!(samples_with(&stacks, "AllocSites.largeSite") > 64 << 20, "estimated bytes of the large site too low");
+    let o = oxprof_cmd().args(["record", "--alloc", "lots", "--", "java"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("'lots' is not a size"), "{}", text(&o.stderr));
+}
