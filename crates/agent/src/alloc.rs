@@ -86,6 +86,8 @@ pub struct AllocStats {
     pub samples: u64,
     pub estimated_bytes: u64,
     pub dropped: u64,
+    /// Mean time of one SampledObjectAlloc callback, in nanoseconds.
+    pub callback_ns: u64,
 }
 
 #[derive(Default)]
@@ -98,6 +100,9 @@ pub struct AllocSampler {
     tagging: AtomicBool,
     classes: Mutex<Classes>,
     filter: Mutex<Option<Filter>>,
+    /// Time spent in the callback and how many callbacks, for the summary.
+    callback_ns: AtomicU64,
+    callbacks: AtomicU64,
 }
 
 struct ThreadBuffers {
@@ -141,6 +146,8 @@ impl AllocSampler {
         self.depth.store(depth.max(1), Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.tagging.store(can_tag, Ordering::Relaxed);
+        self.callback_ns.store(0, Ordering::Relaxed);
+        self.callbacks.store(0, Ordering::Relaxed);
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
@@ -207,11 +214,18 @@ impl AllocSampler {
         self.running.load(Ordering::Acquire)
     }
 
-    /// The SampledObjectAlloc callback's work.
+    /// The SampledObjectAlloc callback's work, timed.
     pub fn on_sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
             return;
         }
+        let t0 = std::time::Instant::now();
+        self.sample(jvmti, class, size, tid);
+        self.callback_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.callbacks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
         let Some(store) = self.store.get() else { return };
         let Some(class_id) = self.class_id(jvmti, class) else {
             store.count_dropped();
@@ -279,6 +293,7 @@ impl AllocSampler {
             samples: traces.iter().map(|t| t.samples).sum(),
             estimated_bytes: traces.iter().map(|t| t.total).sum(),
             dropped: store.stats().dropped,
+            callback_ns: self.callback_ns.load(Ordering::Relaxed) / self.callbacks.load(Ordering::Relaxed).max(1),
         }
     }
 }

@@ -272,7 +272,7 @@ impl Profiler {
         if let Some(interval) = rec.alloc {
             let profile = self.build_alloc(rec, interval, symbols, jvmti, jni);
             let st = self.alloc.stats();
-            let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval}", st.samples, st.estimated_bytes, st.dropped);
+            let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={}", st.samples, st.estimated_bytes, st.dropped, st.callback_ns);
             out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line });
         }
         out
