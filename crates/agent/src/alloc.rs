@@ -75,7 +75,17 @@ struct Filter {
     pattern: String,
     /// Threads the event is enabled on (global references).
     enabled: Vec<jthread>,
+    /// The JVM ignores per-thread enabling of this event (JDK 11 delivers
+    /// nothing then): the event is enabled for all threads and the callback
+    /// drops samples of threads that do not match.
+    in_callback: bool,
 }
+
+/// JDKs before this one do not deliver SampledObjectAlloc enabled per thread.
+const FIRST_JDK_WITH_THREAD_FILTER: u32 = 17;
+
+/// Bumped at each start, so per-thread filter decisions are made afresh.
+static FILTER_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: the jthreads held are JNI global references, valid on any thread.
 unsafe impl Send for Filter {}
@@ -111,6 +121,8 @@ struct ThreadBuffers {
 }
 
 thread_local! {
+    /// (filter generation, whether this thread's allocations are sampled).
+    static SELECTED: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
     static BUFFERS: RefCell<ThreadBuffers> = const { RefCell::new(ThreadBuffers { info: Vec::new(), raw: Vec::new() }) };
 }
 
@@ -154,8 +166,14 @@ impl AllocSampler {
                 jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut()).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
                 "all threads".to_string()
             }
+            Some(pattern) if jvmti.major_version() < FIRST_JDK_WITH_THREAD_FILTER => {
+                FILTER_GENERATION.fetch_add(1, Ordering::SeqCst);
+                *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new(), in_callback: true });
+                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut()).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
+                format!("threads matching '{pattern}' (filtered in the callback: this JVM ignores per-thread enabling)")
+            }
             Some(pattern) => {
-                *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new() });
+                *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new(), in_callback: false });
                 let mut n = 0;
                 for t in jvmti.all_threads().unwrap_or_default() {
                     if self.thread_started(jvmti, jni, t, &jvmti.thread_name(t)) {
@@ -177,7 +195,10 @@ impl AllocSampler {
         }
         let mut filter = lock(&self.filter);
         let Some(f) = filter.as_mut() else { return false };
-        if !glob_match(&f.pattern, name) || jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, thread).is_err() {
+        if f.in_callback || !glob_match(&f.pattern, name) || f.enabled.iter().any(|&g| jni.is_same(g, thread)) {
+            return false;
+        }
+        if jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, thread).is_err() {
             return false;
         }
         f.enabled.push(jni.new_global(thread));
@@ -214,9 +235,32 @@ impl AllocSampler {
         self.running.load(Ordering::Acquire)
     }
 
+    /// Whether the callback must drop this thread's samples (filter applied
+    /// in the callback); decided once per thread and recording.
+    fn filtered_out(&self, jvmti: Jvmti, thread: jthread) -> bool {
+        let generation = FILTER_GENERATION.load(Ordering::Relaxed);
+        let cached = SELECTED.try_with(|c| c.get()).ok().filter(|(g, _)| *g == generation);
+        let selected = match cached {
+            Some((_, selected)) => selected,
+            None => {
+                let pattern = match lock(&self.filter).as_ref() {
+                    Some(f) if f.in_callback => f.pattern.clone(),
+                    _ => return false,
+                };
+                let selected = glob_match(&pattern, &jvmti.thread_name(thread));
+                let _ = SELECTED.try_with(|c| c.set((generation, selected)));
+                selected
+            }
+        };
+        !selected
+    }
+
     /// The SampledObjectAlloc callback's work, timed.
-    pub fn on_sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
+    pub fn on_sample(&self, jvmti: Jvmti, thread: jthread, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        if FILTER_GENERATION.load(Ordering::Relaxed) != 0 && self.filtered_out(jvmti, thread) {
             return;
         }
         let t0 = std::time::Instant::now();

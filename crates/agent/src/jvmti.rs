@@ -240,6 +240,13 @@ impl Jvmti {
         Ok(self.take_array(p, n))
     }
 
+    /// The JVMTI major version: the JDK's feature version since JDK 9.
+    pub fn major_version(self) -> u32 {
+        let mut v: jint = 0;
+        let _ = jvmti_call!(self.0, GetVersionNumber, &mut v);
+        ((v as u32) >> 16) & 0x0FFF
+    }
+
     pub fn phase(self) -> jvmtiPhase {
         let mut phase: jvmtiPhase = 0;
         let _ = jvmti_call!(self.0, GetPhase, &mut phase);
