@@ -22,6 +22,7 @@ pub mod signal;
 pub mod store;
 pub mod symbols;
 pub mod threads;
+pub mod vmstructs;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -34,6 +35,7 @@ use crate::jvmti::{Jni, Jvmti};
 use crate::options::Config;
 use crate::profiler::Profiler;
 use crate::symbols::Symbols;
+use crate::vmstructs::VmStructs;
 
 /// The agent's state, created once per JVM.
 pub struct Agent {
@@ -46,6 +48,8 @@ pub struct Agent {
     pub config: Config,
     /// Whether objects may be tagged (used to look up allocated classes fast).
     pub can_tag: bool,
+    /// HotSpot's structure table, when the JVM exports it.
+    pub vm_structs: Option<VmStructs>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM, usable from any thread; the rest
@@ -158,16 +162,26 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
             log::warn(&format!("cannot enable JVMTI event {event}: {e}"));
         }
     }
-    // Code events cost the JVM work for every compiled method (0.8% of CPU
-    // on javac): only listen when CPU profiling runs now or may start later.
+    // Inlined frames are attributed right only when HotSpot records debug
+    // information at every PC (DebugNonSafepoints). Switch the flag on
+    // directly when the JVM exports its flag table; otherwise enabling
+    // CompiledMethodLoad has the same effect, at the cost of JVM work for
+    // every compiled method (0.8% of CPU on javac). Only when CPU profiling
+    // runs now or may start later.
+    let vm_structs = VmStructs::load();
     if config.cpu.is_some() || !config.start {
-        enable_code_events(jvmti);
+        if vm_structs.as_ref().is_some_and(|v| v.enable_debug_non_safepoints()) {
+            log::debug("DebugNonSafepoints switched on through the JVM's flag table");
+        } else {
+            enable_code_events(jvmti);
+            log::debug("DebugNonSafepoints through the CompiledMethodLoad event (no flag table)");
+        }
     }
     let asgct = find_asgct();
     if asgct.is_none() {
         log::warn("AsyncGetCallTrace not found: this JVM is not HotSpot; CPU profiling is unavailable");
     }
-    let agent = Agent { vm, jvmti, asgct, symbols: Symbols::default(), profiler: Profiler::new(), config, can_tag };
+    let agent = Agent { vm, jvmti, asgct, symbols: Symbols::default(), profiler: Profiler::new(), config, can_tag, vm_structs };
     AGENT.set(agent).map_err(|_| "the agent is already loaded".to_string())?;
     AGENT.get().ok_or_else(|| "agent state missing".to_string())
 }
@@ -237,9 +251,16 @@ pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {
 
 /// Starts a recording with the given options and logs what runs.
 fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<(), String> {
-    if config.cpu.is_some() && enable_code_events(agent.jvmti) {
-        // CPU profiling starting late: learn about the code generated so far.
-        replay_code_events(agent.jvmti);
+    if config.cpu.is_some() {
+        // Walk recovery checks return addresses against the code cache.
+        match agent.vm_structs.as_ref().and_then(VmStructs::code_cache_bounds) {
+            Some((low, high)) => signal::note_code(low, high - low),
+            None => {
+                if enable_code_events(agent.jvmti) {
+                    replay_code_events(agent.jvmti);
+                }
+            }
+        }
     }
     for line in agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)? {
         log::info(&line);

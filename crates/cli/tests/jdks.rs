@@ -24,7 +24,7 @@ fn java_in(home: &PathBuf) -> Command {
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn cpu_profiling_works_on_every_supported_jdk() {
     let s = Scratch::new("jdks");
-    compile(&s.0, &["Hot.java"]);
+    compile(&s.0, &["Hot.java", "Inline.java"]);
     for home in extra_jdks() {
         let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
         let out = s.path("hot.collapsed");
@@ -40,6 +40,17 @@ fn cpu_profiling_works_on_every_supported_jdk() {
         assert!(hot * 10 > total(&stacks) * 8, "{version}: hot methods have {hot} of {} samples", total(&stacks));
         let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
         assert!(failed < 5.0, "{version}: {failed}% failed walks");
+
+        // DebugNonSafepoints is switched on on this JDK too: inlined frames are named.
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Inline", "1"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{version}: {}", text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let (inner, outer) = (samples_with(&stacks, "Inline.inner"), samples_with(&stacks, "Inline.outer"));
+        assert!(inner * 4 > outer, "{version}: inlined Inline.inner has {inner} of {outer} samples");
 
         let o = java_in(&home).arg(format!("-agentpath:{}=start,bogus", agent().display())).arg("-version").output().unwrap();
         assert!(!o.status.success(), "{version}: started with a bad option");
