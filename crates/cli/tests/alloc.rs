@@ -95,12 +95,7 @@ fn bad_alloc_options_refuse_to_start() {
         ("alloc=4g", "invalid agent option 'alloc=4g': '4g' is too large"),
         ("start,alloc_threads=w*", "invalid agent option 'alloc_threads'"),
     ] {
-        let o = run_java(&s.0, opts, &[], &s.0, &["AllocFilter", "1"]);
-        let err = text(&o.stderr);
-        assert!(!o.status.success(), "{opts}: started anyway");
-        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
-        assert_eq!(ours.len(), 1, "{opts}: {err}");
-        assert!(ours[0].contains(expected), "{opts}: {}", ours[0]);
+        assert_refused(&run_java(&s.0, opts, &[], &s.0, &["AllocFilter", "1"]), opts, expected);
     }
 }
 

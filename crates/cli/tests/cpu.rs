@@ -164,13 +164,7 @@ fn bad_options_refuse_to_start_with_a_clear_message() {
         ("start,loglevel=loud", "invalid agent option 'loglevel=loud': unknown log level 'loud'"),
     ];
     for (opts, expected) in cases {
-        let o = run_java(&s.0, opts, &[], &s.0, &["Hot", "0.1"]);
-        let err = text(&o.stderr);
-        assert!(!o.status.success(), "{opts}: the JVM started anyway");
-        assert!(!text(&o.stdout).contains("done"), "{opts}: the program ran");
-        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
-        assert_eq!(ours.len(), 1, "{opts}: expected one oxprof line in:\n{err}");
-        assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
+        assert_refused(&run_java(&s.0, opts, &[], &s.0, &["Hot", "0.1"]), opts, expected);
     }
 }
 

@@ -129,3 +129,14 @@ pub fn summary(stderr: &str) -> std::collections::HashMap<String, String> {
     let line = stderr.lines().find(|l| l.contains("[oxprof] summary:")).unwrap_or_else(|| panic!("no summary line in:\n{stderr}"));
     line.split("summary:").nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
+
+/// Asserts that the JVM refused to start because of a bad agent option, with
+/// exactly one `oxprof:` line containing `expected`, and that `main` never ran.
+pub fn assert_refused(o: &Output, opts: &str, expected: &str) {
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{opts}: the JVM started anyway");
+    assert!(text(&o.stdout).trim().is_empty(), "{opts}: the program ran: {}", text(&o.stdout));
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
+    assert_eq!(ours.len(), 1, "{opts}: expected one oxprof line in:\n{err}");
+    assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
+}
