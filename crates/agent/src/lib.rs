@@ -12,6 +12,7 @@
 //! `profiler` (start/stop/dump), `output` (writing files with a fallback).
 
 pub mod alloc;
+pub mod commands;
 pub mod engine;
 pub mod jvmti;
 pub mod log;
@@ -201,40 +202,106 @@ pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved:
     })
 }
 
-/// Called by the JVM when oxprof is loaded into a running VM.
+/// The `reply=` path of a raw option string, found before full parsing so
+/// even a parse error can be reported to the CLI.
+fn reply_path(options: &str) -> Option<std::path::PathBuf> {
+    options.split(',').find_map(|o| o.trim().strip_prefix("reply=")).filter(|p| !p.is_empty()).map(Into::into)
+}
+
+/// Another oxprof library mapped into this process from a different file,
+/// which would have state of its own.
+fn other_copy() -> Option<String> {
+    // SAFETY: Dl_info is plain data; all-zero is valid.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr with the address of one of our own functions.
+    let ours = if unsafe { libc::dladdr(Agent_OnAttach as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
+        // SAFETY: dladdr returned a NUL-terminated path.
+        std::fs::canonicalize(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().as_ref()).ok()?
+    } else {
+        return None;
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.contains("liboxprof") && p.ends_with(".so"))
+        .find(|p| std::fs::canonicalize(p).map_or(true, |c| c != ours))
+        .map(str::to_string)
+}
+
+/// Called by the JVM when oxprof is loaded into a running VM, the first time
+/// and for every later command (`start`, `stop`, `dump`, `status`).
+///
+/// When this returns an error the JVM unloads the library again, which is
+/// only safe while it has registered nothing with the JVM: so an error is
+/// returned for bad options on the first load, or for a failed command once
+/// an earlier load keeps the library mapped; otherwise the error goes in the
+/// reply and the agent stays loaded, idle.
 #[no_mangle]
 pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnAttach", JNI_ERR, || {
-        let options = options_string(options);
-        let config = match configure(&options) {
+    let was_loaded = AGENT.get().is_some();
+    guard("Agent_OnAttach", if was_loaded { JNI_ERR } else { JNI_OK as jint }, || {
+        let raw = options_string(options);
+        let reply = reply_path(&raw);
+        let respond = |result: &Result<Vec<String>, String>| {
+            if let Some(p) = &reply {
+                commands::write_reply(p, result);
+            } else if let Err(e) = result {
+                log::error(e);
+            }
+        };
+        let config = match Config::parse(&raw).and_then(|c| {
+            if let Some(file) = &c.file {
+                output::check_writable(file).map_err(|e| options::OptionError { option: format!("file={}", file.display()), problem: format!("{e} (the JVM writes as its own user)") })?;
+            }
+            Ok(c)
+        }) {
             Ok(c) => c,
             Err(e) => {
-                log::error(&e);
+                respond(&Err(e.to_string()));
                 return JNI_ERR;
             }
         };
+        if !was_loaded {
+            if let Some(path) = other_copy() {
+                respond(&Err(format!("oxprof is already loaded in this JVM from {path}; attach with that library")));
+                return JNI_ERR;
+            }
+            // An attached agent keeps the JVM's console quiet: replies carry
+            // its messages, unless the user asked for a log.
+            let level = if config.log.is_some() || raw.contains("loglevel=") { config.loglevel } else { options::LogLevel::Error };
+            if let Err(e) = log::configure(level, config.log.as_deref()) {
+                respond(&Err(format!("cannot open the log file: {e}")));
+                return JNI_ERR;
+            }
+        }
         let agent = match AGENT.get() {
             Some(a) => a,
             None => match init(vm, config.clone()) {
                 Ok(a) => a,
                 Err(e) => {
-                    log::error(&e);
-                    return JNI_ERR;
+                    respond(&Err(e));
+                    // Callbacks may be registered: stay loaded.
+                    return JNI_OK as jint;
                 }
             },
         };
-        let Some(jni) = jvmti::current_jni(vm) else { return JNI_ERR };
-        agent.symbols.init_builtin_loaders(jni);
-        let n = agent.symbols.prepare_loaded_classes(agent.jvmti, jni);
-        log::debug(&format!("prepared {n} loaded classes"));
-        replay_code_events(agent.jvmti);
-        if config.start {
-            if let Err(e) = start(agent, config, jni) {
-                log::error(&e);
-                return JNI_ERR;
-            }
+        let Some(jni) = jvmti::current_jni(vm) else {
+            respond(&Err("the attach thread has no JNI environment".into()));
+            return JNI_OK as jint;
+        };
+        if !was_loaded {
+            agent.symbols.init_builtin_loaders(jni);
+            let started = std::time::Instant::now();
+            let n = agent.symbols.prepare_loaded_classes(agent.jvmti, jni);
+            log::debug(&format!("prepared {n} loaded classes in {:?}", started.elapsed()));
         }
-        JNI_OK as jint
+        let result = commands::run(agent, config, jni);
+        respond(&result);
+        match result {
+            Ok(_) => JNI_OK as jint,
+            Err(_) if was_loaded => JNI_ERR,
+            Err(_) => JNI_OK as jint,
+        }
     })
 }
 
@@ -249,8 +316,8 @@ pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {
     })
 }
 
-/// Starts a recording with the given options and logs what runs.
-fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<(), String> {
+/// Starts a recording with the given options, logs what runs and returns it.
+fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {
     if config.cpu.is_some() {
         // Walk recovery checks return addresses against the code cache.
         match agent.vm_structs.as_ref().and_then(VmStructs::code_cache_bounds) {
@@ -262,25 +329,18 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<(), String> 
             }
         }
     }
-    for line in agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)? {
-        log::info(&line);
+    let lines = agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)?;
+    for line in &lines {
+        log::info(line);
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
     let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
-    let built = agent.profiler.build(&rec, &agent.symbols, agent.jvmti, jni);
-    for b in &built {
-        log::info(&b.summary_line);
-    }
-    match output::write_profiles(&built, &rec.config) {
-        Ok(paths) => {
-            for path in paths {
-                log::info(&format!("profile written to {}", path.display()));
-            }
-        }
+    match commands::write_recording(agent, &rec, &rec.config, jni) {
+        Ok(lines) => lines.iter().for_each(|l| log::info(l)),
         Err(e) => log::error(&e),
     }
 }

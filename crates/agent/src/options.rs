@@ -43,6 +43,19 @@ impl Event {
     }
 }
 
+/// A command sent to a running agent (through attach).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Start profiling (also the meaning of `start` at load time).
+    Start,
+    /// Stop profiling and write the profile.
+    Stop,
+    /// Write what was gathered so far and keep profiling.
+    Dump,
+    /// Report what runs.
+    Status,
+}
+
 /// Log verbosity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -106,6 +119,10 @@ pub struct Config {
     pub loglevel: LogLevel,
     /// Where to publish live progress (`samples=N elapsed_ms=M`) for the CLI.
     pub status: Option<PathBuf>,
+    /// `stop`, `dump` or `status`, for a running agent (`start` sets `start`).
+    pub command: Option<Command>,
+    /// Where to write the text reply to a command (created by the agent).
+    pub reply: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -126,6 +143,8 @@ impl Default for Config {
             log: None,
             loglevel: LogLevel::Info,
             status: None,
+            command: None,
+            reply: None,
         }
     }
 }
@@ -149,7 +168,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, event, interval, alloc, alloc_threads, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -165,6 +184,18 @@ impl Config {
             let need = |what: &str| value.filter(|v| !v.is_empty()).ok_or_else(|| err(item, format!("'{key}' needs a value: {what}")));
             match key {
                 "start" => c.start = true,
+                "stop" | "dump" | "status" if value.is_none() => {
+                    let cmd = match key {
+                        "stop" => Command::Stop,
+                        "dump" => Command::Dump,
+                        _ => Command::Status,
+                    };
+                    if let Some(prev) = c.command.filter(|p| *p != cmd) {
+                        return Err(err(item, format!("only one command at a time ({prev:?} was given too)")));
+                    }
+                    c.command = Some(cmd);
+                }
+                "reply" => c.reply = Some(PathBuf::from(need("a reply file path")?)),
                 "event" => {
                     let v = need(EVENT_WORDS)?;
                     if v == "alloc" {
@@ -227,8 +258,11 @@ impl Config {
                 _ => return Err(err(item, format!("unknown option '{key}'; accepted: {KEYS}"))),
             }
         }
-        if profiling_option {
+        if profiling_option && c.command.is_none() {
             c.start = true;
+        }
+        if c.start && c.command.is_some() {
+            return Err(err("start", "start cannot be combined with stop, dump or status"));
         }
         if c.alloc.is_some() && !cpu_asked {
             c.cpu = None;
@@ -303,6 +337,17 @@ mod tests {
             assert!(e.to_string().contains("e.g. 512k"), "{e}");
         }
         assert!(Config::parse("start,alloc_threads=x").is_err());
+    }
+
+    #[test]
+    fn commands() {
+        let c = Config::parse("stop,file=/tmp/x.html,reply=/tmp/r").unwrap();
+        assert_eq!((c.command, c.start), (Some(Command::Stop), false));
+        assert_eq!(c.reply.as_deref(), Some(std::path::Path::new("/tmp/r")));
+        assert_eq!(Config::parse("dump").unwrap().command, Some(Command::Dump));
+        assert_eq!(Config::parse("status").unwrap().command, Some(Command::Status));
+        assert!(Config::parse("stop,dump").is_err());
+        assert!(Config::parse("start,stop").is_err());
     }
 
     #[test]

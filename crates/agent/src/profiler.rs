@@ -133,6 +133,12 @@ impl Profiler {
         Ok(*self.store.get_or_init(|| Box::leak(Box::new(s))))
     }
 
+    /// Runs `f` with the current recording (if any) while holding it.
+    pub fn with_recording<T>(&self, f: impl FnOnce(Option<&Recording>) -> T) -> T {
+        let rec = self.lock();
+        f(rec.as_ref())
+    }
+
     pub fn is_running(&self) -> bool {
         self.lock().is_some()
     }

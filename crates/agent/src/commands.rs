@@ -1,0 +1,83 @@
+//! Commands for a running agent: `start`, `stop`, `dump`, `status`, sent by
+//! loading the agent again through the attach mechanism (`oxprof attach`).
+//! Each returns text lines for the reply file the CLI reads; errors are
+//! `Err` with one line.
+
+use std::path::Path;
+
+use crate::jvmti::Jni;
+use crate::options::{Command, Config};
+use crate::output;
+use crate::profiler::{fmt_interval, Recording};
+use crate::Agent;
+
+/// Runs the command in `config` and returns the reply lines.
+pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {
+    if config.start {
+        return crate::start(agent, config, jni);
+    }
+    match config.command {
+        Some(Command::Start) => crate::start(agent, config, jni),
+        Some(Command::Stop) => {
+            let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
+            write_recording(agent, &rec, &config, jni)
+        }
+        Some(Command::Dump) => agent.profiler.with_recording(|rec| match rec {
+            Some(rec) => write_recording(agent, rec, &config, jni),
+            None => Err("profiling is not running; nothing to dump".into()),
+        }),
+        Some(Command::Status) => Ok(vec![agent.profiler.with_recording(|rec| status_line(agent, rec))]),
+        None => Ok(vec!["oxprof agent loaded; profiling is not running".into()]),
+    }
+}
+
+/// One line saying what runs, since when, and how many samples.
+fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
+    let Some(rec) = rec else { return "idle: profiling is not running".into() };
+    let mut parts = Vec::new();
+    if let Some(cpu) = &rec.cpu {
+        parts.push(format!("{} ({}, interval {})", cpu.event.name(), cpu.engine.short(), fmt_interval(rec.config.interval_ns)));
+    }
+    if let Some(i) = rec.alloc {
+        parts.push(format!("alloc (mean interval {i} bytes)"));
+    }
+    format!(
+        "running: {} for {:.1} s, {} samples, output {}",
+        parts.join(" + "),
+        rec.started.elapsed().as_secs_f64(),
+        agent.profiler.recorded(),
+        rec.config.file.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "oxprof-<pid>.html in the JVM's working directory".into())
+    )
+}
+
+/// Builds and writes a recording's profiles. A command's `file=`/format
+/// overrides the one given at start.
+pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni) -> Result<Vec<String>, String> {
+    let built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
+    let mut out = rec.config.clone();
+    if command.file.is_some() {
+        out.file = command.file.clone();
+        out.format = command.format;
+    } else if command.format.is_some() {
+        out.format = command.format;
+    }
+    if command.counter != out.counter && command.counter != Config::default().counter {
+        out.counter = command.counter;
+    }
+    let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
+    for path in output::write_profiles(&built, &out)? {
+        lines.push(format!("profile written to {}", path.display()));
+    }
+    Ok(lines)
+}
+
+/// Writes a reply for the CLI: the lines, errors prefixed `error: `.
+pub fn write_reply(path: &Path, result: &Result<Vec<String>, String>) {
+    let text = match result {
+        Ok(lines) => lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        Err(e) => format!("error: {e}\n"),
+    };
+    if let Err(e) = std::fs::write(path, text) {
+        crate::log::error(&format!("cannot write the reply to {}: {e}", path.display()));
+    }
+}
