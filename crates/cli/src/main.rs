@@ -1,9 +1,11 @@
 //! `oxprof`: the command-line front end of the oxprof profiler.
 //!
-//! Subcommands: `record` runs a Java command with the agent loaded, `demo`
-//! compiles and profiles the bundled demo program. Each lives in its own module.
+//! Subcommands: `record` runs a Java command with the agent loaded, `attach`
+//! and `list` work on running JVMs, `demo` compiles and profiles the bundled
+//! demo program. Each lives in its own module.
 
 mod agent;
+mod attach;
 mod demo;
 mod record;
 
@@ -21,6 +23,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Record(record::RecordArgs),
+    Attach(attach::AttachArgs),
+    /// List the running JVMs: pid, JDK version, whether oxprof is loaded, main class
+    List,
     Demo(demo::DemoArgs),
 }
 
@@ -28,6 +33,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Attach(args) => attach::run(args),
+        Command::List => attach::list(),
         Command::Demo(args) => demo::run(args),
     };
     match result {

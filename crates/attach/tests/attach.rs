@@ -1,0 +1,409 @@
+//! The attach protocol against real JVMs of the machine's JDK (17 here):
+//! commands, agent loading, refusals, time-outs, other users and namespaces.
+
+mod common;
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use oxprof_attach::*;
+
+fn java() -> PathBuf {
+    tool("java")
+}
+
+#[test]
+fn properties_on_first_and_second_attach() {
+    let s = Scratch::new("props");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    let (first, second) = properties_twice(&jvm, &s.0);
+    eprintln!("{}: attach latency, inspect to reply: first (SIGQUIT) {first:?}, second {second:?}", version_of(&java()));
+    // Commands other than properties, and an unknown one.
+    let target = inspect(jvm.pid).unwrap();
+    let r = execute(&target, "jcmd", &["VM.version"], TIMEOUT).unwrap();
+    assert_eq!(r.status, 0);
+    assert!(r.text.contains("JDK "), "{}", r.text);
+    let r = execute(&target, "threaddump", &[], TIMEOUT).unwrap();
+    assert!(r.text.contains("\"main\""), "{}", r.text);
+    let r = execute(&target, "bogus", &[], TIMEOUT).unwrap();
+    assert_ne!(r.status, 0);
+    assert!(r.text.contains("not recognized"), "{}", r.text);
+}
+
+/// Not a test of behaviour: measures attach latency over several fresh JVMs.
+#[test]
+fn attach_latency() {
+    let s = Scratch::new("latency");
+    compile_sleeper(&s.0);
+    let (mut firsts, mut seconds) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let jvm = Jvm::sleeper(&java(), &s.0, &["-Xshare:auto"]);
+        let (a, b) = properties_twice(&jvm, &s.0);
+        firsts.push(a);
+        seconds.push(b);
+    }
+    firsts.sort();
+    seconds.sort();
+    eprintln!(
+        "{}: attach latency over 5 JVMs, inspect to properties reply: first attach (SIGQUIT) min {:?} median {:?} max {:?}; second attach min {:?} median {:?} max {:?}",
+        version_of(&java()),
+        firsts[0],
+        firsts[2],
+        firsts[4],
+        seconds[0],
+        seconds[2],
+        seconds[4]
+    );
+    assert!(firsts[2] < Duration::from_secs(3) && seconds[2] < Duration::from_secs(1));
+}
+
+#[test]
+fn failed_loads_leave_the_jvm_running() {
+    let s = Scratch::new("failed-load");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    failed_loads(&jvm, &s.0);
+}
+
+#[test]
+fn agent_return_code_and_options() {
+    let s = Scratch::new("agent");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    agent_return_codes(&jvm, &s.0);
+}
+
+#[test]
+fn dynamic_agent_loading_disabled() {
+    let s = Scratch::new("no-dynamic");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &["-XX:-EnableDynamicAgentLoading"]);
+    let agent = build_lib(&s.0, "testagent");
+    match load_agent(&inspect(jvm.pid).unwrap(), &agent, "0", TIMEOUT) {
+        Err(e @ AttachError::LoadFailed(_)) => assert!(e.to_string().contains("-XX:+EnableDynamicAgentLoading"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn non_jvm_is_refused_without_a_signal() {
+    let s = Scratch::new("sleep");
+    let mut sleep = Command::new("sleep").arg("30").current_dir(&s.0).spawn().unwrap();
+    let pid = sleep.id();
+    std::thread::sleep(Duration::from_millis(100));
+    let r = inspect(pid);
+    assert!(matches!(r, Err(AttachError::NotAJvm { pid: p, .. }) if p == pid), "{r:?}");
+    eprintln!("{}", r.unwrap_err());
+    // Even with a hand-made Target, execute checks SigCgt before signalling.
+    let target = Target { pid, ns_pid: pid, uid: euid(), gid: egid(), root: format!("/proc/{pid}/root").into(), cwd: format!("/proc/{pid}/cwd").into() };
+    let r = execute(&target, "properties", &[], Duration::from_secs(2));
+    assert!(matches!(r, Err(AttachError::NotAJvm { .. })), "{r:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(sleep.try_wait().unwrap().is_none(), "sleep died: we signalled it");
+    assert!(!s.path(&format!(".attach_pid{pid}")).exists());
+    let _ = sleep.kill();
+    let _ = sleep.wait();
+}
+
+#[test]
+fn missing_process() {
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    for pid in [pid_max, u32::MAX] {
+        let r = inspect(pid);
+        assert!(matches!(r, Err(AttachError::NoSuchProcess(p)) if p == pid), "{r:?}");
+    }
+    assert_eq!(loaded_library(pid_max, "libjvm"), None);
+    eprintln!("{}", AttachError::NoSuchProcess(pid_max));
+}
+
+#[test]
+fn list_finds_main_class_and_jar() {
+    let s = Scratch::new("list");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &["-Xmx64m", "-Dx=y"]);
+    let info = listed(&jvm, "Sleeper");
+    eprintln!("{info:?}");
+
+    std::fs::write(s.path("manifest.txt"), "Main-Class: Sleeper\n").unwrap();
+    let o = Command::new(tool("jar")).current_dir(&s.0).args(["--create", "--file", "sleeper.jar", "--manifest", "manifest.txt", "Sleeper.class"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut cmd = Command::new(java());
+    cmd.current_dir(&s.0).args(["-cp", "ignored", "-jar", "sleeper.jar", "100"]);
+    let jar = Jvm::start(cmd);
+    listed(&jar, "sleeper.jar");
+}
+
+#[test]
+fn disable_attach_mechanism() {
+    let s = Scratch::new("disabled");
+    compile_sleeper(&s.0);
+    // Seen on the command line: refused at once, no signal.
+    let jvm = Jvm::sleeper(&java(), &s.0, &["-XX:+DisableAttachMechanism"]);
+    let start = Instant::now();
+    let r = execute(&inspect(jvm.pid).unwrap(), "properties", &[], TIMEOUT);
+    assert!(matches!(r, Err(AttachError::AttachDisabled { .. })), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    eprintln!("{}", r.unwrap_err());
+
+    // Hidden in an @argfile: the JVM never answers; a time-out that names the flag.
+    std::fs::write(s.path("opts.txt"), "-XX:+DisableAttachMechanism\n").unwrap();
+    let jvm = Jvm::sleeper(&java(), &s.0, &["@opts.txt"]);
+    let target = inspect(jvm.pid).unwrap();
+    let r = execute(&target, "properties", &[], Duration::from_millis(1500));
+    match &r {
+        Err(AttachError::Timeout { what, after }) => {
+            assert!(what.contains("-XX:+DisableAttachMechanism"), "{what}");
+            assert_eq!(*after, Duration::from_millis(1500));
+        }
+        other => panic!("{other:?}"),
+    }
+    eprintln!("{}", r.unwrap_err());
+    assert!(!s.path(&format!(".attach_pid{}", target.ns_pid)).exists(), "trigger file left behind");
+    assert!(alive(jvm.pid));
+}
+
+/// With -Xrs the JVM does not catch SIGQUIT (it would die of it) and opens
+/// its attach socket at start-up instead. If that socket is removed, we
+/// refuse rather than signal.
+#[test]
+fn reduced_signal_usage() {
+    let s = Scratch::new("xrs");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &["-Xrs"]);
+    let target = inspect(jvm.pid).unwrap();
+    assert!(target.socket_path().exists(), "no attach socket at start-up with -Xrs");
+    let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
+    assert!(r.text.contains("java.version="));
+
+    std::fs::remove_file(target.socket_path()).unwrap();
+    let r = execute(&target, "properties", &[], TIMEOUT);
+    match &r {
+        Err(AttachError::NotAJvm { why, .. }) => assert!(why.contains("-Xrs"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    eprintln!("{}", r.unwrap_err());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(alive(jvm.pid), "the JVM died: it was sent SIGQUIT");
+    assert!(!s.path(&format!(".attach_pid{}", target.ns_pid)).exists());
+}
+
+#[test]
+fn stopped_jvm_times_out_at_the_step_it_is_at() {
+    let s = Scratch::new("stopped");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    let target = inspect(jvm.pid).unwrap();
+
+    // Stopped before its listener runs: the socket never appears.
+    signal(jvm.pid, libc::SIGSTOP);
+    let r = execute(&target, "properties", &[], Duration::from_millis(800));
+    signal(jvm.pid, libc::SIGCONT);
+    match &r {
+        Err(AttachError::Timeout { what, .. }) => assert!(what.contains("attach listener"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    eprintln!("{}", r.unwrap_err());
+
+    // Stopped with its listener running: connected, but no reply.
+    execute(&target, "properties", &[], TIMEOUT).unwrap();
+    signal(jvm.pid, libc::SIGSTOP);
+    let r = execute(&target, "properties", &[], Duration::from_millis(800));
+    signal(jvm.pid, libc::SIGCONT);
+    match &r {
+        Err(AttachError::Timeout { what, .. }) => assert!(what.contains("reply to 'properties'"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    eprintln!("{}", r.unwrap_err());
+    let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
+    assert!(r.text.contains("java.version="));
+}
+
+#[test]
+fn stale_socket_is_replaced() {
+    let s = Scratch::new("stale");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    let target = inspect(jvm.pid).unwrap();
+    // A socket nobody listens on, as a dead process with this pid leaves it.
+    drop(std::os::unix::net::UnixListener::bind(target.socket_path()).unwrap());
+    let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
+    assert!(r.text.contains("java.version="));
+}
+
+/// As root, attaching to a JVM of another user takes its identity (on this
+/// thread only) and leaves no root-owned files behind.
+#[test]
+fn jvm_of_another_user() {
+    if euid() != 0 {
+        eprintln!("SKIPPED jvm_of_another_user: needs root");
+        return;
+    }
+    let s = Scratch::new("nobody");
+    compile_sleeper(&s.0);
+    let agent = build_lib(&s.0, "testagent");
+    // The JVM's working directory is not writable by it: the trigger file goes to /tmp.
+    let mut cmd = Command::new("setpriv");
+    cmd.current_dir(&s.0).args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(java()).arg("-cp").arg(&s.0).arg("Sleeper");
+    let jvm = Jvm::start(cmd);
+    let target = inspect(jvm.pid).unwrap();
+    assert_eq!((target.uid, target.gid), (65534, 65534));
+    let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
+    assert_eq!(property(&r.text, "user.name").as_deref(), Some("nobody"));
+    let sock = std::fs::symlink_metadata(target.socket_path()).unwrap();
+    assert!(sock.file_type().is_socket() && sock.uid() == 65534);
+    assert!(!Path::new(&format!("/tmp/.attach_pid{}", target.ns_pid)).exists());
+    assert_eq!(thread_euid(), 0, "still running as the JVM's user");
+
+    let out = PathBuf::from(format!("/tmp/oxprof-attach-test-{}-nobody.txt", std::process::id()));
+    let r = load_agent(&target, &agent, &format!("7,{}", out.display()), TIMEOUT).unwrap();
+    assert_eq!(r.agent_return_code, 7);
+    let written = std::fs::metadata(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(written.uid(), 65534);
+    assert_eq!(thread_euid(), 0);
+}
+
+/// A non-root user may not attach to another user's JVM: a clear refusal,
+/// before anything is sent.
+#[test]
+fn permission_denied_for_another_users_jvm() {
+    if euid() != 0 {
+        eprintln!("SKIPPED permission_denied_for_another_users_jvm: needs root (to start a JVM of another user)");
+        return;
+    }
+    let s = Scratch::new("denied");
+    compile_sleeper(&s.0);
+    let jvm = Jvm::sleeper(&java(), &s.0, &[]);
+    let target = inspect(jvm.pid).unwrap();
+    // Become nobody on this thread only, as a non-root oxprof would be.
+    let set_euid = |uid: u32| {
+        // SAFETY: setresuid with -1 for the ids to keep; the raw call affects this thread only.
+        let r = unsafe { libc::syscall(libc::SYS_setresuid, -1 as libc::c_long, uid as libc::c_long, -1 as libc::c_long) };
+        assert_eq!(r, 0, "setresuid: {}", std::io::Error::last_os_error());
+    };
+    set_euid(65534);
+    let by_inspect = inspect(jvm.pid);
+    let by_execute = execute(&target, "properties", &[], TIMEOUT);
+    set_euid(0);
+    for r in [by_inspect.map(|_| ()), by_execute.map(|_| ())] {
+        match r {
+            Err(e @ AttachError::PermissionDenied { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains("sudo") && msg.contains("uid 0"), "{msg}");
+                eprintln!("{msg}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!s.path(&format!(".attach_pid{}", target.ns_pid)).exists());
+    assert!(!target.socket_path().exists(), "the JVM was signalled");
+}
+
+/// This thread's effective uid (credentials are per thread on Linux).
+fn thread_euid() -> u32 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// A JVM in its own pid and mount namespaces under another root, like a
+/// container (`pivot_root`): nspid 1, socket in its /tmp, agent copied into
+/// its /tmp once, library paths as the container names them.
+#[test]
+fn jvm_in_a_container() {
+    jvm_in_other_namespaces("container", true);
+}
+
+/// The same under a chroot, where /proc/<pid>/maps shows paths with the
+/// chroot directory in front.
+#[test]
+fn jvm_in_a_chroot() {
+    jvm_in_other_namespaces("chroot", false);
+}
+
+fn jvm_in_other_namespaces(name: &str, pivot: bool) {
+    let s = Scratch::new(name);
+    let root = s.path("root");
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    compile_sleeper(&root.join("app"));
+    let agent = build_lib(&s.0, "testagent");
+    let java = std::fs::canonicalize(java()).unwrap();
+    let Some(jvm) = start_in_namespaces(&root, pivot, &[java.to_str().unwrap(), "-cp", "/app", "Sleeper"]) else {
+        eprintln!("SKIPPED {name}: cannot create namespaces here (unshare failed)");
+        return;
+    };
+    let target = inspect(jvm.pid).unwrap();
+    assert_eq!(target.ns_pid, 1);
+    assert_ne!(target.pid, 1);
+    let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
+    assert!(r.text.contains("java.version="));
+    assert!(root.join("tmp/.java_pid1").exists(), "socket not in the JVM's /tmp");
+
+    // The agent is not visible at our path there: it is copied into its /tmp, once.
+    for round in 1..=2 {
+        let r = load_agent(&target, &agent, "0,/tmp/agent-calls.txt", TIMEOUT).unwrap();
+        assert_eq!(r.agent_return_code, 0, "{}", r.text);
+        let calls = std::fs::read_to_string(root.join("tmp/agent-calls.txt")).unwrap();
+        assert_eq!(calls.lines().count(), round);
+    }
+    let inside = loaded_library(jvm.pid, "libtestagent").unwrap();
+    assert_eq!(inside.parent(), Some(Path::new("/tmp")), "{}", inside.display());
+    assert!(inside.file_name().unwrap().to_str().unwrap().starts_with("libtestagent-"), "{}", inside.display());
+    let copies = std::fs::read_dir(root.join("tmp")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("libtestagent")).count();
+    assert_eq!(copies, 1);
+    // The path the JVM reports works too (what `oxprof attach` passes on later commands).
+    let r = load_agent(&target, &inside, "0,/tmp/agent-calls.txt", TIMEOUT).unwrap();
+    assert_eq!(r.agent_return_code, 0);
+    assert_eq!(std::fs::read_to_string(root.join("tmp/agent-calls.txt")).unwrap().lines().count(), 3);
+    let mapped = std::fs::read_to_string(format!("/proc/{}/maps", jvm.pid)).unwrap();
+    let paths: std::collections::BTreeSet<&str> = mapped.lines().filter(|l| l.contains("libtestagent")).filter_map(|l| l.split_whitespace().last()).collect();
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    let copies = std::fs::read_dir(root.join("tmp")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("libtestagent")).count();
+    assert_eq!(copies, 1);
+
+    let info = list_jvms().into_iter().find(|j| j.pid == jvm.pid).unwrap();
+    assert_eq!(info.main, "Sleeper");
+    assert_eq!(info.java_version.as_deref(), property(&r_props(&target), "java.version").as_deref());
+}
+
+fn r_props(target: &Target) -> String {
+    execute(target, "properties", &[], TIMEOUT).unwrap().text
+}
+
+/// Runs `argv` in new pid and mount namespaces (and a user namespace when
+/// not root) with `root` as its root directory, by `pivot_root` like a
+/// container or by chroot. `root` gets /usr, /etc, /dev binds and its own
+/// /proc and /tmp. `None` if namespaces are unavailable.
+fn start_in_namespaces(root: &Path, pivot: bool, argv: &[&str]) -> Option<Jvm> {
+    let script = r#"set -e
+R=$1; PIVOT=$2; shift 2
+mount --bind "$R" "$R"
+for d in bin lib lib32 lib64 libx32 sbin; do
+  if [ -L /$d ]; then ln -s "$(readlink /$d)" "$R/$d"; elif [ -d /$d ]; then mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; fi
+done
+for d in usr etc dev; do mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; done
+mkdir -p "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
+mount -t proc proc "$R/proc"
+if [ "$PIVOT" = pivot ]; then
+  mkdir -p "$R/.old"; cd "$R"; pivot_root . .old; umount -l /.old; exec "$@"
+else
+  exec chroot "$R" "$@"
+fi
+"#;
+    let probe = |extra: &[&str]| Command::new("unshare").args(extra).args(["--mount", "--pid", "--fork", "true"]).status().map(|s| s.success()).unwrap_or(false);
+    let user: &[&str] = if euid() == 0 { &[] } else { &["--user", "--map-root-user"] };
+    if !probe(user) {
+        return None;
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args(user).args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).arg(if pivot { "pivot" } else { "chroot" }).args(argv);
+    let mut jvm = Jvm::start(cmd);
+    // The JVM is unshare's child (sh exec'd java, or chroot which exec'd java).
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", jvm.pid)).unwrap();
+    jvm.pid = children.split_whitespace().next().expect("unshare has no child").parse().unwrap();
+    Some(jvm)
+}

@@ -1,0 +1,2 @@
+/* A shared library without Agent_OnAttach. */
+int not_an_agent(void) { return 1; }

@@ -1,0 +1,283 @@
+//! `oxprof attach` and `oxprof list`: profile a JVM that is already running,
+//! through HotSpot's attach mechanism (see the `oxprof-attach` crate).
+//!
+//! Every command loads the agent again with options; the first load starts
+//! the agent, later ones reach the same agent as commands. The agent answers
+//! in a reply file in the target's /tmp, which this module prints.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
+use oxprof_profile::units::{parse_duration_ns, parse_size_bytes, parse_wall_duration_ns};
+
+use crate::agent;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Action {
+    /// Start profiling and return
+    Start,
+    /// Report what runs, since when, samples so far
+    Status,
+    /// Write what was gathered so far; keep profiling
+    Dump,
+    /// Stop profiling and write the profile
+    Stop,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Profile a running JVM by process id",
+    after_help = "Examples:\n  oxprof attach 4242 --duration 30s -o cpu.html          profile for 30 s, write, detach\n  oxprof attach 4242 start --event cpu --alloc --interval 5ms\n  oxprof attach 4242 status\n  oxprof attach 4242 dump -o now.html                    write what was gathered, keep profiling\n  oxprof attach 4242 stop -o final.collapsed\n\nThe profile is written by the JVM itself, as its user; relative paths are made absolute here.\nOn JDK 21 and later the JVM prints a warning when an agent is loaded into it unless it was\nstarted with -XX:+EnableDynamicAgentLoading."
+)]
+pub struct AttachArgs {
+    /// Process id of the JVM
+    pub pid: u32,
+    /// What to do; without one, --duration profiles for that long and writes the profile
+    #[arg(value_enum)]
+    pub action: Option<Action>,
+    /// Profile for this long, then stop and write (e.g. 30s, 5m); Ctrl-C stops early
+    #[arg(short, long, value_parser = parse_wall)]
+    pub duration: Option<String>,
+    /// CPU sampling engine: cpu, itimer, ctimer [default: cpu unless only --alloc]
+    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
+    pub event: Option<String>,
+    /// Sampling interval, e.g. 10ms
+    #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    /// Also sample allocations every SIZE bytes on average (512k without SIZE)
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    pub alloc: Option<String>,
+    /// Sample allocations only on threads matching this pattern
+    #[arg(long, value_name = "GLOB", requires = "alloc")]
+    pub alloc_threads: Option<String>,
+    /// One root frame per thread
+    #[arg(long)]
+    pub threads: bool,
+    /// Show estimated totals instead of sample counts
+    #[arg(long)]
+    pub total: bool,
+    /// Output file (for --duration, stop and dump); format from the extension
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Output format, overriding the extension: flamegraph or collapsed
+    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    pub format: Option<String>,
+    /// How long to wait for the JVM at each step of the attach
+    #[arg(long, default_value = "10s", value_parser = parse_wall)]
+    pub timeout: String,
+}
+
+fn parse_interval(s: &str) -> Result<String, String> {
+    parse_duration_ns(s).map(|_| s.to_string())
+}
+
+fn parse_size(s: &str) -> Result<String, String> {
+    parse_size_bytes(s).map(|_| s.to_string())
+}
+
+fn parse_wall(s: &str) -> Result<String, String> {
+    parse_wall_duration_ns(s).map(|_| s.to_string())
+}
+
+fn wall(s: &str) -> Duration {
+    Duration::from_nanos(parse_wall_duration_ns(s).unwrap_or(10_000_000_000))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+fn no_comma(what: &str, v: &str) -> Result<(), String> {
+    if v.contains(',') {
+        Err(format!("the {what} must not contain a comma ('{v}'): agent options are comma-separated"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Agent options for starting a recording.
+fn start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
+    let mut opts = vec!["start".to_string()];
+    match (&args.event, &args.alloc) {
+        (Some(e), _) => opts.push(format!("event={e}")),
+        (None, None) => opts.push("event=cpu".into()),
+        (None, Some(_)) => {}
+    }
+    if let Some(s) = &args.alloc {
+        opts.push(format!("alloc={s}"));
+    }
+    if let Some(g) = &args.alloc_threads {
+        no_comma("thread pattern", g)?;
+        opts.push(format!("alloc_threads={g}"));
+    }
+    if let Some(i) = &args.interval {
+        opts.push(format!("interval={i}"));
+    }
+    if args.threads {
+        opts.push("threads".into());
+    }
+    opts.extend(output_options(args)?);
+    Ok(opts)
+}
+
+/// `file=`, format and counter options.
+fn output_options(args: &AttachArgs) -> Result<Vec<String>, String> {
+    let mut opts = Vec::new();
+    if let Some(o) = &args.output {
+        let p = absolute(o);
+        no_comma("output path", &p.to_string_lossy())?;
+        opts.push(format!("file={}", p.display()));
+    }
+    if let Some(f) = &args.format {
+        opts.push(format!("format={f}"));
+    }
+    if args.total {
+        opts.push("total".into());
+    }
+    Ok(opts)
+}
+
+/// One conversation with the agent: load it with `options` plus a reply
+/// file, and return the reply's lines.
+struct Session {
+    target: Target,
+    agent: PathBuf,
+    timeout: Duration,
+    counter: u32,
+}
+
+impl Session {
+    fn new(pid: u32, timeout: Duration) -> Result<Session, String> {
+        let target = inspect(pid).map_err(|e| e.to_string())?;
+        // Reuse the library already in the JVM, so commands reach that agent.
+        let agent = match loaded_library(pid, "liboxprof") {
+            Some(p) => p,
+            None => agent::find_agent()?,
+        };
+        Ok(Session { target, agent, timeout, counter: 0 })
+    }
+
+    /// The reply file's path inside the target, and as we reach it.
+    fn reply_paths(&mut self) -> (PathBuf, PathBuf) {
+        self.counter += 1;
+        let name = format!("oxprof-reply-{}-{}-{}", std::process::id(), self.target.pid, self.counter);
+        (Path::new("/tmp").join(&name), self.target.root.join("tmp").join(&name))
+    }
+
+    fn send(&mut self, mut options: Vec<String>) -> Result<Vec<String>, String> {
+        let (inside, outside) = self.reply_paths();
+        let _ = std::fs::remove_file(&outside);
+        options.push(format!("reply={}", inside.display()));
+        let loaded = load_agent(&self.target, &self.agent, &options.join(","), self.timeout).map_err(|e| e.to_string());
+        let reply = std::fs::read_to_string(&outside);
+        let _ = std::fs::remove_file(&outside);
+        let loaded = loaded?;
+        match reply {
+            Ok(text) => {
+                let lines: Vec<String> = text.lines().map(str::to_string).collect();
+                match lines.iter().find_map(|l| l.strip_prefix("error: ")) {
+                    Some(e) => Err(e.to_string()),
+                    None => Ok(lines),
+                }
+            }
+            Err(_) if loaded.agent_return_code != 0 => Err(format!("the agent failed (return code {}): {}", loaded.agent_return_code, loaded.text.trim())),
+            Err(e) => Err(format!("the agent sent no reply ({e}); the JVM said: {}", loaded.text.trim())),
+        }
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
+    let mut session = Session::new(args.pid, wall(&args.timeout))?;
+    let print = |lines: &[String]| lines.iter().for_each(|l| println!("{l}"));
+    match (args.action, &args.duration) {
+        (None, None) => Err("say what to do: --duration 30s, or one of start, status, dump, stop (see oxprof attach --help)".into()),
+        (Some(Action::Status), _) => {
+            print(&session.send(vec!["status".into()])?);
+            Ok(ExitCode::SUCCESS)
+        }
+        (Some(Action::Start), _) => {
+            print(&session.send(start_options(&args)?)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        (Some(Action::Dump), _) => {
+            let mut o = vec!["dump".to_string()];
+            o.extend(output_options(&args)?);
+            print(&session.send(o)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        (Some(Action::Stop), _) => {
+            let mut o = vec!["stop".to_string()];
+            o.extend(output_options(&args)?);
+            print(&session.send(o)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        (None, Some(d)) => profile_for(&mut session, &args, wall(d)),
+    }
+}
+
+/// Starts, waits (with progress on a terminal; Ctrl-C stops early), stops and writes.
+fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> Result<ExitCode, String> {
+    let mut opts = start_options(args)?;
+    if args.output.is_none() {
+        opts.push(format!("file={}", absolute(Path::new("profile.html")).display()));
+    }
+    let status_name = format!("oxprof-status-{}-{}", std::process::id(), args.pid);
+    opts.push(format!("status=/tmp/{status_name}"));
+    let status_file = session.target.root.join("tmp").join(&status_name);
+    for l in session.send(opts)? {
+        eprintln!("[oxprof] {l}");
+    }
+    // SAFETY: installing a handler that only stores to an atomic.
+    unsafe { libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t) };
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    while started.elapsed() < duration && !INTERRUPTED.load(Ordering::SeqCst) {
+        if tty {
+            let samples = std::fs::read_to_string(&status_file).ok().and_then(|s| s.split_whitespace().find_map(|kv| kv.strip_prefix("samples=")?.parse::<u64>().ok())).unwrap_or(0);
+            eprint!("\r\x1b[K[oxprof] profiling pid {}: {:.0} s of {:.0} s, {samples} samples (Ctrl-C stops early)", args.pid, started.elapsed().as_secs_f64(), duration.as_secs_f64());
+            let _ = std::io::stderr().flush();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        eprintln!("[oxprof] interrupted after {:.1} s; writing the profile", started.elapsed().as_secs_f64());
+    }
+    let result = session.send(vec!["stop".into()]);
+    let _ = std::fs::remove_file(&status_file);
+    for l in result? {
+        eprintln!("[oxprof] {l}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `oxprof list`: the JVMs this user can see.
+pub fn list() -> Result<ExitCode, String> {
+    let jvms = list_jvms();
+    if jvms.is_empty() {
+        println!("no running JVMs found");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:>8}  {:<10}  {:<7}  MAIN", "PID", "JDK", "OXPROF");
+    for j in jvms {
+        println!("{:>8}  {:<10}  {:<7}  {}", j.pid, j.java_version.as_deref().unwrap_or("?"), if j.oxprof.is_some() { "loaded" } else { "-" }, j.main);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,200 @@
+//! `oxprof attach` and `oxprof list` against real running JVMs.
+
+mod common;
+
+use common::*;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+
+/// A JVM running `Spin forever`, killed on drop.
+struct Jvm {
+    child: Child,
+}
+
+impl Jvm {
+    fn start(dir: &std::path::Path) -> Jvm {
+        let mut child = Command::new(java())
+            .args(["-cp", dir.to_str().unwrap(), "Spin", "forever"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        Jvm { child }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    fn rss_kb(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        s.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap()
+    }
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn attach(pid: u32, args: &[&str]) -> std::process::Output {
+    oxprof_cmd().arg("attach").arg(pid.to_string()).args(args).output().unwrap()
+}
+
+#[test]
+fn attach_twice_gives_two_profiles() {
+    let s = Scratch::new("attach-twice");
+    compile(&s.0, &["Spin.java"]);
+    let mut jvm = Jvm::start(&s.0);
+    for i in 0..2 {
+        let out = s.path(&format!("p{i}.collapsed"));
+        let o = attach(jvm.pid(), &["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "attach {i}: {err}");
+        assert!(err.contains(&format!("profile written to {}", out.display())), "{err}");
+        assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 100, "attach {i}: Spin.loop missing");
+    }
+    assert!(jvm.alive());
+}
+
+#[test]
+fn start_status_dump_stop_in_separate_invocations() {
+    let s = Scratch::new("attach-cmds");
+    compile(&s.0, &["Spin.java"]);
+    let mut jvm = Jvm::start(&s.0);
+    let pid = jvm.pid();
+    let o = attach(pid, &["status"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("not running"), "{}", text(&o.stdout));
+
+    let o = attach(pid, &["start", "--event", "cpu", "--interval", "2ms", "--alloc", "64k"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("started cpu profiling"), "{}", text(&o.stdout));
+    std::thread::sleep(std::time::Duration::from_millis(800));
+
+    let o = attach(pid, &["status"]);
+    let out = text(&o.stdout);
+    assert!(out.starts_with("running: cpu"), "{out}");
+    assert!(out.contains("alloc"), "{out}");
+
+    let dump = s.path("dump.collapsed");
+    let o = attach(pid, &["dump", "-o", dump.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(samples_with(&read_collapsed(&dump), "Spin.loop") > 50);
+
+    let again = attach(pid, &["start"]);
+    assert!(!again.status.success(), "a second start must be refused");
+    assert!(text(&again.stderr).contains("already running"), "{}", text(&again.stderr));
+
+    let fin = s.path("final.html");
+    let o = attach(pid, &["stop", "-o", fin.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains(&format!("profile written to {}", fin.display())));
+    let page = std::fs::read_to_string(&fin).unwrap();
+    assert!(page.contains("Spin.loop") && page.contains("Allocations"));
+    let o = attach(pid, &["stop"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("not running"), "{}", text(&o.stderr));
+    assert!(jvm.alive());
+}
+
+#[test]
+fn fifty_start_stop_cycles_without_crash_or_growth() {
+    let s = Scratch::new("attach-cycles");
+    compile(&s.0, &["Spin.java"]);
+    let mut jvm = Jvm::start(&s.0);
+    let out = s.path("c.collapsed");
+    let mut rss_after_10 = 0;
+    for i in 1..=50 {
+        let o = attach(jvm.pid(), &["start", "--interval", "1ms"]);
+        assert!(o.status.success(), "cycle {i} start: {}", text(&o.stderr));
+        let o = attach(jvm.pid(), &["stop", "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "cycle {i} stop: {}", text(&o.stderr));
+        if i == 10 {
+            rss_after_10 = jvm.rss_kb();
+        }
+    }
+    assert!(jvm.alive());
+    let growth = jvm.rss_kb() as i64 - rss_after_10 as i64;
+    eprintln!("RSS growth from cycle 10 to 50: {growth} kB");
+    assert!(growth < 8 * 1024, "the JVM grew by {growth} kB over 40 start/stop cycles");
+}
+
+#[test]
+fn bad_options_on_attach_leave_the_jvm_alive_and_quiet() {
+    let s = Scratch::new("attach-bad");
+    compile(&s.0, &["Spin.java"]);
+    let mut jvm = Jvm::start(&s.0);
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "start", "--interval", "-3ms"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // Options the CLI cannot check reach the agent, which refuses them.
+    let o = attach(jvm.pid(), &["start", "-o", "/nonexistent-oxprof-dir/x.html"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("does not exist"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("the JVM writes as its own user"), "{}", text(&o.stderr));
+    // The JVM still runs and can be profiled.
+    let out = s.path("ok.collapsed");
+    let o = attach(jvm.pid(), &["--duration", "500ms", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(jvm.alive());
+    let _ = jvm.child.kill();
+    let out = jvm.child.wait_with_output_ref();
+    assert!(!out.contains("[oxprof]"), "the JVM printed oxprof messages: {out}");
+}
+
+trait OutputOf {
+    fn wait_with_output_ref(&mut self) -> String;
+}
+
+impl OutputOf for Child {
+    fn wait_with_output_ref(&mut self) -> String {
+        let _ = self.wait();
+        let mut s = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    }
+}
+
+#[test]
+fn attaching_to_a_non_jvm_fails_cleanly_without_killing_it() {
+    let mut sleep = Command::new("sleep").arg("30").spawn().unwrap();
+    let o = attach(sleep.id(), &["status"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("is not a HotSpot JVM"), "{}", text(&o.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(sleep.try_wait().unwrap().is_none(), "the process was killed");
+    let _ = sleep.kill();
+    let _ = sleep.wait();
+
+    let o = attach(4_000_000, &["status"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("4000000"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn list_shows_the_jvm_and_whether_oxprof_is_loaded() {
+    let s = Scratch::new("attach-list");
+    compile(&s.0, &["Spin.java"]);
+    let jvm = Jvm::start(&s.0);
+    let line = |out: &str| out.lines().find(|l| l.trim_start().starts_with(&format!("{} ", jvm.pid()))).map(str::to_string);
+    let o = oxprof_cmd().arg("list").output().unwrap();
+    let before = line(&text(&o.stdout)).unwrap_or_else(|| panic!("pid missing from:\n{}", text(&o.stdout)));
+    assert!(before.contains("Spin") && before.contains(" - "), "{before}");
+    let o = attach(jvm.pid(), &["status"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = oxprof_cmd().arg("list").output().unwrap();
+    let after = line(&text(&o.stdout)).unwrap();
+    assert!(after.contains("loaded"), "{after}");
+}
