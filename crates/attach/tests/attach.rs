@@ -199,7 +199,7 @@ fn stopped_jvm_times_out_at_the_step_it_is_at() {
     let target = inspect(jvm.pid).unwrap();
 
     // Stopped before its listener runs: the socket never appears.
-    signal(jvm.pid, libc::SIGSTOP);
+    stop(jvm.pid);
     let r = execute(&target, "properties", &[], Duration::from_millis(800));
     signal(jvm.pid, libc::SIGCONT);
     match &r {
@@ -210,7 +210,7 @@ fn stopped_jvm_times_out_at_the_step_it_is_at() {
 
     // Stopped with its listener running: connected, but no reply.
     execute(&target, "properties", &[], TIMEOUT).unwrap();
-    signal(jvm.pid, libc::SIGSTOP);
+    stop(jvm.pid);
     let r = execute(&target, "properties", &[], Duration::from_millis(800));
     signal(jvm.pid, libc::SIGCONT);
     match &r {
@@ -220,6 +220,25 @@ fn stopped_jvm_times_out_at_the_step_it_is_at() {
     eprintln!("{}", r.unwrap_err());
     let r = execute(&target, "properties", &[], TIMEOUT).unwrap();
     assert!(r.text.contains("java.version="));
+}
+
+/// Sends SIGSTOP and waits until every thread has stopped (a busy machine
+/// may take a while to schedule them into the stop).
+fn stop(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let states: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+            .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().chars().take(1).collect())
+            .collect();
+        if states.iter().all(|s| s == "T") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "JVM {pid} did not stop: {states:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]

@@ -202,32 +202,26 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 }
 
 pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
+    // Decide what to send before touching the JVM.
+    let options = match args.action {
+        Some(Action::Status) => vec!["status".to_string()],
+        Some(Action::Start) => start_options(&args)?,
+        Some(action @ (Action::Dump | Action::Stop)) => {
+            let mut o = vec![if action == Action::Dump { "dump" } else { "stop" }.to_string()];
+            o.extend(output_options(&args)?);
+            o
+        }
+        None => {
+            let d = args.duration.as_deref().ok_or("say what to do: --duration 30s, or one of start, status, dump, stop (see oxprof attach --help)")?;
+            let mut session = Session::new(args.pid, wall(&args.timeout))?;
+            return profile_for(&mut session, &args, wall(d));
+        }
+    };
     let mut session = Session::new(args.pid, wall(&args.timeout))?;
-    let print = |lines: &[String]| lines.iter().for_each(|l| println!("{l}"));
-    match (args.action, &args.duration) {
-        (None, None) => Err("say what to do: --duration 30s, or one of start, status, dump, stop (see oxprof attach --help)".into()),
-        (Some(Action::Status), _) => {
-            print(&session.send(vec!["status".into()])?);
-            Ok(ExitCode::SUCCESS)
-        }
-        (Some(Action::Start), _) => {
-            print(&session.send(start_options(&args)?)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        (Some(Action::Dump), _) => {
-            let mut o = vec!["dump".to_string()];
-            o.extend(output_options(&args)?);
-            print(&session.send(o)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        (Some(Action::Stop), _) => {
-            let mut o = vec!["stop".to_string()];
-            o.extend(output_options(&args)?);
-            print(&session.send(o)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        (None, Some(d)) => profile_for(&mut session, &args, wall(d)),
+    for l in session.send(options)? {
+        println!("{l}");
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Starts, waits (with progress on a terminal; Ctrl-C stops early), stops and writes.
