@@ -35,6 +35,7 @@ const ARG_COUNT: usize = 3;
 pub fn execute(target: &Target, command: &str, args: &[&str], timeout: Duration) -> Result<Reply, AttachError> {
     let deadline = Deadline { end: Instant::now() + timeout, total: timeout };
     let request = encode_request(command, args)?;
+    remove_foreign_stale_socket(target);
     let _as_target = creds::assume(target)?;
     let conn = connect(target, &deadline)?;
     conn.send_all(&request, &deadline, target, command)?;
@@ -121,6 +122,33 @@ fn connect(target: &Target, deadline: &Deadline) -> Result<Conn, AttachError> {
         .ok_or_else(|| AttachError::Protocol(format!("JVM {} created {} but refuses connections on it", target.pid, in_target(target, &sock))))
 }
 
+/// Removes a socket at the listener's path that belongs to another user
+/// than the JVM's, if nobody listens on it: a stale one left by an earlier
+/// process with the same pid. The JVM cannot replace it (the sticky /tmp
+/// does not let it), so its attach mechanism would stay broken. Runs as
+/// ourselves (root can probe and remove it; others leave it, and
+/// `socket_present` then explains).
+fn remove_foreign_stale_socket(target: &Target) {
+    let sock = target.socket_path();
+    let Ok(m) = std::fs::symlink_metadata(&sock) else { return };
+    if !m.file_type().is_socket() || m.uid() == target.uid {
+        return;
+    }
+    let Ok((addr, len)) = sockaddr(&sock) else { return };
+    // SAFETY: socket takes constants by value and returns a new fd or -1.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: a descriptor we just created and own alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: addr is a valid sockaddr_un of length len that outlives the call.
+    let r = unsafe { libc::connect(fd.as_raw_fd(), &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) };
+    if r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ECONNREFUSED) {
+        let _ = std::fs::remove_file(&sock);
+    }
+}
+
 /// `path` (under `/proc/<pid>/root`) as the target names it, for messages.
 fn in_target(target: &Target, path: &Path) -> String {
     match path.strip_prefix(&target.root) {
@@ -159,7 +187,6 @@ fn start_listener(target: &Target, sock: &Path, deadline: &Deadline) -> Result<(
     }
     // Before touching its directories: will it survive the signal?
     sigquit_when_caught(target, deadline, false)?;
-    let started = Instant::now();
     let _trigger = TriggerFile::create(target)?;
     send_sigquit(target, deadline)?;
     let mut resent = false;
@@ -181,7 +208,7 @@ fn start_listener(target: &Target, sock: &Path, deadline: &Deadline) -> Result<(
         };
         // Like the JDK's own attacher, signal once more half-way: the first
         // signal may have arrived while the JVM was not ready for it.
-        if !resent && started.elapsed() >= deadline.total / 2 {
+        if !resent && left <= deadline.total / 2 {
             send_sigquit(target, deadline)?;
             resent = true;
         }
