@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
-use oxprof_profile::units::{parse_duration_ns, parse_size_bytes, parse_wall_duration_ns};
+use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, parse_wall, start_options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -72,53 +73,13 @@ pub struct AttachArgs {
     pub timeout: String,
 }
 
-fn parse_interval(s: &str) -> Result<String, String> {
-    parse_duration_ns(s).map(|_| s.to_string())
-}
-
-fn parse_size(s: &str) -> Result<String, String> {
-    parse_size_bytes(s).map(|_| s.to_string())
-}
-
-fn parse_wall(s: &str) -> Result<String, String> {
-    parse_wall_duration_ns(s).map(|_| s.to_string())
-}
-
 fn wall(s: &str) -> Duration {
     Duration::from_nanos(parse_wall_duration_ns(s).unwrap_or(10_000_000_000))
 }
 
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
-    }
-}
-
-fn no_comma(what: &str, v: &str) -> Result<(), String> {
-    if v.contains(',') {
-        Err(format!("the {what} must not contain a comma ('{v}'): agent options are comma-separated"))
-    } else {
-        Ok(())
-    }
-}
-
 /// Agent options for starting a recording.
-fn start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
-    let mut opts = vec!["start".to_string()];
-    match (&args.event, &args.alloc) {
-        (Some(e), _) => opts.push(format!("event={e}")),
-        (None, None) => opts.push("event=cpu".into()),
-        (None, Some(_)) => {}
-    }
-    if let Some(s) = &args.alloc {
-        opts.push(format!("alloc={s}"));
-    }
-    if let Some(g) = &args.alloc_threads {
-        no_comma("thread pattern", g)?;
-        opts.push(format!("alloc_threads={g}"));
-    }
+fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
+    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
     if let Some(i) = &args.interval {
         opts.push(format!("interval={i}"));
     }
@@ -205,7 +166,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
     // Decide what to send before touching the JVM.
     let options = match args.action {
         Some(Action::Status) => vec!["status".to_string()],
-        Some(Action::Start) => start_options(&args)?,
+        Some(Action::Start) => attach_start_options(&args)?,
         Some(action @ (Action::Dump | Action::Stop)) => {
             let mut o = vec![if action == Action::Dump { "dump" } else { "stop" }.to_string()];
             o.extend(output_options(&args)?);
@@ -226,7 +187,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
 
 /// Starts, waits (with progress on a terminal; Ctrl-C stops early), stops and writes.
 fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> Result<ExitCode, String> {
-    let mut opts = start_options(args)?;
+    let mut opts = attach_start_options(args)?;
     if args.output.is_none() {
         opts.push(format!("file={}", absolute(Path::new("profile.html")).display()));
     }

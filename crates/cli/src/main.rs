@@ -5,6 +5,7 @@
 //! demo program. Each lives in its own module.
 
 mod agent;
+mod agent_opts;
 mod attach;
 mod demo;
 mod record;

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use oxprof_profile::units::{parse_duration_ns, parse_size_bytes};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, start_options};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -58,36 +58,11 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-fn parse_interval(s: &str) -> Result<String, String> {
-    parse_duration_ns(s).map(|_| s.to_string())
-}
-
-fn parse_size(s: &str) -> Result<String, String> {
-    parse_size_bytes(s).map(|_| s.to_string())
-}
-
 /// The agent option string for these arguments.
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
-    for (name, value) in [("output", output.to_string_lossy()), ("title", args.title.as_deref().unwrap_or("").into())] {
-        if value.contains(',') {
-            return Err(format!("the {name} must not contain a comma ('{value}'): agent options are comma-separated"));
-        }
-    }
-    let mut opts = vec!["start".to_string()];
-    match (&args.event, &args.alloc) {
-        (Some(e), _) => opts.push(format!("event={e}")),
-        (None, None) => opts.push("event=cpu".into()),
-        (None, Some(_)) => {}
-    }
-    if let Some(size) = &args.alloc {
-        opts.push(format!("alloc={size}"));
-    }
-    if let Some(glob) = &args.alloc_threads {
-        if glob.contains(',') {
-            return Err(format!("the thread pattern must not contain a comma ('{glob}'): agent options are comma-separated"));
-        }
-        opts.push(format!("alloc_threads={glob}"));
-    }
+    no_comma("output", &output.to_string_lossy())?;
+    no_comma("title", args.title.as_deref().unwrap_or(""))?;
+    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
     if args.total {
         opts.push("total".into());
     }
@@ -120,14 +95,6 @@ pub fn java_command(command: &[String], agent_path: &Path, options: &str) -> Res
     cmd.arg(format!("-agentpath:{}={}", agent_path.display(), options));
     cmd.args(rest);
     Ok(cmd)
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
-    }
 }
 
 struct TempFiles {
