@@ -231,10 +231,6 @@ impl AllocSampler {
         }
     }
 
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
-    }
-
     /// Whether the callback must drop this thread's samples (filter applied
     /// in the callback); decided once per thread and recording.
     fn filtered_out(&self, jvmti: Jvmti, thread: jthread) -> bool {
@@ -330,15 +326,9 @@ impl AllocSampler {
         lock(&self.classes).names.get(id).cloned().unwrap_or_else(|| "[unknown class]".into())
     }
 
-    pub fn stats(&self) -> AllocStats {
-        let Some(store) = self.store.get() else { return AllocStats::default() };
-        let traces = store.snapshot();
-        AllocStats {
-            samples: traces.iter().map(|t| t.samples).sum(),
-            estimated_bytes: traces.iter().map(|t| t.total).sum(),
-            dropped: store.stats().dropped,
-            callback_ns: self.callback_ns.load(Ordering::Relaxed) / self.callbacks.load(Ordering::Relaxed).max(1),
-        }
+    /// Mean time of one SampledObjectAlloc callback so far, in nanoseconds.
+    pub fn callback_ns_mean(&self) -> u64 {
+        self.callback_ns.load(Ordering::Relaxed) / self.callbacks.load(Ordering::Relaxed).max(1)
     }
 }
 

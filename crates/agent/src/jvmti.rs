@@ -189,14 +189,6 @@ impl Jvmti {
         Ok(class)
     }
 
-    /// The line number table as (start bci, line) pairs.
-    pub fn line_numbers(self, method: jmethodID) -> JvmtiResult<Vec<(i64, i32)>> {
-        let mut n: jint = 0;
-        let mut p: *mut jvmtiLineNumberEntry = ptr::null_mut();
-        check(jvmti_call!(self.0, GetLineNumberTable, method, &mut n, &mut p))?;
-        Ok(self.take_array(p, n).into_iter().map(|e| (e.start_location, e.line_number)).collect())
-    }
-
     /// A thread's name (empty when it cannot be read).
     pub fn thread_name(self, thread: jthread) -> String {
         // SAFETY: jvmtiThreadInfo is plain data; all-zero is valid.
@@ -245,12 +237,6 @@ impl Jvmti {
         let mut v: jint = 0;
         let _ = jvmti_call!(self.0, GetVersionNumber, &mut v);
         ((v as u32) >> 16) & 0x0FFF
-    }
-
-    pub fn phase(self) -> jvmtiPhase {
-        let mut phase: jvmtiPhase = 0;
-        let _ = jvmti_call!(self.0, GetPhase, &mut phase);
-        phase
     }
 }
 

@@ -11,7 +11,7 @@ use jvmti_sys::asgct::{ticks, AsyncGetCallTraceFn, BCI_NATIVE_FRAME};
 use jvmti_sys::{jmethodID, JavaVM};
 use oxprof_profile::{Frame, FrameKind, Meta, Profile};
 
-use crate::alloc::{AllocSampler, MARK_ALLOC_CLASS};
+use crate::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
@@ -137,10 +137,6 @@ impl Profiler {
     pub fn with_recording<T>(&self, f: impl FnOnce(Option<&Recording>) -> T) -> T {
         let rec = self.lock();
         f(rec.as_ref())
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.lock().is_some()
     }
 
     /// Starts a recording. Returns one line per part started, for the log.
@@ -276,8 +272,7 @@ impl Profiler {
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
         }
         if let Some(interval) = rec.alloc {
-            let profile = self.build_alloc(rec, interval, symbols, jvmti, jni);
-            let st = self.alloc.stats();
+            let (profile, st) = self.build_alloc(rec, interval, symbols, jvmti, jni);
             let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={}", st.samples, st.estimated_bytes, st.dropped, st.callback_ns);
             out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line });
         }
@@ -297,13 +292,14 @@ impl Profiler {
         }
     }
 
-    fn build_alloc(&self, rec: &Recording, interval: u64, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Profile {
-        let Some(store) = self.alloc.stored() else { return Profile::default() };
+    fn build_alloc(&self, rec: &Recording, interval: u64, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, AllocStats) {
+        let Some(store) = self.alloc.stored() else { return (Profile::default(), AllocStats::default()) };
         let mut profile = Profile::new(Self::meta(rec, "Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
         let mut frames = Vec::new();
-        let mut samples = 0;
+        let mut st = AllocStats { dropped: store.stats().dropped, callback_ns: self.alloc.callback_ns_mean(), ..AllocStats::default() };
         for t in store.snapshot() {
-            samples += t.samples;
+            st.samples += t.samples;
+            st.estimated_bytes += t.total;
             frames.clear();
             if rec.config.threads && t.tid != 0 {
                 frames.push(self.thread_root(t.tid));
@@ -321,10 +317,10 @@ impl Profiler {
             profile.add_frames(frames.drain(..), t.samples, t.total);
         }
         let m = &mut profile.meta;
-        m.extra.push(("samples".into(), samples.to_string()));
+        m.extra.push(("samples".into(), st.samples.to_string()));
         m.extra.push(("mean interval".into(), format!("{interval} bytes")));
-        m.extra.push(("dropped".into(), store.stats().dropped.to_string()));
-        profile
+        m.extra.push(("dropped".into(), st.dropped.to_string()));
+        (profile, st)
     }
 
     fn thread_root(&self, tid: u32) -> Frame {

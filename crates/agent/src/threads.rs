@@ -180,8 +180,4 @@ impl Threads {
         inner.engine = None;
         inner.timers.clear();
     }
-
-    pub fn sampled_threads(&self) -> usize {
-        self.lock().timers.len()
-    }
 }
