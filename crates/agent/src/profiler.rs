@@ -17,7 +17,7 @@ use crate::jvmti::{Jni, Jvmti};
 use crate::log;
 use crate::options::{Config, Event};
 use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
-use crate::store::{SampleStore, StoredTrace};
+use crate::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
 use crate::threads::Threads;
 
@@ -333,6 +333,25 @@ impl Profiler {
         Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
     }
 
+    /// Turns one stored frame into a model frame (see [`RawFrame`]'s encoding).
+    fn frame(&self, f: &RawFrame, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+        match f.bci {
+            RawFrame::NATIVE_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Native),
+            RawFrame::KERNEL_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Kernel),
+            BCI_NATIVE_FRAME => self.java_frame(f.method, true, symbols, jvmti, jni),
+            _ => {
+                let mut frame = self.java_frame(f.method, false, symbols, jvmti, jni);
+                frame.kind = match f.java_type() {
+                    JavaFrameType::Unknown => FrameKind::Java,
+                    JavaFrameType::Interpreted => FrameKind::Interpreted,
+                    JavaFrameType::Compiled => FrameKind::Jit,
+                    JavaFrameType::Inlined => FrameKind::Inlined,
+                };
+                frame
+            }
+        }
+    }
+
     fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
@@ -399,7 +418,7 @@ impl Profiler {
                     out.push(thread_root(t.tid));
                 }
                 for f in t.frames.iter().rev() {
-                    out.push(self.java_frame(f.method, f.bci == BCI_NATIVE_FRAME, symbols, jvmti, jni));
+                    out.push(self.frame(f, symbols, jvmti, jni));
                 }
             }
         }

@@ -18,11 +18,79 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// One raw frame as the walker produced it: `bci` (or a marker code) and the
 /// `jmethodID` (or 0 for synthetic frames).
+///
+/// The layout is AsyncGetCallTrace's `ASGCT_CallFrame`, so the walker can
+/// write straight into frame buffers. The `bci` word also carries what kind
+/// of frame it is:
+/// - `bci >= 0`: a Java frame. Bits 0..24 are the bytecode index, bits 24..31
+///   the [`JavaFrameType`] (0 = unknown, as plain AsyncGetCallTrace gives).
+/// - `bci == -3` (`BCI_NATIVE_FRAME`): a Java `native` method.
+/// - [`RawFrame::NATIVE_PC`]: a native (C/C++) code address in `method`.
+/// - [`RawFrame::KERNEL_PC`]: a kernel code address in `method`.
+/// - other small values with `method == 0`: one-frame marker stacks (failed
+///   walk codes and the `MARK_*` constants).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawFrame {
     pub bci: i32,
     pub method: usize,
+}
+
+/// How a Java frame was executing, when the walker knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum JavaFrameType {
+    Unknown = 0,
+    Interpreted = 1,
+    Compiled = 2,
+    Inlined = 3,
+}
+
+impl RawFrame {
+    /// `bci` marker: `method` is a native code address (user space).
+    pub const NATIVE_PC: i32 = -0x100;
+    /// `bci` marker: `method` is a kernel code address.
+    pub const KERNEL_PC: i32 = -0x101;
+    const BCI_MASK: i32 = 0x00ff_ffff;
+
+    /// A Java frame with a known frame type. Negative `bci`s (native
+    /// methods, unknown positions) are kept as they are.
+    pub fn java(method: usize, bci: i32, ty: JavaFrameType) -> RawFrame {
+        let bci = if bci >= 0 { (bci & Self::BCI_MASK) | ((ty as i32) << 24) } else { bci };
+        RawFrame { bci, method }
+    }
+
+    /// Sets the frame type of a Java frame in place (no-op for other frames).
+    pub fn set_type(&mut self, ty: JavaFrameType) {
+        if self.bci >= 0 {
+            self.bci = (self.bci & Self::BCI_MASK) | ((ty as i32) << 24);
+        }
+    }
+
+    /// The bytecode index of a Java frame (negative values pass through).
+    pub fn java_bci(&self) -> i32 {
+        if self.bci >= 0 { self.bci & Self::BCI_MASK } else { self.bci }
+    }
+
+    /// The frame type of a Java frame.
+    pub fn java_type(&self) -> JavaFrameType {
+        match if self.bci >= 0 { self.bci >> 24 } else { 0 } {
+            1 => JavaFrameType::Interpreted,
+            2 => JavaFrameType::Compiled,
+            3 => JavaFrameType::Inlined,
+            _ => JavaFrameType::Unknown,
+        }
+    }
+
+    /// A native code address frame.
+    pub fn native_pc(pc: usize) -> RawFrame {
+        RawFrame { bci: Self::NATIVE_PC, method: pc }
+    }
+
+    /// A kernel code address frame.
+    pub fn kernel_pc(pc: usize) -> RawFrame {
+        RawFrame { bci: Self::KERNEL_PC, method: pc }
+    }
 }
 
 const EMPTY: u32 = 0;
@@ -317,6 +385,18 @@ mod tests {
 
     fn f(bci: i32, method: usize) -> RawFrame {
         RawFrame { bci, method }
+    }
+
+    #[test]
+    fn frame_type_encoding_round_trips() {
+        let mut f = RawFrame::java(0x1000, 1234, JavaFrameType::Inlined);
+        assert_eq!((f.java_bci(), f.java_type(), f.method), (1234, JavaFrameType::Inlined, 0x1000));
+        f.set_type(JavaFrameType::Interpreted);
+        assert_eq!((f.java_bci(), f.java_type()), (1234, JavaFrameType::Interpreted));
+        let n = RawFrame::java(0x1000, -3, JavaFrameType::Compiled);
+        assert_eq!((n.bci, n.java_type()), (-3, JavaFrameType::Unknown));
+        assert_eq!(RawFrame::native_pc(7).bci, RawFrame::NATIVE_PC);
+        assert_eq!(RawFrame::kernel_pc(7).bci, RawFrame::KERNEL_PC);
     }
 
     #[test]
