@@ -105,6 +105,7 @@ pub struct AllocSampler {
     store: OnceLock<&'static SampleStore>,
     running: AtomicBool,
     interval: AtomicU64,
+    started_once: AtomicBool,
     depth: AtomicUsize,
     per_thread: AtomicBool,
     tagging: AtomicBool,
@@ -147,6 +148,11 @@ impl AllocSampler {
         self.interval.load(Ordering::Relaxed)
     }
 
+    /// The interval of the last recording started in this JVM, if any.
+    pub fn last_interval(&self) -> Option<u64> {
+        self.started_once.load(Ordering::Relaxed).then(|| self.interval())
+    }
+
     /// Starts sampling. `can_tag` says whether class objects may be tagged
     /// (a fast class lookup); without it the class signature is read each time.
     pub fn start(&self, jvmti: Jvmti, jni: Jni, interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
@@ -155,6 +161,7 @@ impl AllocSampler {
         jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
         store.reset();
         self.interval.store(interval, Ordering::Relaxed);
+        self.started_once.store(true, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.tagging.store(can_tag, Ordering::Relaxed);

@@ -140,10 +140,13 @@ impl Profiler {
     }
 
     /// Starts a recording. Returns one line per part started, for the log.
-    pub fn start(&'static self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
+    pub fn start(&'static self, mut config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
             return Err("profiling is already running; stop it first".into());
+        }
+        if let (Some(_), false, Some(last)) = (config.alloc, config.alloc_interval_given, self.alloc.last_interval()) {
+            config.alloc = Some(last);
         }
         let mut lines = Vec::new();
         let cpu = match config.cpu {
