@@ -234,7 +234,7 @@ mod tests {
     fn allocation_flags() {
         let a = args(&["--alloc", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,alloc=512k,interval="), "{o}");
+        assert!(o.starts_with("start,alloc,interval="), "{o}");
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
