@@ -290,7 +290,10 @@ impl AllocSampler {
             let n = jvmti.own_stack_trace(info).unwrap_or(0);
             raw.clear();
             raw.push(RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize });
-            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: f.location.clamp(-1, i32::MAX as jlong) as i32, method: f.method as usize }));
+            // GetStackTrace marks native methods with -1, AsyncGetCallTrace
+            // (and so the stored encoding) with -3.
+            let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
+            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: bci(f.location), method: f.method as usize }));
             store.record(tid_key, raw, weight);
         });
         if recorded.is_err() {

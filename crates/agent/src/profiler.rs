@@ -312,7 +312,7 @@ impl Profiler {
                 _ => (None, &t.frames[..]),
             };
             for f in stack.iter().rev() {
-                frames.push(self.java_frame(f.method, f.bci == -1, symbols, jvmti, jni));
+                frames.push(self.frame(f, symbols, jvmti, jni));
             }
             if let Some(id) = class {
                 frames.push(Frame::new(self.alloc.class_name(id), FrameKind::Alloc));
