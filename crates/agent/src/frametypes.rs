@@ -30,26 +30,50 @@ fn method_of(f: &RawFrame) -> usize {
 }
 
 /// Sets the type of each frame of `frames` (AsyncGetCallTrace's, leaf
-/// first) that the physical walk accounts for. Returns how many were typed.
+/// first) that the physical walk accounts for. Returns the index after the
+/// last frame it could align.
 pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame]) -> usize {
     let (start, stack) = JavaStack::new(l, thread, regs);
     if start != Start::Frames {
         return 0;
     }
+    align(stack, frames, method_of)
+}
+
+/// The alignment itself, over any physical frames (`method_of` gives a
+/// stored frame's `Method*`).
+fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> usize {
     let mut i = 0;
-    for phys in stack {
+    for (n, phys) in stack.enumerate() {
+        // The interrupted frame may be half built (a method's entry or exit)
+        // and seen differently by AsyncGetCallTrace: at the top only, a
+        // physical frame that matches nothing is skipped, and an interpreted
+        // one may match the second Java frame, leaving the first unknown.
+        let first = n == 0;
         match phys {
             PhysFrame::Interpreted { method, .. } => {
-                let Some(f) = frames.get_mut(i) else { break };
-                if method_of(f) != method {
+                let at = if frames.get(i).is_some_and(|f| method_of(f) == method) {
+                    i
+                } else if first && frames.get(i + 1).is_some_and(|f| method_of(f) == method) {
+                    i + 1
+                } else if first {
+                    continue;
+                } else {
                     break;
+                };
+                if let Some(f) = frames.get_mut(at) {
+                    f.set_type(JavaFrameType::Interpreted);
                 }
-                f.set_type(JavaFrameType::Interpreted);
-                i += 1;
+                i = at + 1;
             }
             PhysFrame::Compiled { method } => {
                 let end = frames.len().min(i + MAX_INLINE);
-                let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else { break };
+                let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
+                    if first {
+                        continue;
+                    }
+                    break;
+                };
                 for (k, f) in frames.iter_mut().enumerate().skip(i).take(own + 1) {
                     f.set_type(if k == i + own { JavaFrameType::Compiled } else { JavaFrameType::Inlined });
                 }
@@ -67,5 +91,62 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
 pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame]) {
     if let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) {
         annotate(l, l.thread(env), regs, frames);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use JavaFrameType::*;
+
+    /// Stored frames with fake jmethodIDs; the fake Method* is id * 10.
+    fn frames(ids: &[usize]) -> Vec<RawFrame> {
+        ids.iter().map(|&m| RawFrame { bci: 5, method: m }).collect()
+    }
+
+    fn types(f: &[RawFrame]) -> Vec<JavaFrameType> {
+        f.iter().map(|f| f.java_type()).collect()
+    }
+
+    fn run(phys: &[PhysFrame], ids: &[usize]) -> Vec<JavaFrameType> {
+        let mut f = frames(ids);
+        align(phys.iter().copied(), &mut f, |f| f.method * 10);
+        assert!(f.iter().all(|f| f.java_bci() == 5), "bci kept");
+        types(&f)
+    }
+
+    const fn interp(m: usize) -> PhysFrame {
+        PhysFrame::Interpreted { method: m * 10, bcp: 0 }
+    }
+
+    const fn comp(m: usize) -> PhysFrame {
+        PhysFrame::Compiled { method: m * 10 }
+    }
+
+    #[test]
+    fn compiled_frames_claim_their_inlined_callees() {
+        // leaf first: 1 and 2 inlined into 3 (compiled), 4 interpreted
+        assert_eq!(run(&[comp(3), interp(4)], &[1, 2, 3, 4]), [Inlined, Inlined, Compiled, Interpreted]);
+        assert_eq!(run(&[interp(1), comp(2), comp(3)], &[1, 2, 3]), [Interpreted, Compiled, Compiled]);
+    }
+
+    #[test]
+    fn a_mismatch_leaves_the_rest_unknown() {
+        assert_eq!(run(&[interp(1), interp(9), interp(3)], &[1, 2, 3]), [Interpreted, Unknown, Unknown]);
+        assert_eq!(run(&[interp(1), comp(9)], &[1, 2, 3]), [Interpreted, Unknown, Unknown]);
+    }
+
+    #[test]
+    fn a_half_built_top_frame_is_skipped() {
+        // the top physical frame is not among the Java frames
+        assert_eq!(run(&[comp(7), interp(1), comp(2)], &[1, 2]), [Interpreted, Compiled]);
+        // the top Java frame has no physical frame yet
+        assert_eq!(run(&[interp(2), interp(3)], &[1, 2, 3]), [Unknown, Interpreted, Interpreted]);
+    }
+
+    #[test]
+    fn more_physical_frames_than_stored_ones_stop_cleanly() {
+        assert_eq!(run(&[interp(1), interp(2), interp(3)], &[1, 2]), [Interpreted, Interpreted]);
+        assert_eq!(run(&[], &[1]), [Unknown]);
     }
 }

@@ -20,6 +20,7 @@ use crate::vmstructs::VmStructs;
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
 const THREAD_IN_NATIVE: i32 = 4;
+const THREAD_IN_VM: i32 = 6;
 
 /// Interpreter frame slots, in words from `rbp`, on x86_64 (frame_x86.hpp;
 /// the same on JDK 11–25 and not in the structure table).
@@ -28,6 +29,8 @@ const INTERP_METHOD: isize = -3;
 const INTERP_BCP: isize = -8;
 
 const MAX_HEAPS: usize = 8;
+/// Bytes of a code blob's header that lookups may read.
+const HEADER: usize = 256;
 
 /// Where a code blob's first instruction is recorded.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +138,7 @@ impl Layout {
     fn from_vm_structs(vs: &VmStructs, env: usize) -> Result<Layout, String> {
         let off = |t: &str, f: &str| need(vs.field(t, f).filter(|x| !x.is_static).map(|x| x.offset as usize), &format!("{t}::{f}"));
         let stat = |t: &str, f: &str| need(vs.static_word(t, f), &format!("{t}::{f}"));
-        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE)] {
+        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM)] {
             if vs.int_constant(name).is_some_and(|v| v != want as i64) {
                 return Err(format!("unexpected value of {name}"));
             }
@@ -194,6 +197,15 @@ impl Layout {
             pool_holder: off("ConstantPool", "_pool_holder")?,
             jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
         };
+        // find_blob reads blob headers only within their first HEADER bytes.
+        let header_fields = [l.blob_frame_size, l.blob_frame_complete, l.nmethod_method];
+        let extra = match (l.code_bounds, l.nmethod_test) {
+            (CodeBounds::Pointers { begin, end }, NmethodTest::Kind { offset, .. } | NmethodTest::Name { offset }) => [begin, end, offset],
+            (CodeBounds::Offsets { begin, end }, NmethodTest::Kind { offset, .. } | NmethodTest::Name { offset }) => [begin, end, offset],
+        };
+        if header_fields.iter().chain(extra.iter()).any(|&o| o + 8 > HEADER) {
+            return Err("code blob fields beyond the expected header".into());
+        }
         let heaps = stat("CodeCache", "_heaps")?;
         let count = safemem::read_word(heaps + growable_len).map(|w| w as u32 as usize).unwrap_or(0);
         let data = safemem::read_word(heaps + growable_data).unwrap_or(0);
@@ -216,9 +228,9 @@ impl Layout {
         Ok(l)
     }
 
-    /// Finds where the `JNIEnv` sits inside `JavaThread`: the one offset at
-    /// which the candidate thread's stack bounds contain our own stack and
-    /// its state is "in native" (we are in a JVMTI callback).
+    /// Finds where the `JNIEnv` sits inside `JavaThread` (not in the
+    /// structure table): the offset at which the candidate thread's stack
+    /// bounds contain our own stack and its state is "in native" or "in VM".
     fn find_env_offset(&self, env: usize) -> Result<usize, String> {
         let local = 0u8;
         let here = &local as *const u8 as usize;
@@ -229,7 +241,9 @@ impl Layout {
             else {
                 continue;
             };
-            if base > here && size < (1 << 32) && base.saturating_sub(size) < here && state as u32 as i32 == THREAD_IN_NATIVE {
+            // JVMTI callbacks run "in native"; an attach may run "in VM".
+            let state = state as u32 as i32;
+            if base > here && size < (1 << 32) && base.saturating_sub(size) < here && (state == THREAD_IN_NATIVE || state == THREAD_IN_VM) {
                 return Ok(off);
             }
         }
@@ -317,7 +331,7 @@ impl Layout {
         }
         let block = low + (seg << log2);
         let blob = block + self.block_size;
-        let header_end = blob + 256;
+        let header_end = blob + HEADER;
         if header_end > high {
             return None;
         }
