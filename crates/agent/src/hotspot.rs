@@ -83,6 +83,9 @@ pub struct Layout {
     interp_low: usize,
     interp_high: usize,
     call_stub_return: usize,
+    /// Entry frames: the `JavaCallWrapper*` slot (words from `rbp`) and the
+    /// offsets of its anchor's sp, fp, pc. `None`: walks end at entry frames.
+    entry: Option<(isize, [usize; 3])>,
 
     method_const: usize,
     /// `Method::_access_flags`, where exported (not on JDK 25).
@@ -188,6 +191,10 @@ impl Layout {
             interp_low: 0,
             interp_high: 0,
             call_stub_return: stat("StubRoutines", "_call_stub_return_address")?,
+            entry: match (vs.int_constant("frame::entry_frame_call_wrapper_offset"), off("JavaCallWrapper", "_anchor")) {
+                (Some(slot), Ok(a)) => Some((slot as isize, [a + off("JavaFrameAnchor", "_last_Java_sp")?, a + off("JavaFrameAnchor", "_last_Java_fp")?, a + off("JavaFrameAnchor", "_last_Java_pc")?])),
+                _ => None,
+            },
             method_const: off("Method", "_constMethod")?,
             method_flags: off("Method", "_access_flags").ok(),
             const_constants: off("ConstMethod", "_constants")?,
@@ -390,6 +397,13 @@ impl Layout {
                 false
             }
         }
+    }
+
+    /// Where an entry frame with frame pointer `fp` keeps its
+    /// `JavaCallWrapper*`, and the offsets of the wrapper's anchor (sp, fp,
+    /// pc): the Java frames that called into the VM before it called Java.
+    pub fn entry_frame(&self, fp: usize) -> Option<(usize, [usize; 3])> {
+        self.entry.map(|(slot, anchor)| (fp.wrapping_add_signed(slot * 8), anchor))
     }
 
     /// The `Method*` an interpreted frame with frame pointer `fp` runs.

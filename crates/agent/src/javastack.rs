@@ -10,6 +10,9 @@
 //! - stubs and adapters (other code blobs): stepped over the same way, and
 //!   not reported.
 //!
+//! Entry frames (the VM calling Java, e.g. to load a class) are crossed
+//! through the saved anchor of their call wrapper, as HotSpot does.
+//!
 //! The walk starts like AsyncGetCallTrace's: from the anchor when the thread
 //! is outside Java (in the VM or in native code), else from the interrupted
 //! registers. Every stack word read is inside [start sp − 8, stack base) of
@@ -93,7 +96,7 @@ impl<'a> JavaStack<'a> {
         } else {
             Start::NoJavaFrame
         };
-        let bad = w.sp < stack_low || w.sp >= hi || w.sp % 8 != 0 || w.pc == 0;
+        let bad = w.sp < stack_low || w.sp >= hi || !w.sp.is_multiple_of(8) || w.pc == 0;
         if start == Start::Frames && bad {
             return (Start::Unknown, w);
         }
@@ -102,7 +105,7 @@ impl<'a> JavaStack<'a> {
 
     /// A stack word of this thread, if inside the readable range.
     fn word(&self, addr: usize) -> Option<usize> {
-        if addr < self.lo || addr.checked_add(8)? > self.hi || addr % 8 != 0 {
+        if addr < self.lo || addr.checked_add(8)? > self.hi || !addr.is_multiple_of(8) {
             return None;
         }
         // SAFETY: [lo, hi) is the live part of the current thread's own stack
@@ -151,10 +154,24 @@ impl<'a> JavaStack<'a> {
         }
     }
 
+    /// Steps over an entry frame (the VM calling Java) to the Java frames
+    /// that called into the VM, through the call wrapper's saved anchor. The
+    /// wrapper is a C++ object on this same stack.
+    fn cross_entry_frame(&mut self) -> bool {
+        let Some((slot, [o_sp, o_fp, o_pc])) = self.l.entry_frame(self.fp) else { return false };
+        let Some(wrapper) = self.word(slot).filter(|&w| w > self.sp && w < self.hi) else { return false };
+        let (Some(sp), Some(fp), Some(pc)) = (self.word(wrapper + o_sp), self.word(wrapper + o_fp), self.word(wrapper + o_pc)) else { return false };
+        if sp == 0 {
+            return false; // no Java frame below: the thread's first Java call
+        }
+        let pc = if pc != 0 { pc } else { self.word(sp.wrapping_sub(8)).unwrap_or(0) };
+        self.step_to(pc, sp, fp)
+    }
+
     /// Steps over an interpreted frame; returns its Method* and bcp.
     fn unwind_interpreted(&mut self) -> Option<PhysFrame> {
         let fp = self.fp;
-        if fp < self.sp || fp % 8 != 0 {
+        if fp < self.sp || !fp.is_multiple_of(8) {
             return None;
         }
         let method = self.word(Layout::interpreted_method_slot(fp))?;
@@ -178,7 +195,12 @@ impl Iterator for JavaStack<'_> {
             self.steps += 1;
             let pc = self.pc;
             if self.l.is_call_stub_return(pc) {
-                return None; // below is the VM that called Java
+                // Below is the VM that called Java; it may itself have been
+                // called from Java.
+                if self.cross_entry_frame() {
+                    continue;
+                }
+                return None;
             }
             if self.l.in_interpreter(pc) {
                 return self.unwind_interpreted();
