@@ -52,6 +52,22 @@ fn check_frame_types(java: &Path, classes: &Path, out: &Path) {
     assert!(untyped * 50 <= main, "{who}: main without a type in {untyped} of {main} samples");
 }
 
+/// Runs Upcall (hot code in a static initializer, which the VM calls on
+/// behalf of main): the walk crosses the VM's entry frame, so main is typed.
+fn check_upcall(java: &Path, classes: &Path, out: &Path) {
+    let o = Command::new(java)
+        .arg(format!("-agentpath:{}=start,interval=1ms,ann,file={}", agent().display(), out.display()))
+        .args(["-Dseconds=1.5", "-cp", classes.to_str().unwrap(), "Upcall"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
+    let s = read_collapsed(out);
+    let work = any_type(&s, "Upcall$Holder.work");
+    let typed_main: u64 = s.iter().filter(|(st, _)| st.iter().any(|f| f.starts_with("Upcall$Holder.work")) && st.first().is_some_and(|f| f == "Upcall.main_[0]")).map(|(_, n)| n).sum();
+    assert!(work >= 200, "{}: only {work} samples in the static initializer's work", java.display());
+    assert!(typed_main * 10 >= work * 9, "{}: main typed under {typed_main} of {work} samples: {s:?}", java.display());
+}
+
 /// Runs VmHeavy under -Xint (its CPU goes to allocations the VM performs,
 /// where AsyncGetCallTrace cannot walk) with and without the own walk;
 /// returns (failed_pct plain, failed_pct with the walk).
@@ -79,14 +95,16 @@ fn check_own_walk(java: &Path, classes: &Path, out: &Path) -> (f64, f64) {
 }
 
 fn compiled(s: &Scratch) -> PathBuf {
-    compile(&s.0, &["FrameTypes.java", "VmHeavy.java"]);
+    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java"]);
     s.0.clone()
 }
 
 #[test]
 fn frame_types_are_told_apart() {
     let s = Scratch::new("frametypes");
-    check_frame_types(&java(), &compiled(&s), &s.path("ft.collapsed"));
+    let classes = compiled(&s);
+    check_frame_types(&java(), &classes, &s.path("ft.collapsed"));
+    check_upcall(&java(), &classes, &s.path("up.collapsed"));
 }
 
 #[test]
@@ -106,6 +124,7 @@ fn frame_types_and_own_walk_on_every_supported_jdk() {
         let java = home.join("bin/java");
         assert!(java.is_file(), "{} has no bin/java", home.display());
         check_frame_types(&java, &classes, &s.path("ft.collapsed"));
+        check_upcall(&java, &classes, &s.path("up.collapsed"));
         let (plain, own) = check_own_walk(&java, &classes, &s.path("vm.collapsed"));
         eprintln!("{}: failed walks {plain}% plain, {own}% with the own walk", home.display());
     }
