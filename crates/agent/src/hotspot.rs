@@ -19,6 +19,7 @@ use crate::vmstructs::VmStructs;
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
+pub const THREAD_IN_JAVA_TRANS: i32 = 9;
 const THREAD_IN_NATIVE: i32 = 4;
 const THREAD_IN_VM: i32 = 6;
 
@@ -141,7 +142,7 @@ impl Layout {
     fn from_vm_structs(vs: &VmStructs, env: usize) -> Result<Layout, String> {
         let off = |t: &str, f: &str| need(vs.field(t, f).filter(|x| !x.is_static).map(|x| x.offset as usize), &format!("{t}::{f}"));
         let stat = |t: &str, f: &str| need(vs.static_word(t, f), &format!("{t}::{f}"));
-        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM)] {
+        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM), ("_thread_in_Java_trans", THREAD_IN_JAVA_TRANS)] {
             if vs.int_constant(name).is_some_and(|v| v != want as i64) {
                 return Err(format!("unexpected value of {name}"));
             }
@@ -372,7 +373,7 @@ impl Layout {
         let method = if self.is_nmethod(blob, &word) { word(self.nmethod_method) } else { 0 };
         Some(Blob {
             frame_bytes: if (0..1 << 20).contains(&frame_words) { frame_words as usize * 8 } else { 0 },
-            frame_complete: if complete >= 0 { code_begin + complete as usize } else { code_begin },
+            frame_complete: if complete >= 0 { code_begin.wrapping_add(complete as usize) } else { code_begin },
             code_begin,
             method,
         })
@@ -422,16 +423,16 @@ impl Layout {
     /// The `jmethodID` of a `Method*`, through its class's jmethodID cache,
     /// checked by reading it back. `None` if any step is implausible.
     pub fn jmethod_id(&self, method: usize) -> Option<usize> {
-        let cm = safemem::read_word(method + self.method_const)?;
-        let cp = safemem::read_word(cm + self.const_constants)?;
-        let holder = safemem::read_word(cp + self.pool_holder)?;
-        let idnum = safemem::read_u16(cm + self.const_idnum)? as usize;
-        let ids = safemem::read_word(holder + self.jmethod_ids)?;
+        let cm = safemem::read_word(method.wrapping_add(self.method_const))?;
+        let cp = safemem::read_word(cm.wrapping_add(self.const_constants))?;
+        let holder = safemem::read_word(cp.wrapping_add(self.pool_holder))?;
+        let idnum = safemem::read_u16(cm.wrapping_add(self.const_idnum))? as usize;
+        let ids = safemem::read_word(holder.wrapping_add(self.jmethod_ids))?;
         let len = safemem::read_word(ids)?;
         if idnum >= len || len > 1 << 16 {
             return None;
         }
-        let id = safemem::read_word(ids + 8 * (idnum + 1))?;
+        let id = safemem::read_word(ids.wrapping_add(8 * (idnum + 1)))?;
         (id != 0 && safemem::read_word(id)? == method).then_some(id)
     }
 
@@ -439,7 +440,7 @@ impl Layout {
     /// decoding: 0, or the native-method marker for a JNI wrapper.
     pub fn compiled_bci(&self, method: usize) -> i32 {
         const ACC_NATIVE: usize = 0x0100;
-        match self.method_flags.and_then(|o| safemem::read_word(method + o)) {
+        match self.method_flags.and_then(|o| safemem::read_word(method.wrapping_add(o))) {
             Some(flags) if flags as u32 as usize & ACC_NATIVE != 0 => jvmti_sys::asgct::BCI_NATIVE_FRAME,
             _ => 0,
         }
@@ -448,10 +449,10 @@ impl Layout {
     /// The bytecode index of `bcp` in `method`, or 0 if it is not inside
     /// the method's bytecodes.
     pub fn bci(&self, method: usize, bcp: usize) -> i32 {
-        let Some(cm) = safemem::read_word(method + self.method_const) else { return 0 };
-        let Some(size) = safemem::read_u16(cm + self.const_code_size) else { return 0 };
-        let start = cm + self.const_size;
-        if bcp >= start && bcp < start + size as usize { (bcp - start) as i32 } else { 0 }
+        let Some(cm) = safemem::read_word(method.wrapping_add(self.method_const)) else { return 0 };
+        let Some(size) = safemem::read_u16(cm.wrapping_add(self.const_code_size)) else { return 0 };
+        let start = cm.wrapping_add(self.const_size);
+        if bcp >= start && bcp < start.wrapping_add(size as usize) { (bcp - start) as i32 } else { 0 }
     }
 }
 

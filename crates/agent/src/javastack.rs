@@ -22,7 +22,7 @@
 
 use std::ffi::c_void;
 
-use crate::hotspot::{Blob, Layout, THREAD_IN_JAVA};
+use crate::hotspot::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
 
 /// The interrupted (pc, sp, fp) from a signal's `ucontext`.
 pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
@@ -88,7 +88,7 @@ impl<'a> JavaStack<'a> {
             w.lo = asp.saturating_sub(8);
             w.pc = if apc != 0 { apc } else { w.word(asp.wrapping_sub(8)).unwrap_or(0) };
             Start::Frames
-        } else if l.thread_state(thread) == THREAD_IN_JAVA {
+        } else if matches!(l.thread_state(thread), THREAD_IN_JAVA | THREAD_IN_JAVA_TRANS) {
             (w.pc, w.sp, w.fp) = regs;
             w.lo = w.sp;
             w.top = true;
@@ -96,7 +96,7 @@ impl<'a> JavaStack<'a> {
         } else {
             Start::NoJavaFrame
         };
-        let bad = w.sp < stack_low || w.sp >= hi || !w.sp.is_multiple_of(8) || w.pc == 0;
+        let bad = w.sp < stack_low || w.sp >= hi || w.sp % 8 != 0 || w.pc == 0;
         if start == Start::Frames && bad {
             return (Start::Unknown, w);
         }
@@ -105,7 +105,7 @@ impl<'a> JavaStack<'a> {
 
     /// A stack word of this thread, if inside the readable range.
     fn word(&self, addr: usize) -> Option<usize> {
-        if addr < self.lo || addr.checked_add(8)? > self.hi || !addr.is_multiple_of(8) {
+        if addr < self.lo || addr.checked_add(8)? > self.hi || addr % 8 != 0 {
             return None;
         }
         // SAFETY: [lo, hi) is the live part of the current thread's own stack
@@ -171,14 +171,14 @@ impl<'a> JavaStack<'a> {
     /// Steps over an interpreted frame; returns its Method* and bcp.
     fn unwind_interpreted(&mut self) -> Option<PhysFrame> {
         let fp = self.fp;
-        if fp < self.sp || !fp.is_multiple_of(8) {
+        if fp < self.sp || fp % 8 != 0 {
             return None;
         }
         let method = self.word(Layout::interpreted_method_slot(fp))?;
         let bcp = self.word(Layout::interpreted_bcp_slot(fp)).unwrap_or(0);
-        let ret = self.word(fp + 8)?;
+        let ret = self.word(fp.wrapping_add(8))?;
         let saved_fp = self.word(fp)?;
-        let sender_sp = self.word(Layout::interpreted_sender_sp_slot(fp)).filter(|&s| s >= fp + 16 && s < self.hi).unwrap_or(fp + 16);
+        let sender_sp = self.word(Layout::interpreted_sender_sp_slot(fp)).filter(|&s| s >= fp.wrapping_add(16) && s < self.hi).unwrap_or(fp.wrapping_add(16));
         if method == 0 || !self.step_to(ret, sender_sp, saved_fp) {
             // The frame is still reported: its slots were read.
             self.steps = MAX_STEPS;
@@ -219,8 +219,8 @@ impl Iterator for JavaStack<'_> {
             // anchor): follow rbp once if it leads back into Java code.
             if self.top {
                 let fp = self.fp;
-                let ok = match (self.word(fp + 8), self.word(fp)) {
-                    (Some(ret), Some(saved)) if fp > self.sp && self.l.in_code_cache(ret) => self.step_to(ret, fp + 16, saved),
+                let ok = match (self.word(fp.wrapping_add(8)), self.word(fp)) {
+                    (Some(ret), Some(saved)) if fp > self.sp && self.l.in_code_cache(ret) => self.step_to(ret, fp.wrapping_add(16), saved),
                     _ => self.unwind_unbuilt(),
                 };
                 if ok {
