@@ -72,14 +72,23 @@ pub struct JavaStack<'a> {
 }
 
 const MAX_STEPS: u32 = 8192;
+/// Thread stacks larger than this are not believed (HotSpot's limit is 1 GiB).
+const MAX_STACK: usize = 1 << 30;
 
 impl<'a> JavaStack<'a> {
     /// Prepares a walk of the current thread (`thread` is its JavaThread*;
     /// `regs` the interrupted pc, sp, fp).
     pub fn new(l: &'a Layout, thread: usize, regs: (usize, usize, usize)) -> (Start, JavaStack<'a>) {
         let (stack_low, hi) = l.stack(thread);
-        let (asp, afp, apc) = l.anchor(thread);
         let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0 };
+        // The bounds must describe the stack we run on (this handler's own
+        // frame is on it): otherwise the thread structure is not what we
+        // think (a thread being torn down), and nothing is read from it.
+        let here = &w as *const JavaStack as usize;
+        if here < stack_low || here >= hi || hi - stack_low > MAX_STACK {
+            return (Start::Unknown, w);
+        }
+        let (asp, afp, apc) = l.anchor(thread);
         let start = if asp != 0 {
             // Outside Java (or leaving it): the anchor is the last Java frame.
             // With no saved pc, the return address sits just below its sp.

@@ -16,7 +16,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jvmti_sys::asgct::BCI_NATIVE_FRAME;
+use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 
 use crate::hotspot::{self, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
@@ -69,7 +69,10 @@ pub fn configure() -> bool {
 /// After AsyncGetCallTrace failed with `code`: walks the stack itself into
 /// `out` and returns the new frame count (0 = no Java frame), or `code`.
 pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code: i32) -> i32 {
-    if !ENABLED.load(Ordering::Relaxed) {
+    // Only the refusals the physical frames can answer; not a thread that
+    // is exiting, not yet started, or being deoptimized.
+    let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
+    if !answerable || !ENABLED.load(Ordering::Relaxed) {
         return code;
     }
     let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return code };
