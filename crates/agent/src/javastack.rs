@@ -89,9 +89,14 @@ impl<'a> JavaStack<'a> {
             return (Start::Unknown, w);
         }
         let (asp, afp, apc) = l.anchor(thread);
+        // Every frame walked lies above this handler's frame on the stack.
+        let live = |sp: usize| sp > here && sp < hi && sp % 8 == 0;
         let start = if asp != 0 {
             // Outside Java (or leaving it): the anchor is the last Java frame.
             // With no saved pc, the return address sits just below its sp.
+            if !live(asp) {
+                return (Start::Unknown, w);
+            }
             w.sp = asp;
             w.fp = afp;
             w.lo = asp.saturating_sub(8);
@@ -105,7 +110,7 @@ impl<'a> JavaStack<'a> {
         } else {
             Start::NoJavaFrame
         };
-        let bad = w.sp < stack_low || w.sp >= hi || w.sp % 8 != 0 || w.pc == 0;
+        let bad = !live(w.sp) || w.pc == 0;
         if start == Start::Frames && bad {
             return (Start::Unknown, w);
         }
