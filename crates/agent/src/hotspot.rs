@@ -206,12 +206,9 @@ impl Layout {
             jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
         };
         // find_blob reads blob headers only within their first HEADER bytes.
-        let header_fields = [l.blob_frame_size, l.blob_frame_complete, l.nmethod_method];
-        let extra = match (l.code_bounds, l.nmethod_test) {
-            (CodeBounds::Pointers { begin, end }, NmethodTest::Kind { offset, .. } | NmethodTest::Name { offset }) => [begin, end, offset],
-            (CodeBounds::Offsets { begin, end }, NmethodTest::Kind { offset, .. } | NmethodTest::Name { offset }) => [begin, end, offset],
-        };
-        if header_fields.iter().chain(extra.iter()).any(|&o| o + 8 > HEADER) {
+        let (CodeBounds::Pointers { begin, end } | CodeBounds::Offsets { begin, end }) = l.code_bounds;
+        let (NmethodTest::Kind { offset: test, .. } | NmethodTest::Name { offset: test }) = l.nmethod_test;
+        if [l.blob_frame_size, l.blob_frame_complete, l.nmethod_method, begin, end, test].iter().any(|&o| o + 8 > HEADER) {
             return Err("code blob fields beyond the expected header".into());
         }
         let heaps = stat("CodeCache", "_heaps")?;
