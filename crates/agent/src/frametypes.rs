@@ -12,6 +12,8 @@
 
 use std::ffi::c_void;
 
+use jvmti_sys::asgct::BCI_NATIVE_FRAME;
+
 use crate::hotspot::{self, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::store::{JavaFrameType, RawFrame};
@@ -19,9 +21,10 @@ use crate::store::{JavaFrameType, RawFrame};
 /// Inlining deeper than this is not believed (C2's MaxInlineLevel is 15).
 const MAX_INLINE: usize = 64;
 
-/// The `Method*` behind a walked frame's `jmethodID`, or 0.
+/// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
+/// that is not a Java frame (native/kernel code addresses are never read).
 fn method_of(f: &RawFrame) -> usize {
-    if f.method == 0 {
+    if f.method == 0 || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME) {
         return 0;
     }
     // SAFETY: AsyncGetCallTrace only returns jmethodIDs the JVM created; they
@@ -88,6 +91,8 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
 }
 
 /// After a successful AsyncGetCallTrace walk: types `frames` in place.
+/// `frames` must be AsyncGetCallTrace's Java frames, leaf first (types are
+/// set before any native or kernel frames are added around them).
 pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame]) {
     if let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) {
         annotate(l, l.thread(env), regs, frames);
@@ -142,6 +147,17 @@ mod tests {
         assert_eq!(run(&[comp(7), interp(1), comp(2)], &[1, 2]), [Interpreted, Compiled]);
         // the top Java frame has no physical frame yet
         assert_eq!(run(&[interp(2), interp(3)], &[1, 2, 3]), [Unknown, Interpreted, Interpreted]);
+    }
+
+    #[test]
+    fn code_address_frames_are_never_dereferenced() {
+        // A kernel address would fault if read: the guard must skip it.
+        assert_eq!(method_of(&RawFrame::kernel_pc(0xffff_ffff_8100_0000)), 0);
+        assert_eq!(method_of(&RawFrame::native_pc(8)), 0);
+        let method_slot: usize = 0x1234;
+        let jmid = &method_slot as *const usize as usize;
+        assert_eq!(method_of(&RawFrame::java(jmid, 3, Unknown)), 0x1234);
+        assert_eq!(method_of(&RawFrame { bci: BCI_NATIVE_FRAME, method: jmid }), 0x1234);
     }
 
     #[test]
