@@ -389,9 +389,10 @@ impl Profiler {
         };
         // A JVM-internal thread (JIT compiler, service threads) is not in
         // Java and has no Java frame: AsyncGetCallTrace reports that as
-        // unknown_not_Java, but it is not a failed walk.
+        // unknown_not_Java (the own walk as no Java frame), but it is not a
+        // failed walk, nor a Java thread's sample.
         let marker = match marker {
-            Some(ticks::UNKNOWN_NOT_JAVA) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
+            Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
             m => m,
         };
         match marker {
