@@ -224,7 +224,7 @@ impl LeakReport {
             if let Some(path) = &s.path_to_root {
                 writeln!(out, "   path from a GC root to one instance:")?;
                 for (d, step) in path.iter().enumerate() {
-                    writeln!(out, "     {}{}", if d == 0 { "" } else { "-> " }, step)?;
+                    writeln!(out, "     {}{}", if d == 0 { "" } else { "  " }, step)?;
                 }
             }
         }
