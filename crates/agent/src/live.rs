@@ -300,7 +300,7 @@ impl LiveTracker {
         let born_ns = st.started.map(|s| s.elapsed().as_nanos() as u64).unwrap_or(0);
         let gc = self.gcs.load(Ordering::Acquire) as u32;
         let site = st.intern(frames);
-        let max_entries = (st.budget / ENTRY_BYTES) as usize;
+        let max_entries = (st.budget.saturating_sub(st.site_bytes) / ENTRY_BYTES) as usize;
         if st.entries.len() == st.entries.capacity() {
             let more = st.entries.len().max(1024).min(max_entries.saturating_sub(st.entries.len()).max(1));
             st.entries.reserve_exact(more);
@@ -325,6 +325,7 @@ impl LiveTracker {
                     false
                 }
             });
+            entries.shrink_to_fit();
             st.entries = entries;
             st.thinnings += 1;
             self.level.fetch_add(1, Ordering::AcqRel);

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use jvmti_sys::*;
-use oxprof_profile::leak::{LeakReport, Site};
+use oxprof_profile::leak::{LeakReport, Point, Site};
 use oxprof_profile::{Frame, FrameKind};
 
 use crate::alloc::MARK_ALLOC_CLASS;
@@ -76,7 +76,10 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
         gc_roots_note: None,
         sites: Vec::with_capacity(snap.sites.len()),
     };
-    let mut instances = Vec::with_capacity(snap.sites.len());
+    // Sites are stacks of (method, bci): merge those that read the same
+    // (one method calling the allocating one from several lines).
+    let mut instances: Vec<jobject> = Vec::with_capacity(snap.sites.len());
+    let mut by_frames: std::collections::HashMap<Vec<Frame>, usize> = std::collections::HashMap::new();
     for s in &snap.sites {
         let (class, stack) = match s.frames.split_first() {
             Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
@@ -86,8 +89,8 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
         if let Some(id) = class {
             frames.push(Frame::new(profiler.alloc.class_name(id), FrameKind::Alloc));
         }
-        report.sites.push(Site {
-            frames,
+        let site = Site {
+            frames: frames.clone(),
             live_bytes: s.live_bytes,
             live_objects: s.live_objects,
             tracked: s.tracked,
@@ -96,8 +99,18 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
             old_share: s.old_share,
             series: s.series.clone(),
             path_to_root: None,
-        });
-        instances.push(s.instance);
+        };
+        match by_frames.get(&frames) {
+            Some(&i) => {
+                merge(&mut report.sites[i], &site);
+                jni.delete_local(s.instance);
+            }
+            None => {
+                by_frames.insert(frames, report.sites.len());
+                report.sites.push(site);
+                instances.push(s.instance);
+            }
+        }
     }
     // Rank, keeping each site's instance beside it.
     let mut order: Vec<usize> = (0..report.sites.len()).collect();
@@ -141,4 +154,27 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
         snap.sweep_ns_per_entry
     );
     Built { label: "Live objects".into(), key: "live", profile, summary_line, leak: Some(Box::new(report)) }
+}
+
+/// Adds site `b` to `a`: sums, tracked-weighted means, series summed per
+/// sweep (all sites get a point at the same instant of each sweep).
+fn merge(a: &mut Site, b: &Site) {
+    let (na, nb) = (a.tracked as f64, b.tracked as f64);
+    let n = (na + nb).max(1.0);
+    a.mean_age_secs = (a.mean_age_secs * na + b.mean_age_secs * nb) / n;
+    a.mean_gcs_survived = (a.mean_gcs_survived * na + b.mean_gcs_survived * nb) / n;
+    a.old_share = (a.old_share * na + b.old_share * nb) / n;
+    a.live_bytes += b.live_bytes;
+    a.live_objects += b.live_objects;
+    a.tracked += b.tracked;
+    let mut points: Vec<Point> = a.series.iter().chain(&b.series).copied().collect();
+    points.sort_by(|x, y| x.secs.total_cmp(&y.secs));
+    let mut merged: Vec<Point> = Vec::with_capacity(points.len());
+    for p in points {
+        match merged.last_mut() {
+            Some(last) if last.secs == p.secs => last.bytes += p.bytes,
+            _ => merged.push(p),
+        }
+    }
+    a.series = merged;
 }
