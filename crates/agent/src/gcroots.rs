@@ -79,7 +79,10 @@ unsafe extern "C" fn on_reference(
         // SAFETY: the JVM passes valid tag pointers for the callback's duration.
         let tag = unsafe { *tag_ptr };
         if tag != 0 && tag & TARGET_TAG == 0 {
-            return 0; // reached before: its first path is kept
+            // Reached before: keep its first path, unless that was a thread's
+            // stack and this is a heap reference (see `prefer_heap_path`).
+            prefer_heap_path(walk, (tag - 1) as u32, kind, info, referrer_tag_ptr);
+            return 0;
         }
         if walk.nodes.len() >= MAX_NODES {
             walk.timed_out = true;
@@ -119,6 +122,40 @@ unsafe extern "C" fn on_reference(
         JVMTI_VISIT_OBJECTS as jint
     }))
     .unwrap_or(abort)
+}
+
+/// A reference held by a running method (stack or JNI local, thread) says
+/// less about a leak than the heap path that keeps the object alive after
+/// the method returns: roots are reported before the heap is walked, so
+/// an object first reached from a stack is moved under a heap referrer when
+/// one shows up, unless that referrer is reachable only through the object
+/// itself (which would make a cycle).
+fn prefer_heap_path(walk: &mut Walk, id: u32, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, referrer_tag_ptr: *mut jlong) {
+    let transient = |k| matches!(k, JVMTI_HEAP_REFERENCE_STACK_LOCAL | JVMTI_HEAP_REFERENCE_JNI_LOCAL | JVMTI_HEAP_REFERENCE_THREAD | JVMTI_HEAP_REFERENCE_OTHER);
+    let Some(node) = walk.nodes.get(id as usize) else { return };
+    if node.parent != NO_PARENT || !transient(node.kind) || referrer_tag_ptr.is_null() {
+        return;
+    }
+    // SAFETY: the JVM passes a valid referrer tag pointer for the callback's duration.
+    let parent = match unsafe { *referrer_tag_ptr } {
+        t if t > 0 && t & TARGET_TAG == 0 => (t - 1) as u32,
+        _ => return,
+    };
+    let mut up = parent;
+    for _ in 0..walk.nodes.len() {
+        if up == id {
+            return;
+        }
+        match walk.nodes.get(up as usize) {
+            Some(n) if n.parent != NO_PARENT => up = n.parent,
+            _ => break,
+        }
+    }
+    // SAFETY: as in on_reference: the union starts with an index.
+    let index = if info.is_null() { -1 } else { unsafe { (*info).field.index } };
+    if let Some(n) = walk.nodes.get_mut(id as usize) {
+        *n = Node { parent, kind, index };
+    }
 }
 
 /// Finds a path from a GC root to each target within `budget`. Targets are
