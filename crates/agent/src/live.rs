@@ -10,24 +10,31 @@
 //!
 //! # Weak references, not tags + ObjectFree
 //!
-//! Both were tried (JDK 17, G1, `LiveBench`-style loop of 4 KiB arrays,
-//! `alloc=16k`): creating a weak global reference in the SampledObjectAlloc
-//! callback added about 0.3 µs to the callback's 3-4 µs; `SetTag` about the
-//! same. What differs is death notification. With tags, HotSpot 17+ no
-//! longer posts `ObjectFree` inside the GC: the tag map is cleaned
-//! lazily, and the events arrive from the ServiceThread at some later time,
-//! or when the tag map is next used. So "after GC n these objects were
-//! dead" is not observable with tags, and the growth series per GC, the
-//! heart of the leak ranking, would be skewed by late events. And on JDK 11
-//! the events do come inside the GC pause, where only raw monitors and
-//! memory may be touched, so each death would have to be queued lock-free
-//! and matched later anyway. Weak references are swept here, from an
-//! ordinary attached thread woken by GarbageCollectionFinish: every sweep
-//! sees exactly the objects the last GC freed. A sweep costs one
-//! `IsSameObject(weak, NULL)` per tracked object: measured 25-40 ns each
-//! (see the `sweep_ns` figure of the `live summary` log line), i.e. a few
-//! ms for the ~400k entries of the default 16 MiB budget, at most every
-//! [`MIN_SWEEP_GAP`] however often the JVM collects.
+//! Both were measured with `bench/live/track_cost.sh` (a bare C agent doing
+//! only the tracking, `LeakChurn 128`, 16 KiB interval, ~88k samples, G1):
+//!
+//! | JDK | weak ref in callback | SetTag in callback | ObjectFree delivered | sweep per entry | sweep done after GC |
+//! |---|---|---|---|---|---|
+//! | 11 | 105 ns | 127 ns | all 80k inside the GC pauses | 39.8 ns | 1.1 ms |
+//! | 17 | 98 ns | 148 ns | all after the pause, mean 2.7 ms later | 34.2 ns | 0.7 ms |
+//! | 21 | 98 ns | 149 ns | after, 2.3 ms later | 33.6 ns | 0.6 ms |
+//! | 25 | 98 ns | 149 ns | after, 3.2 ms later | 33.9 ns | 1.3 ms |
+//!
+//! Both cost little next to the callback's 1-3 µs. Weak references win on
+//! what matters for leak detection. (1) An exact cut per GC: a sweep sees
+//! precisely the objects the last GC freed, so each growth-series point is
+//! "live after GC n"; with tags, JDK 17+ posts ObjectFree milliseconds after
+//! the pause, from another thread, interleaved with the next allocations and
+//! possibly the next GC. (2) Nothing inside the GC pause: on JDK 11 every
+//! ObjectFree runs in the pause (80k events in 13 pauses above), where only
+//! raw monitors and memory are allowed, so deaths would need a lock-free
+//! queue and still lengthen pauses. (3) No clash with the class tags the
+//! allocation profiler sets in the same JVMTI environment. The price is that
+//! a sweep visits every tracked entry (34-40 ns each: 14 ms for the ~400k
+//! entries of a full 16 MiB budget), where ObjectFree costs per death; so
+//! sweeps are spaced at least [`MIN_SWEEP_GAP`] and 20 times their own
+//! duration apart, which bounds the sweeper to about 5% of one core
+//! however often the JVM collects.
 //!
 //! # Thinning
 //!
@@ -101,6 +108,7 @@ struct State {
     sweeps: u64,
     sweep_ns: u64,
     swept_entries: u64,
+    last_sweep_ns: u64,
 }
 
 /// One live site, as raw frames, for the report.
@@ -360,7 +368,8 @@ impl LiveTracker {
             }
         }
         st.sweeps += 1;
-        st.sweep_ns += t0.elapsed().as_nanos() as u64;
+        st.last_sweep_ns = t0.elapsed().as_nanos() as u64;
+        st.sweep_ns += st.last_sweep_ns;
         st.swept_entries += n;
         st.last_sweep = Some(Instant::now());
         st.swept_gcs = self.gcs.load(Ordering::Acquire);
@@ -376,14 +385,15 @@ impl LiveTracker {
             if !self.enabled() {
                 continue;
             }
-            let (swept_gcs, last) = {
+            let (swept_gcs, last, took) = {
                 let st = lock(&self.state);
-                (st.swept_gcs, st.last_sweep)
+                (st.swept_gcs, st.last_sweep, st.last_sweep_ns)
             };
             if self.gcs.load(Ordering::Acquire) == swept_gcs {
                 continue;
             }
-            if let Some(wait) = last.and_then(|l| MIN_SWEEP_GAP.checked_sub(l.elapsed())) {
+            let gap = MIN_SWEEP_GAP.max(Duration::from_nanos(took.saturating_mul(20)));
+            if let Some(wait) = last.and_then(|l| gap.checked_sub(l.elapsed())) {
                 std::thread::sleep(wait);
             }
             if jni.push_frame(16) {
