@@ -254,7 +254,12 @@ fn describe(env: Jvmti, jni: Jni, nodes: &[Node], id: u32) -> Vec<String> {
         let parent = if pos > 0 { object(ids[pos - 1] as jlong + 1) } else { std::ptr::null_mut() };
         let edge = match node.kind {
             JVMTI_HEAP_REFERENCE_STATIC_FIELD => format!("static field {}", static_field_name(env, jni, parent, obj).unwrap_or_else(|| format!("#{}", node.index))),
-            JVMTI_HEAP_REFERENCE_FIELD => format!("field {}", instance_field_name(env, jni, parent, obj).unwrap_or_else(|| format!("#{}", node.index))),
+            JVMTI_HEAP_REFERENCE_FIELD => match instance_field_name(env, jni, parent, obj) {
+                // FollowReferences follows weak and soft referents too.
+                Some(f) if f == "java.lang.ref.Reference.referent" => format!("field {f} (weak or soft: does not keep it alive)"),
+                Some(f) => format!("field {f}"),
+                None => format!("field #{}", node.index),
+            },
             JVMTI_HEAP_REFERENCE_ARRAY_ELEMENT => format!("element [{}]", node.index),
             JVMTI_HEAP_REFERENCE_CLASS => "class".into(),
             JVMTI_HEAP_REFERENCE_CLASS_LOADER => "class loader".into(),
