@@ -403,6 +403,12 @@ impl LiveTracker {
         }
     }
 
+    /// Adds the methods of the live sites' stacks to `out`.
+    pub fn methods(&self, out: &mut std::collections::HashSet<usize>) {
+        let st = lock(&self.state);
+        out.extend(st.ids.keys().flat_map(|frames| frames.iter().map(|f| f.method)));
+    }
+
     pub fn stats(&self) -> LiveStats {
         let st = lock(&self.state);
         LiveStats {

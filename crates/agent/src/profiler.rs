@@ -262,8 +262,14 @@ impl Profiler {
 
     /// The jmethodIDs present in the sample store.
     pub fn sampled_methods(&self) -> std::collections::HashSet<usize> {
-        let Some(store) = self.store.get() else { return Default::default() };
-        store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)).filter(|&m| m != 0).collect()
+        let mut methods: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        for store in [self.store.get().copied(), self.alloc.stored()].into_iter().flatten() {
+            methods.extend(store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)));
+        }
+        // Live sites keep the names of their methods while their objects live.
+        self.alloc.live.methods(&mut methods);
+        methods.remove(&0);
+        methods
     }
 
     /// Samples recorded so far, CPU and allocation (for status lines).
