@@ -60,6 +60,8 @@ use crate::store::RawFrame;
 
 /// Sweeps are at least this far apart, however often the JVM collects.
 pub const MIN_SWEEP_GAP: Duration = Duration::from_millis(100);
+/// Entries a sweep checks per hold of the lock.
+const SWEEP_CHUNK: usize = 4096;
 
 /// One tracked object.
 struct Entry {
@@ -342,37 +344,51 @@ impl LiveTracker {
     }
 
     /// Drops entries whose objects died, then records each live site's
-    /// bytes in its growth series.
+    /// bytes in its growth series. Works in chunks of [`SWEEP_CHUNK`]
+    /// entries, releasing the lock between them, so allocating threads
+    /// whose samples arrive meanwhile wait at most one chunk (~0.15 ms).
+    /// Entries added or thinned between chunks are fine: every index left
+    /// holds a valid entry, and one missed now is swept next time.
     pub fn sweep(&self, jni: Jni) {
-        let mut st = lock(&self.state);
         let t0 = Instant::now();
-        let n = st.entries.len() as u64;
-        let mut entries = std::mem::take(&mut st.entries);
-        entries.retain(|e| {
-            let dead = jni.is_same(e.weak as jobject, std::ptr::null_mut());
-            if dead {
-                jni.delete_weak_global(e.weak as jweak);
-                st.release(e.site);
+        let mut checked = 0u64;
+        let mut i = 0usize;
+        loop {
+            let mut st = lock(&self.state);
+            let mut limit = (i + SWEEP_CHUNK).min(st.entries.len());
+            while i < limit {
+                let (weak, site) = (st.entries[i].weak, st.entries[i].site);
+                checked += 1;
+                if jni.is_same(weak as jobject, std::ptr::null_mut()) {
+                    jni.delete_weak_global(weak as jweak);
+                    st.release(site);
+                    st.entries.swap_remove(i);
+                    limit = limit.min(st.entries.len());
+                } else {
+                    i += 1;
+                }
             }
-            !dead
-        });
-        st.entries = entries;
-        let mut bytes: HashMap<u32, f64> = HashMap::new();
-        for e in &st.entries {
-            *bytes.entry(e.site).or_default() += e.weight;
-        }
-        let secs = st.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0);
-        for (site, b) in bytes {
-            if let Some(Some(slot)) = st.sites.get_mut(site as usize) {
-                push_point(&mut slot.series, Point { secs, bytes: b });
+            if i < st.entries.len() {
+                continue;
             }
+            let mut bytes: HashMap<u32, f64> = HashMap::new();
+            for e in &st.entries {
+                *bytes.entry(e.site).or_default() += e.weight;
+            }
+            let secs = st.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0);
+            for (site, b) in bytes {
+                if let Some(Some(slot)) = st.sites.get_mut(site as usize) {
+                    push_point(&mut slot.series, Point { secs, bytes: b });
+                }
+            }
+            st.sweeps += 1;
+            st.last_sweep_ns = t0.elapsed().as_nanos() as u64;
+            st.sweep_ns += st.last_sweep_ns;
+            st.swept_entries += checked;
+            st.last_sweep = Some(Instant::now());
+            st.swept_gcs = self.gcs.load(Ordering::Acquire);
+            return;
         }
-        st.sweeps += 1;
-        st.last_sweep_ns = t0.elapsed().as_nanos() as u64;
-        st.sweep_ns += st.last_sweep_ns;
-        st.swept_entries += n;
-        st.last_sweep = Some(Instant::now());
-        st.swept_gcs = self.gcs.load(Ordering::Acquire);
     }
 
     fn sweeper_loop(&self, vm: *mut JavaVM) {

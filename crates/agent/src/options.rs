@@ -319,8 +319,8 @@ impl Config {
         if c.live.enabled && c.alloc.is_none() {
             return Err(err("live", "live needs allocation sampling: add event=alloc or alloc=SIZE"));
         }
-        if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc) {
-            return Err(err("live", "livemem, nogc, live_gc and gcroots need live object tracking: add live"));
+        if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc || c.live.report_format) {
+            return Err(err("live", "livemem, nogc, live_gc, gcroots and format=leaks need live object tracking: add live"));
         }
         if c.alloc_threads.is_some() && c.alloc.is_none() {
             return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
@@ -413,6 +413,7 @@ mod tests {
             ("event=alloc,live,livemem=1k", "invalid agent option 'livemem=1k': livemem must be at least 64k"),
             ("event=alloc,live,gcroots=soon", "invalid agent option 'gcroots=soon': 'soon' is not a duration"),
             ("event=alloc,live=maybe", "invalid agent option 'live=maybe'"),
+            ("event=alloc,format=leaks", "invalid agent option 'live': livemem, nogc, live_gc, gcroots and format=leaks need live"),
         ] {
             let e = Config::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with(expected), "{bad}: {e}");

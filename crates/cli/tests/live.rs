@@ -201,7 +201,7 @@ fn bad_live_options_refuse_to_start() {
         ("start,event=cpu,live", "invalid agent option 'live': live needs allocation sampling"),
         ("event=alloc,live,livemem=1k", "invalid agent option 'livemem=1k': livemem must be at least 64k"),
         ("event=alloc,live,gcroots=soon", "invalid agent option 'gcroots=soon'"),
-        ("event=alloc,gcroots", "invalid agent option 'live': livemem, nogc, live_gc and gcroots need live"),
+        ("event=alloc,gcroots", "invalid agent option 'live': livemem, nogc, live_gc, gcroots and format=leaks need live"),
     ] {
         assert_refused(&run_java(&s.0, opts, &[], &s.0, &["NoLeak", "1", "1"]), opts, expected);
     }
