@@ -254,6 +254,7 @@ impl AllocSampler {
     }
 
     /// The SampledObjectAlloc callback's work, timed.
+    #[allow(clippy::too_many_arguments)] // the JVMTI callback's own parameters
     pub fn on_sample(&self, jvmti: Jvmti, jni: Jni, thread: jthread, object: jobject, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
             return;
