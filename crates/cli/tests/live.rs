@@ -124,6 +124,25 @@ fn record_live_writes_a_ranked_leak_report_with_the_path_to_the_static_field() {
 }
 
 #[test]
+fn a_steady_leak_outranks_a_larger_stable_cache() {
+    let s = Scratch::new("live-cache");
+    compile(&s.0, &["CacheAndLeak.java"]);
+    let out = s.path("c.txt");
+    // 96 MiB cache filled at start; then 8 MiB/s leaked for 3 s beside churn.
+    let o = run_java(&s.0, &format!("event=alloc,alloc=64k,live,file={}", out.display()), &["-Xmx512m"], &s.0, &["CacheAndLeak", "96", "8192", "3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = truth(&text(&o.stdout));
+    assert!(t["cache"] > 2.0 * t["leak"], "the cache must be the larger: {t:?}");
+    let report = std::fs::read_to_string(&out).unwrap();
+    let sites = report_sites(&report);
+    let (leak, cache) = (site(&sites, "CacheAndLeak.leakSite"), site(&sites, "CacheAndLeak.cacheSite"));
+    eprintln!("leak #{} {:.0} bytes, cache #{} {:.0} bytes", leak.rank, leak.live_bytes, cache.rank, cache.live_bytes);
+    assert_eq!(leak.rank, 1, "{report}");
+    assert!(cache.live_bytes > leak.live_bytes, "{report}");
+    assert!(cache.text.contains("score 0 B") || cache.rank > leak.rank, "{report}");
+}
+
+#[test]
 fn no_leak_control_reports_almost_nothing_live() {
     let s = Scratch::new("live-noleak");
     compile(&s.0, &["NoLeak.java"]);

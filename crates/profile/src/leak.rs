@@ -89,13 +89,25 @@ pub fn trend(series: &[Point]) -> Trend {
 }
 
 impl Site {
-    pub fn trend(&self) -> Trend {
-        trend(&self.series)
+    /// The points the trend is fitted to: the later half of the series (by
+    /// time), so growth must be sustained, not just a cache filling up at
+    /// start; the whole series when that half has fewer than 3 points.
+    pub fn recent(&self) -> &[Point] {
+        let (Some(a), Some(b)) = (self.series.first(), self.series.last()) else { return &[] };
+        let mid = a.secs + (b.secs - a.secs) / 2.0;
+        let from = self.series.iter().position(|p| p.secs >= mid).unwrap_or(0);
+        if self.series.len() - from >= 3 { &self.series[from..] } else { &self.series }
     }
 
-    /// Bytes the site grew by over its series, as the fitted line says.
+    pub fn trend(&self) -> Trend {
+        trend(self.recent())
+    }
+
+    /// Bytes the site grew by over the points of its trend, as the fitted
+    /// line says.
     pub fn growth_bytes(&self) -> f64 {
-        let span = match (self.series.first(), self.series.last()) {
+        let r = self.recent();
+        let span = match (r.first(), r.last()) {
             (Some(a), Some(b)) => b.secs - a.secs,
             _ => 0.0,
         };
@@ -191,8 +203,8 @@ impl LeakReport {
         writeln!(out, "; tracking memory {}", fmt_bytes(self.used_bytes as f64))?;
         writeln!(out)?;
         writeln!(out, "Ranking: sites are ordered by leak score = growth x steadiness x age, where growth is how much the site's live bytes")?;
-        writeln!(out, "grew over the run (least-squares slope of live bytes sampled after each GC, times the time covered), steadiness is")?;
-        writeln!(out, "the R^2 of that line (1 = grew steadily), and age is the share of its live objects that survived >= {OLD_GCS:.0} GCs.")?;
+        writeln!(out, "grew over the later half of the run (least-squares slope of live bytes sampled after each GC, times the time covered),")?;
+        writeln!(out, "steadiness is the R^2 of that line (1 = grew steadily), and age is the share of its live objects that survived >= {OLD_GCS:.0} GCs.")?;
         writeln!(out, "A site whose live bytes did not grow scores 0 however large it is (a full, stable cache is not a leak); such sites")?;
         writeln!(out, "follow, ordered by live bytes.")?;
         if let Some(note) = &self.gc_roots_note {
@@ -205,7 +217,7 @@ impl LeakReport {
             writeln!(out, "#{} {}  live {} ({share:.1}%), {:.0} objects  score {}", i + 1, s.class(), fmt_bytes(s.live_bytes), s.live_objects, fmt_bytes(s.leak_score()))?;
             writeln!(
                 out,
-                "   mean age {:.1} s, mean GCs survived {:.1}, old {:.0}%; growth {}/s (R^2 {:.2}) over {} points: {}",
+                "   mean age {:.1} s, mean GCs survived {:.1}, old {:.0}%; recent growth {}/s (R^2 {:.2}); {} points: {}",
                 s.mean_age_secs,
                 s.mean_gcs_survived,
                 100.0 * s.old_share,
@@ -306,6 +318,16 @@ mod tests {
         assert!(text.contains("#1 byte[]") && text.contains("Leak.run") && text.contains("Ranking:"), "{text}");
         let p = r.to_profile();
         assert_eq!(p.sum(crate::Counter::Total), 580_000_000);
+    }
+
+    #[test]
+    fn a_cache_that_filled_at_start_is_not_growing() {
+        let mut pts = vec![(0.0, 0.0), (0.1, 50e6), (0.2, 100e6)];
+        pts.extend((3..20).map(|i| (i as f64 * 0.1, 100e6)));
+        let cache = site("Cache", 100e6, 1.0, &pts);
+        assert!(cache.leak_score() < 1.0, "{}", cache.leak_score());
+        let leak = site("Leak", 10e6, 1.0, &(0..20).map(|i| (i as f64 * 0.1, i as f64 * 0.5e6)).collect::<Vec<_>>());
+        assert!(leak.leak_score() > 4e6, "{}", leak.leak_score());
     }
 
     #[test]
