@@ -52,7 +52,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use jvmti_sys::*;
-use oxprof_profile::leak::{push_point, Point, MAX_SERIES_POINTS, OLD_GCS};
+use oxprof_profile::leak::{push_point, Point, OLD_GCS};
 
 use crate::jvmti::{self, Jni};
 use crate::log;
@@ -79,9 +79,11 @@ struct Entry {
 
 /// Bytes of one entry, for the budget.
 const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
-/// Bytes of one site besides its frames: map slot, Arc header, slot, and a
-/// full growth series.
-const SITE_BYTES: u64 = 96 + (MAX_SERIES_POINTS * std::mem::size_of::<Point>()) as u64;
+/// Bytes of one site besides its frames and growth series: map slot, Arc
+/// header, slot. The series is counted as it grows (at most
+/// `leak::MAX_SERIES_POINTS` points).
+const SITE_BYTES: u64 = 96;
+const POINT_BYTES: u64 = std::mem::size_of::<Point>() as u64;
 
 struct SiteSlot {
     frames: Arc<[RawFrame]>,
@@ -223,7 +225,8 @@ impl State {
         slot.refs = slot.refs.saturating_sub(1);
         if slot.refs == 0 {
             if let Some(s) = slot_ref.take() {
-                self.site_bytes = self.site_bytes.saturating_sub(site_bytes(s.frames.len()));
+                let series = s.series.capacity() as u64 * POINT_BYTES;
+                self.site_bytes = self.site_bytes.saturating_sub(site_bytes(s.frames.len()) + series);
                 self.ids.remove(&s.frames);
             }
             self.free.push(site);
@@ -376,10 +379,17 @@ impl LiveTracker {
                 *bytes.entry(e.site).or_default() += e.weight;
             }
             let secs = st.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0);
+            let mut grown = 0u64;
             for (site, b) in bytes {
                 if let Some(Some(slot)) = st.sites.get_mut(site as usize) {
+                    let before = slot.series.capacity();
                     push_point(&mut slot.series, Point { secs, bytes: b });
+                    grown += (slot.series.capacity().saturating_sub(before)) as u64 * POINT_BYTES;
                 }
+            }
+            st.site_bytes += grown;
+            if st.over_budget() {
+                self.thin(&mut st, jni);
             }
             st.sweeps += 1;
             st.last_sweep_ns = t0.elapsed().as_nanos() as u64;
