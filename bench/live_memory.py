@@ -23,6 +23,7 @@ Usage: bench/live_memory.py [--minutes 10] [--sample 10] [--rate 512]
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,6 +106,7 @@ def main():
         for p in (plain, profiled):
             p.kill()
             p.wait()
+        shutil.rmtree(work, ignore_errors=True)
     if len(rows) >= 2:
         half = rows[len(rows) // 2:]
         print("second half: diff_MB %.1f..%.1f, tracking_KB %.1f..%.1f, dump_B %d..%d"
