@@ -61,7 +61,7 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::live_report::effective(&rec.config.live, command);
-        built.push(crate::live_report::build(&agent.profiler, rec, &out.live, agent.vm, &agent.symbols, agent.jvmti, jni));
+        built.push(crate::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
     }
     if command.file.is_some() {
         out.file = command.file.clone();

@@ -376,6 +376,7 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
 unsafe extern "C" fn on_vm_death(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv) {
     guard("VMDeath", (), || {
         if let Some(agent) = AGENT.get() {
+            live_report::vm_dying();
             finish(agent, Jni(jni));
         }
     })

@@ -15,12 +15,40 @@ use crate::live::LiveTracker;
 use crate::options::{Config, LiveOptions};
 use crate::profiler::{Built, Profiler, Recording};
 use crate::symbols::Symbols;
+use crate::vmstructs::VmStructs;
 use crate::{gcroots, log};
 
 /// Suspects whose path to a GC root is searched for.
 const ROOT_SUSPECTS: usize = 5;
 /// Sites printed in the text report.
 pub const REPORT_SITES: usize = 20;
+
+/// Set at VMDeath, before the final report.
+static VM_DYING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called at VMDeath, before the final report is built.
+pub fn vm_dying() {
+    VM_DYING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether a full GC may be forced now. At VMDeath HotSpot has already
+/// stopped the concurrent GC threads (`before_exit` stops them before it
+/// posts VMDeath), and with ZGC or Shenandoah a forced GC waits for those
+/// threads forever: measured, the JVM hung at exit. So at exit a GC is
+/// forced only when the flags say the collector is a stop-the-world one.
+fn may_force_gc(vm_structs: Option<&VmStructs>) -> Result<(), String> {
+    if !VM_DYING.load(std::sync::atomic::Ordering::SeqCst) {
+        return Ok(());
+    }
+    let Some(vs) = vm_structs else { return Err("the JVM is exiting and its collector is unknown".into()) };
+    for flag in ["UseZGC", "UseShenandoahGC"] {
+        // SAFETY: the flag's storage is a plain bool global of libjvm, read only.
+        if vs.bool_flag(flag).is_some_and(|p| unsafe { p.read_volatile() }) {
+            return Err(format!("the JVM is exiting and its concurrent collector ({flag}) has stopped; dump while it runs for a collected view"));
+        }
+    }
+    Ok(())
+}
 
 /// Starts tracking for a recording; returns the log line.
 pub fn start(tracker: &'static LiveTracker, vm: *mut JavaVM, (jvmti, jni): (Jvmti, Jni), interval: u64, opts: &LiveOptions) -> Result<String, String> {
@@ -58,10 +86,15 @@ pub fn effective(recording: &LiveOptions, command: &Config) -> LiveOptions {
 }
 
 /// Builds the live profile and its leak report.
-pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut JavaVM, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Built {
+#[allow(clippy::too_many_arguments)]
+pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut JavaVM, vm_structs: Option<&VmStructs>, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Built {
     let interval = rec.alloc.unwrap_or(0);
     let framed = jni.push_frame(64);
-    let snap = profiler.alloc.live.snapshot(jvmti, jni, opts.force_gc, framed && opts.gc_roots_ns.is_some());
+    let no_gc_why = if opts.force_gc { may_force_gc(vm_structs).err() } else { None };
+    if let Some(why) = &no_gc_why {
+        log::warn(&format!("live: no GC forced before the report: {why}"));
+    }
+    let snap = profiler.alloc.live.snapshot(jvmti, jni, opts.force_gc && no_gc_why.is_none(), framed && opts.gc_roots_ns.is_some());
     let mut report = LeakReport {
         meta: Profiler::meta(rec, "Live objects", "live", "JVMTI SampledObjectAlloc + weak references", interval, "bytes"),
         duration_secs: snap.duration_secs,
@@ -74,6 +107,7 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
         used_bytes: snap.used,
         tracked: snap.tracked,
         gc_roots_note: None,
+        no_gc_reason: no_gc_why,
         sites: Vec::with_capacity(snap.sites.len()),
     };
     // Sites are stacks of (method, bci): merge those that read the same

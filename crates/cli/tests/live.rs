@@ -265,3 +265,45 @@ fn attach_start_and_dump_give_a_live_report() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// At exit HotSpot has stopped ZGC's and Shenandoah's threads before VMDeath:
+/// forcing a GC then would wait forever. The agent must skip it, say so, and
+/// let the JVM exit; stop-the-world collectors still get their full GC.
+#[test]
+fn exit_report_never_hangs_on_a_concurrent_collector() {
+    let s = Scratch::new("live-zgc");
+    compile(&s.0, &["LeakChurn.java"]);
+    for (gc, forced) in [("-XX:+UseZGC", false), ("-XX:+UseParallelGC", true)] {
+        let out = s.path("z.txt");
+        let mut child = Command::new(java())
+            .current_dir(&s.0)
+            .arg(format!("-agentpath:{}=event=alloc,alloc=64k,live,file={}", agent().display(), out.display()))
+            .args([gc, "-Xmx512m", "-cp", s.0.to_str().unwrap(), "LeakChurn", "32"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hang guard, not a timing assertion: the run takes a second or two.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{gc}: the JVM did not exit after the live report");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{gc}: {}", text(&o.stderr));
+        let report = std::fs::read_to_string(&out).unwrap();
+        let header = report.lines().nth(1).unwrap_or_default();
+        if forced {
+            assert!(header.contains("full GC forced"), "{gc}: {header}");
+            assert_eq!(report_sites(&report)[0].method, "LeakChurn.leakSite", "{gc}: {report}");
+        } else {
+            // Uncollected churn may outweigh the leak here: only the notice is checked.
+            assert!(header.contains("no GC forced") && header.contains("UseZGC"), "{gc}: {header}");
+            assert!(report_sites(&report).iter().any(|s| s.method == "LeakChurn.leakSite"), "{gc}: {report}");
+        }
+    }
+}

@@ -154,6 +154,8 @@ pub struct LeakReport {
     pub tracked: u64,
     /// Why paths to GC roots are missing, when they were asked for.
     pub gc_roots_note: Option<String>,
+    /// Why no GC was forced although one was asked for.
+    pub no_gc_reason: Option<String>,
     pub sites: Vec<Site>,
 }
 
@@ -190,7 +192,7 @@ impl LeakReport {
             "recorded {:.1} s, {} GCs; {} before this report; live now: {} in {} tracked samples",
             self.duration_secs,
             self.gcs,
-            if self.forced_gc { "full GC forced" } else { "no GC forced (live may include garbage)" },
+            if self.forced_gc { "full GC forced".to_string() } else { format!("no GC forced (live may include garbage{})", self.no_gc_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()) },
             fmt_bytes(total),
             self.tracked
         )?;
