@@ -14,6 +14,9 @@
 pub mod alloc;
 pub mod commands;
 pub mod engine;
+pub mod event_log;
+pub mod jfr_frames;
+pub mod jfr_stream;
 pub mod jvmti;
 pub mod log;
 pub mod options;
@@ -329,7 +332,22 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
-    let lines = agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)?;
+    let jfr = jfr_stream::wanted(&config);
+    if jfr {
+        jfr_stream::prepare(agent, &config)?;
+    }
+    let lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag) {
+        Ok(lines) => lines,
+        Err(e) => {
+            if jfr {
+                jfr_stream::abort();
+            }
+            return Err(e);
+        }
+    };
+    if jfr {
+        jfr_stream::begin(agent);
+    }
     for line in &lines {
         log::info(line);
     }
@@ -339,7 +357,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
 /// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
     let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
-    match commands::write_recording(agent, &rec, &rec.config, jni) {
+    match commands::write_recording(agent, &rec, &rec.config, jni, true) {
         Ok(lines) => lines.iter().for_each(|l| log::info(l)),
         Err(e) => log::error(&e),
     }

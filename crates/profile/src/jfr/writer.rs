@@ -37,10 +37,14 @@ pub enum FrameType {
     Jit,
     Inlined,
     Native,
+    /// A Java frame whose execution mode the sampler could not tell (plain
+    /// AsyncGetCallTrace, JVMTI stack traces). Not a JDK frame type: readers
+    /// show the description as it is.
+    Unknown,
 }
 
 impl FrameType {
-    const ALL: [FrameType; 4] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native];
+    const ALL: [FrameType; 5] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown];
 
     fn key(self) -> u64 {
         self as u64
@@ -53,6 +57,7 @@ impl FrameType {
             FrameType::Jit => "JIT compiled",
             FrameType::Inlined => "Inlined",
             FrameType::Native => "Native",
+            FrameType::Unknown => "Java",
         }
     }
 }
