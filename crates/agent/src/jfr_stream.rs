@@ -259,7 +259,7 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     *lock(&STREAM) = None;
     match &inner.failed {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", stream.path.display())),
-        None => Ok(vec![inner.summary(&stream.path)]),
+        None => Ok(vec![inner.summary(&stream.path), format!("profile written to {}", stream.path.display())]),
     }
 }
 
@@ -275,8 +275,8 @@ impl Inner {
             c.alloc_bytes,
             dropped,
             c.missing,
-            stats.chunks + self.writer.in_chunk() as u64,
-            stats.bytes.max(self.writer.chunk_bytes()),
+            stats.chunks,
+            stats.bytes,
             path.display()
         )
     }

@@ -1,20 +1,22 @@
 //! Streaming JFR writer: chunks of events with their constant pools and the
-//! metadata, written to a seekable file as they come.
+//! metadata, each written out whole when it ends.
 //!
 //! A chunk is: a 68-byte header, events, one checkpoint event holding every
 //! constant pool the chunk's events refer to (threads, stack traces, frames,
 //! methods, classes, packages, symbols, frame types, thread states), and the
 //! metadata event. Pool keys are only valid inside their chunk, so each
 //! chunk is self-contained and pools are forgotten when it ends: memory is
-//! bounded by one chunk's distinct stacks and names, not by the recording's
-//! length. Events go to the file as they are added (through a small buffer);
-//! the header is rewritten in place when the chunk ends.
+//! bounded by one chunk (the caller ends chunks at a size limit), not by the
+//! recording's length. A chunk is built in memory and appended to the output
+//! only when complete, so the file on disk always holds whole chunks and is
+//! readable at any time (the JDK's readers wait forever on a chunk whose
+//! header says it is still being written).
 //!
 //! Timestamps are ticks of the caller's clock with [`TICKS_PER_SECOND`]; the
 //! chunk header maps its start tick to wall-clock nanoseconds.
 
 use std::collections::HashMap;
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 
 use super::encoding::Buf;
 use super::metadata::{id, metadata_body};
@@ -27,8 +29,6 @@ const MAGIC: &[u8; 4] = b"FLR\0";
 const VERSION: (u16, u16) = (2, 0);
 const FLAG_COMPRESSED_INTS: u8 = 1;
 const FLAG_FINAL_CHUNK: u8 = 2;
-/// Events are passed to the file in blocks of about this size.
-const FLUSH_AT: usize = 64 * 1024;
 
 /// How a frame was executing, as the JDK names it in `jdk.types.FrameType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,24 +227,22 @@ pub struct WriterStats {
 }
 
 /// Writes a JFR recording to `W` (a file).
-pub struct JfrWriter<W: Write + Seek> {
+pub struct JfrWriter<W: Write> {
     out: W,
-    /// Where the current chunk starts in `out`, when one is open.
-    chunk_start: Option<u64>,
+    open: bool,
     start_ticks: i64,
     start_nanos: i64,
-    /// Bytes of the open chunk written so far (header included).
-    chunk_len: u64,
-    pending: Buf,
+    /// The open chunk: header placeholder and events so far.
+    chunk: Buf,
     body: Buf,
     pools: Pools,
     stats: WriterStats,
 }
 
-impl<W: Write + Seek> JfrWriter<W> {
-    /// A writer appending chunks at `out`'s current position.
+impl<W: Write> JfrWriter<W> {
+    /// A writer appending chunks to `out`.
     pub fn new(out: W) -> JfrWriter<W> {
-        JfrWriter { out, chunk_start: None, start_ticks: 0, start_nanos: 0, chunk_len: 0, pending: Buf::new(), body: Buf::new(), pools: Pools::default(), stats: WriterStats::default() }
+        JfrWriter { out, open: false, start_ticks: 0, start_nanos: 0, chunk: Buf::new(), body: Buf::new(), pools: Pools::default(), stats: WriterStats::default() }
     }
 
     pub fn stats(&self) -> WriterStats {
@@ -254,27 +252,24 @@ impl<W: Write + Seek> JfrWriter<W> {
     /// Bytes in the open chunk so far (0 when none is open); callers end a
     /// chunk when it grows past their limit.
     pub fn chunk_bytes(&self) -> u64 {
-        if self.chunk_start.is_some() { self.chunk_len + self.pending.len() as u64 } else { 0 }
+        if self.open { self.chunk.len() as u64 } else { 0 }
     }
 
     pub fn in_chunk(&self) -> bool {
-        self.chunk_start.is_some()
+        self.open
     }
 
     /// Opens a chunk starting at `ticks`, which is `wall_nanos` since the
     /// Unix epoch.
     pub fn begin_chunk(&mut self, ticks: i64, wall_nanos: i64) -> io::Result<()> {
-        if self.chunk_start.is_some() {
+        if self.open {
             return Ok(());
         }
-        let at = self.out.stream_position()?;
         self.start_ticks = ticks;
         self.start_nanos = wall_nanos;
-        // A provisional header: file state 1 says "being written".
-        let header = self.header(0, 0, 0, 0, 1, 0);
-        self.out.write_all(&header)?;
-        self.chunk_start = Some(at);
-        self.chunk_len = HEADER_SIZE as u64;
+        self.chunk.clear();
+        self.chunk.raw(&[0u8; HEADER_SIZE]); // completed in end_chunk
+        self.open = true;
         self.pools = Pools::default();
         Ok(())
     }
@@ -294,18 +289,11 @@ impl<W: Write + Seek> JfrWriter<W> {
     }
 
     fn emit(&mut self) -> io::Result<()> {
-        self.pending.event(&self.body.bytes);
-        self.stats.events += 1;
-        if self.pending.len() >= FLUSH_AT {
-            self.flush_pending()?;
+        if !self.open {
+            return Err(io::Error::other("no open JFR chunk: call begin_chunk first"));
         }
-        Ok(())
-    }
-
-    fn flush_pending(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.pending.bytes)?;
-        self.chunk_len += self.pending.len() as u64;
-        self.pending.clear();
+        self.chunk.event(&self.body.bytes);
+        self.stats.events += 1;
         Ok(())
     }
 
@@ -470,14 +458,15 @@ impl<W: Write + Seek> JfrWriter<W> {
     /// metadata and completes its header. `last` marks the recording's final
     /// chunk. Threads still unnamed get a placeholder name.
     pub fn end_chunk(&mut self, end_ticks: i64, last: bool) -> io::Result<()> {
-        let Some(start) = self.chunk_start else { return Ok(()) };
+        if !self.open {
+            return Ok(());
+        }
         for tid in self.unnamed_threads() {
             self.thread(tid, &format!("tid {tid}"), None);
         }
-        self.flush_pending()?;
         let duration = end_ticks.saturating_sub(self.start_ticks).max(0);
         // The checkpoint: every pool in one event.
-        let cp_offset = self.chunk_len;
+        let cp_offset = self.chunk.len() as u64;
         let mut pools = Buf::new();
         let mut count = 0;
         let mut fixed = Buf::new();
@@ -513,10 +502,9 @@ impl<W: Write + Seek> JfrWriter<W> {
         b.u8(0); // checkpoint type: plain
         b.varint(count as u64);
         b.raw(&pools.bytes);
-        self.pending.event(&self.body.bytes);
-        self.flush_pending()?;
+        self.chunk.event(&self.body.bytes);
         // The metadata.
-        let meta_offset = self.chunk_len;
+        let meta_offset = self.chunk.len() as u64;
         let b = &mut self.body;
         b.clear();
         b.varint(0); // metadata event
@@ -524,24 +512,25 @@ impl<W: Write + Seek> JfrWriter<W> {
         b.long(0);
         b.long(0); // metadata id: the same in every chunk
         metadata_body(b);
-        self.pending.event(&self.body.bytes);
-        self.flush_pending()?;
-        let size = self.chunk_len;
-        let end = start + size;
+        self.chunk.event(&self.body.bytes);
+        let size = self.chunk.len() as u64;
         let flags = FLAG_COMPRESSED_INTS | if last { FLAG_FINAL_CHUNK } else { 0 };
         let header = self.header(size, cp_offset, meta_offset, duration, 0, flags);
-        self.out.seek(SeekFrom::Start(start))?;
-        self.out.write_all(&header)?;
-        self.out.seek(SeekFrom::Start(end))?;
-        self.out.flush()?;
-        self.chunk_start = None;
+        self.chunk.bytes[..HEADER_SIZE].copy_from_slice(&header);
+        self.open = false;
         self.pools = Pools::default();
+        let written = self.out.write_all(&self.chunk.bytes).and_then(|()| self.out.flush());
+        self.chunk.clear();
+        if self.chunk.bytes.capacity() > 1 << 20 {
+            self.chunk.bytes.shrink_to(1 << 20);
+        }
+        written?;
         self.stats.chunks += 1;
-        self.stats.bytes = end;
+        self.stats.bytes += size;
         Ok(())
     }
 
-    /// Gives the output back (the open chunk, if any, is left unfinished).
+    /// Gives the output back (an open chunk, if any, is dropped).
     pub fn into_inner(self) -> W {
         self.out
     }
