@@ -253,8 +253,8 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
         let _ = h.join();
     }
     let mut inner = lock(&stream.inner);
-    inner.drain(agent, jni);
     detach_logs(&inner);
+    inner.drain(agent, jni);
     inner.end_chunk(agent, true);
     *lock(&STREAM) = None;
     match &inner.failed {
@@ -297,9 +297,8 @@ impl Inner {
         if let Err(e) = self.writer.begin_chunk(ticks, wall) {
             return self.fail(e);
         }
+        // The writing thread is named with the others when the chunk ends.
         let tid = threads::current_tid() as u64;
-        let name = std::thread::current().name().unwrap_or("oxprof").to_string();
-        self.writer.thread(tid, &name, Some(&name));
         let elapsed_ms = (ticks as u64).saturating_sub(self.start_ticks) as i64 / 1_000_000;
         let r = self.writer.recording(ticks, tid, "oxprof", &self.destination, self.start_wall_ms, elapsed_ms);
         let r = r.and_then(|()| self.settings.iter().try_for_each(|(id, k, v)| self.writer.setting(ticks, tid, *id, k, v)));
@@ -314,13 +313,22 @@ impl Inner {
         }
         self.begin_chunk(); // an empty recording is still a valid file
         for tid in self.writer.unnamed_threads() {
-            let name = agent.profiler.threads.name(tid as u32).unwrap_or_else(|| format!("tid {tid}"));
-            let java = agent.profiler.threads.is_java_visible(tid as u32);
-            self.writer.thread(tid, &name, java.then_some(name.as_str()));
+            self.name_thread(agent, tid as u32);
         }
         if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
             self.fail(e);
         }
+    }
+
+    /// Names a thread in the current chunk by its name now (the first time
+    /// the chunk sees it), so a thread renamed later keeps this name here.
+    fn name_thread(&mut self, agent: &Agent, tid: u32) {
+        if self.writer.has_thread(tid as u64) {
+            return;
+        }
+        let name = agent.profiler.threads.name(tid).unwrap_or_else(|| format!("tid {tid}"));
+        let java = agent.profiler.threads.is_java_visible(tid);
+        self.writer.thread(tid as u64, &name, java.then_some(name.as_str()));
     }
 
     /// Moves every logged event into the file.
@@ -341,6 +349,7 @@ impl Inner {
                     let frames = cpu_stack(&cx, &mut self.lines, t.tid, &t.frames);
                     self.writer.stack(id, &frames, false);
                 }
+                self.name_thread(agent, e.tid);
                 if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, ThreadState::Runnable) {
                     return self.fail(err);
                 }
@@ -363,6 +372,7 @@ impl Inner {
                     let frames = alloc_stack(&cx, &mut self.lines, stack);
                     self.writer.stack(id, &frames, false);
                 }
+                self.name_thread(agent, e.tid);
                 if let Err(err) = self.writer.allocation_sample(e.ticks as i64, e.tid as u64, id, &class, e.weight) {
                     return self.fail(err);
                 }

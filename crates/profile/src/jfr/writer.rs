@@ -320,6 +320,11 @@ impl<W: Write> JfrWriter<W> {
         b.varint(0); // no thread group
     }
 
+    /// Whether thread `tid` has a name in this chunk.
+    pub fn has_thread(&self, tid: u64) -> bool {
+        self.pools.threads.contains_key(&tid)
+    }
+
     /// Threads referred to by events of this chunk that have no name yet.
     pub fn unnamed_threads(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.pools.referenced_threads.iter().copied().filter(|t| !self.pools.threads.contains_key(t)).collect();
