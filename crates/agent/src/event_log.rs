@@ -171,7 +171,7 @@ mod tests {
             while let Some(e) = log.pop() {
                 // Each writer's events come out in its order.
                 let l = &mut last[e.tid as usize];
-                assert!(l.map_or(true, |p| p < e.ticks));
+                assert!(l.is_none_or(|p| p < e.ticks));
                 *l = Some(e.ticks);
                 got += 1;
             }

@@ -15,7 +15,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -83,6 +83,8 @@ struct Stream {
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// CPU time the streaming thread used, in nanoseconds (set when it ends).
+    thread_cpu_ns: Arc<AtomicU64>,
 }
 
 static STREAM: Mutex<Option<Arc<Stream>>> = Mutex::new(None);
@@ -95,6 +97,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn leaked_log(cell: &OnceLock<&'static EventLog>) -> &'static EventLog {
     cell.get_or_init(|| Box::leak(Box::new(EventLog::new(LOG_CAPACITY))))
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn wall_ns() -> i64 {
@@ -146,7 +156,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         destination: path.display().to_string(),
         failed: None,
     };
-    *slot = Some(Arc::new(Stream { path, inner: Mutex::new(inner), stop: Arc::new(AtomicBool::new(false)), thread: Mutex::new(None) }));
+    *slot = Some(Arc::new(Stream { path, inner: Mutex::new(inner), stop: Arc::new(AtomicBool::new(false)), thread: Mutex::new(None), thread_cpu_ns: Arc::new(AtomicU64::new(0)) }));
     Ok(())
 }
 
@@ -200,6 +210,7 @@ pub fn begin(agent: &'static Agent) {
         inner.settings = settings;
     }
     let stop = stream.stop.clone();
+    let cpu_ns = stream.thread_cpu_ns.clone();
     let vm = agent.vm as usize;
     let spawned = std::thread::Builder::new().name("oxprof-jfr".into()).spawn(move || {
         let vm = vm as *mut jvmti_sys::JavaVM;
@@ -218,6 +229,7 @@ pub fn begin(agent: &'static Agent) {
                 lock(&stream.inner).drain(agent, jni);
             }
         }
+        cpu_ns.store(thread_cpu_ns(), Ordering::SeqCst);
         jvmti::detach(vm);
     });
     match spawned {
@@ -241,7 +253,7 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, false);
-    Ok(vec![inner.summary(&stream.path)])
+    Ok(vec![inner.summary(&stream.path, None)])
 }
 
 /// Stop: ends the streaming thread, writes what is left and the last chunk.
@@ -259,17 +271,19 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     *lock(&STREAM) = None;
     match &inner.failed {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", stream.path.display())),
-        None => Ok(vec![inner.summary(&stream.path), format!("profile written to {}", stream.path.display())]),
+        None => Ok(vec![inner.summary(&stream.path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", stream.path.display())]),
     }
 }
 
 impl Inner {
-    fn summary(&self, path: &Path) -> String {
+    /// The `jfr summary:` line; `thread_cpu_ns` is the streaming thread's
+    /// CPU time, known once it has ended.
+    fn summary(&self, path: &Path, thread_cpu_ns: Option<u64>) -> String {
         let c = self.counts;
         let dropped: u64 = self.cpu.iter().chain(self.alloc.iter()).map(|s| s.log.dropped()).sum();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} dropped={} missing={} chunks={} bytes={} file={}",
+            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.alloc,
             c.alloc_bytes,
@@ -277,6 +291,7 @@ impl Inner {
             c.missing,
             stats.chunks,
             stats.bytes,
+            thread_cpu_ns.map(|ns| format!(" writer_cpu_ms={}", ns / 1_000_000)).unwrap_or_default(),
             path.display()
         )
     }

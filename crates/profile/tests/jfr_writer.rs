@@ -24,6 +24,10 @@ fn run_jfr(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+fn run_jfr_summary(path: &std::path::Path) -> (String, ()) {
+    (run_jfr(&["summary", path.to_str().unwrap()]), ())
+}
+
 fn frame(class: &str, method: &str, line: i32, kind: FrameType) -> JfrFrame {
     JfrFrame { class: class.into(), method: method.into(), descriptor: "(I)V".into(), line, bci: 7, kind }
 }
@@ -59,6 +63,12 @@ fn the_jdk_reads_what_the_writer_wrote() {
     assert!(!w.has_stack(1));
     w.stack(1, &hot, true);
     w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    // While a chunk is open the file holds only complete chunks: readers
+    // never meet a half-written one.
+    let first_chunk = w.stats().bytes;
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), first_chunk);
+    let (partial, _) = run_jfr_summary(&path);
+    assert!(partial.contains("Chunks: 1"), "{partial}");
     w.stack(2, &alloc, false);
     let obj = OldObject { allocation_ticks: t0 + 40_000_000, address: 0x7f00_1000, class: "byte[]", array_elements: 1000, heap_used: 1 << 20, description: None };
     w.old_object_sample(t0 + 70_000_000, 100, 2, &obj).unwrap();
