@@ -70,10 +70,26 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
     let jfr = crate::jfr_stream::is_active();
     if jfr {
-        lines.extend(if last { crate::jfr_stream::finish(agent, jni)? } else { crate::jfr_stream::flush(agent, jni)? });
+        let streamed = if last { crate::jfr_stream::finish(agent, jni) } else { crate::jfr_stream::flush(agent, jni) };
+        match streamed {
+            Ok(l) => lines.extend(l),
+            Err(e) if out.output_format() == OutputFormat::Jfr => {
+                // The recording could not be written (disk full...): keep
+                // the samples in a flame graph instead.
+                crate::log::error(&e);
+                let html = out.file.as_deref().unwrap_or(Path::new("profile.jfr")).with_extension("html");
+                lines.push(format!("warning: {e}; writing the samples to {} instead", html.display()));
+                out.file = Some(html);
+                out.format = Some(OutputFormat::FlameGraph);
+            }
+            Err(e) => lines.push(format!("warning: {e}")),
+        }
     }
     if out.output_format() == OutputFormat::Jfr {
         if jfr {
+            if let Some(asked) = command.file.as_deref().filter(|f| !lines.iter().any(|l| l.ends_with(&*f.to_string_lossy()))) {
+                lines.push(format!("note: a JFR recording streams to the file chosen at start; {} was not written", asked.display()));
+            }
             return Ok(lines);
         }
         // JFR is streamed from the start; this recording was not. Keep its
