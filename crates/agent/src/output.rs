@@ -27,6 +27,7 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             let title = built.first().map(|b| b.profile.meta.title.clone()).unwrap_or_default();
             flamegraph::write_html_multi(&views, &HtmlOptions { title, counter: config.counter, ..HtmlOptions::default() }, out)
         }
+        OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
     }
 }
 
@@ -77,7 +78,7 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
         }
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
-        OutputFormat::FlameGraph => vec![(wanted, built.iter().collect())],
+        OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
         OutputFormat::Collapsed => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
     };
     groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()

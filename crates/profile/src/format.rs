@@ -10,17 +10,20 @@ pub enum OutputFormat {
     Collapsed,
     /// A self-contained interactive HTML flame graph.
     FlameGraph,
+    /// A JDK Flight Recorder file, streamed while recording.
+    Jfr,
 }
 
 impl OutputFormat {
     /// The explicit words accepted on the command line / in agent options.
-    pub const WORDS: &'static str = "collapsed, flamegraph";
+    pub const WORDS: &'static str = "collapsed, flamegraph, jfr";
 
     /// Parses an explicit format word.
     pub fn from_word(word: &str) -> Option<OutputFormat> {
         match word {
             "collapsed" | "folded" => Some(OutputFormat::Collapsed),
             "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
+            "jfr" => Some(OutputFormat::Jfr),
             _ => None,
         }
     }
@@ -32,6 +35,8 @@ impl OutputFormat {
             Some(OutputFormat::FlameGraph)
         } else if name.ends_with(".collapsed") || name.ends_with(".txt") || name.ends_with(".folded") {
             Some(OutputFormat::Collapsed)
+        } else if name.ends_with(".jfr") {
+            Some(OutputFormat::Jfr)
         } else {
             None
         }
@@ -42,6 +47,7 @@ impl OutputFormat {
         match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "html",
+            OutputFormat::Jfr => "jfr",
         }
     }
 }
@@ -51,6 +57,7 @@ impl fmt::Display for OutputFormat {
         f.write_str(match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "flamegraph",
+            OutputFormat::Jfr => "jfr",
         })
     }
 }
@@ -67,5 +74,7 @@ mod tests {
         assert_eq!(OutputFormat::from_path(Path::new("p.bin")), None);
         assert_eq!(OutputFormat::from_word("flamegraph"), Some(OutputFormat::FlameGraph));
         assert_eq!(OutputFormat::from_word("nope"), None);
+        assert_eq!(OutputFormat::from_path(Path::new("rec.JFR")), Some(OutputFormat::Jfr));
+        assert_eq!(OutputFormat::from_word("jfr"), Some(OutputFormat::Jfr));
     }
 }
