@@ -16,6 +16,8 @@ pub mod commands;
 pub mod engine;
 pub mod jvmti;
 pub mod log;
+pub mod native_symbols;
+pub mod native_unwind;
 pub mod options;
 pub mod output;
 pub mod profiler;

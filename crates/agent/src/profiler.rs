@@ -15,7 +15,9 @@ use crate::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
-use crate::options::{Config, Event};
+use crate::native_symbols;
+use crate::native_unwind;
+use crate::options::{CStack, Config, Event};
 use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
@@ -64,6 +66,8 @@ pub struct Summary {
     pub java_samples: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Samples that carry native or kernel frames.
+    pub native_samples: u64,
     pub failed_by_reason: BTreeMap<&'static str, u64>,
 }
 
@@ -181,7 +185,14 @@ impl Profiler {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
-        signal::arm(SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads));
+        let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
+        let kernel_stacks = engine == Engine::Perf && config.cstack != CStack::No;
+        if config.cstack != CStack::No && !native_unwind::init() {
+            log::warn("process_vm_readv is refused: native stacks keep only the interrupted function");
+        }
+        ctx.set_cstack(config.cstack, kernel_stacks);
+        engine::perf::set_kernel_stacks(kernel_stacks);
+        signal::arm(ctx);
         let started = if engine.per_thread() {
             self.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
         } else {
@@ -261,13 +272,14 @@ impl Profiler {
         if let Some(run) = &rec.cpu {
             let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
             let summary_line = format!(
-                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={}",
+                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={}",
                 s.samples,
                 s.java_samples,
                 s.failed,
                 s.failed_pct(),
                 s.dropped,
-                run.engine.short()
+                run.engine.short(),
+                s.native_samples
             );
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
         }
@@ -336,8 +348,8 @@ impl Profiler {
     /// Turns one stored frame into a model frame (see [`RawFrame`]'s encoding).
     fn frame(&self, f: &RawFrame, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         match f.bci {
-            RawFrame::NATIVE_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Native),
-            RawFrame::KERNEL_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Kernel),
+            RawFrame::NATIVE_PC => native_symbols::resolver().frame(f.method, false),
+            RawFrame::KERNEL_PC => native_symbols::resolver().frame(f.method, true),
             BCI_NATIVE_FRAME => self.java_frame(f.method, true, symbols, jvmti, jni),
             _ => {
                 let mut frame = self.java_frame(f.method, false, symbols, jvmti, jni);
@@ -355,6 +367,7 @@ impl Profiler {
     fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
+        native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
         let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
@@ -372,6 +385,7 @@ impl Profiler {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames", config.cstack.name(), summary.native_samples)));
         if let Some(why) = &run.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));
         }
@@ -380,9 +394,22 @@ impl Profiler {
 
     fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
         let thread_root = |tid: u32| self.thread_root(tid);
-        let marker = match t.frames.as_slice() {
+        // Native and kernel frames come first (leaf side); a stack without
+        // Java frames ends in a marker frame naming why.
+        let is_native = |f: &RawFrame| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC);
+        let native_len = t.frames.iter().take_while(|f| is_native(f)).count();
+        if native_len > 0 {
+            summary.native_samples += t.samples;
+        }
+        let (native, rest) = t.frames.split_at(native_len);
+        let marker = match rest {
             [f] if f.method == 0 => Some(f.bci),
             _ => None,
+        };
+        let push_native = |out: &mut Vec<Frame>| {
+            for f in native.iter().rev() {
+                out.push(self.frame(f, symbols, jvmti, jni));
+            }
         };
         // A JVM-internal thread (JIT compiler, service threads) is not in
         // Java and has no Java frame: AsyncGetCallTrace reports that as
@@ -402,6 +429,7 @@ impl Profiler {
                     let name = self.threads.name(t.tid).unwrap_or_else(|| "thread".into());
                     out.push(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native));
                 }
+                push_native(out);
             }
             Some(code) => {
                 summary.java_samples += t.samples;
@@ -411,6 +439,7 @@ impl Profiler {
                     out.push(thread_root(t.tid));
                 }
                 out.push(Frame::new(failure_name(code), FrameKind::Error));
+                push_native(out);
             }
             None => {
                 summary.java_samples += t.samples;

@@ -1,0 +1,147 @@
+//! The native part of a CPU sample, collected inside the SIGPROF handler:
+//! kernel frames from the perf_events ring (perf engine only), then user
+//! frames from a frame-pointer walk starting at the signal's `ucontext`,
+//! up to the first return address inside the JVM's Java code (the code
+//! cache), where AsyncGetCallTrace's Java frames take over.
+//!
+//! Handler rules hold: no allocation, no locks, nothing that can panic.
+//! Memory is never dereferenced directly: every stack word is copied with
+//! `process_vm_readv` on our own process, a plain syscall that fails with
+//! `EFAULT` instead of faulting on an unmapped or unreadable address. When
+//! that syscall is unavailable (seccomp), only the interrupted PC is kept.
+//!
+//! Frame pointers only give the frames of code built with them: libjvm and
+//! the JDK's own libraries have them, most Debian libraries (libc, libz) do
+//! not. A function without one is skipped (its caller's frame is found
+//! through the saved `rbp` of the next frame that has one), and a garbage
+//! `rbp` can add a wrong frame or two before the walk stops on a sanity check.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::engine::perf_ring;
+use crate::store::RawFrame;
+
+/// Most native and kernel frames kept per sample.
+pub const MAX_NATIVE_FRAMES: usize = 128;
+/// A frame pointer further than this above the interrupted stack pointer is
+/// taken as garbage (thread stacks are at most a few MiB here).
+const MAX_STACK_SPAN: usize = 64 << 20;
+
+/// Whether `process_vm_readv` works on ourselves (checked by [`init`]).
+static SAFE_READ: AtomicBool = AtomicBool::new(false);
+
+/// Checks, off the signal path, that safe reads work. Returns whether they do.
+pub fn init() -> bool {
+    let pair = [0x5eed_usize, 1];
+    let ok = read_words(pair.as_ptr() as usize) == Some((0x5eed, 1));
+    SAFE_READ.store(ok, Ordering::SeqCst);
+    ok
+}
+
+/// Copies the two words at `addr` (8-byte aligned), or `None` when any byte
+/// is not readable. Async-signal-safe.
+fn read_words(addr: usize) -> Option<(usize, usize)> {
+    if addr % 8 != 0 || addr > usize::MAX - 16 {
+        return None;
+    }
+    let mut buf = [0usize; 2];
+    let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: 16 };
+    let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: 16 };
+    // SAFETY: process_vm_readv copies into our 16-byte local buffer and
+    // reports an unreadable remote range as an error instead of faulting.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (n == 16).then_some((buf[0], buf[1]))
+}
+
+/// The registers the walk starts from: (pc, sp, fp).
+fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
+    if ucontext.is_null() {
+        return None;
+    }
+    let uc = ucontext as *const libc::ucontext_t;
+    // SAFETY: the kernel passed a valid ucontext for this signal.
+    let gregs = unsafe { &(*uc).uc_mcontext.gregs };
+    let get = |r: libc::c_int| gregs.get(r as usize).map(|&v| v as usize);
+    Some((get(libc::REG_RIP)?, get(libc::REG_RSP)?, get(libc::REG_RBP)?))
+}
+
+/// Async-signal-safe: writes the native part of this sample into `out`, leaf
+/// first (kernel frames, then user frames), and returns how many. `kernel`
+/// asks for perf_events kernel frames; `in_java_code` tells where the JVM's
+/// Java frames begin.
+pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
+    let mut n = if kernel { perf_ring::kernel_frames(tid, out) } else { 0 };
+    let Some((pc, mut sp, mut fp)) = registers(ucontext) else { return n };
+    if in_java_code(pc) || pc == 0 {
+        return n;
+    }
+    let Some(slot) = out.get_mut(n) else { return n };
+    *slot = RawFrame::native_pc(pc);
+    n += 1;
+    if !SAFE_READ.load(Ordering::Relaxed) {
+        return n;
+    }
+    // Each frame: [fp] = caller's fp, [fp+8] = return address. Frames only
+    // grow towards higher addresses.
+    while n < out.len() {
+        if fp < sp || fp - sp > MAX_STACK_SPAN {
+            break;
+        }
+        let Some((next_fp, ret)) = read_words(fp) else { break };
+        if ret < 4096 || in_java_code(ret) {
+            break;
+        }
+        let Some(slot) = out.get_mut(n) else { break };
+        // A return address points after the call: step back into it.
+        *slot = RawFrame::native_pc(ret - 1);
+        n += 1;
+        if next_fp <= fp {
+            break;
+        }
+        sp = fp + 16;
+        fp = next_fp;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_reads_copy_mapped_memory_and_refuse_the_rest() {
+        assert!(init());
+        let words = [7usize, 9, 11];
+        assert_eq!(read_words(words.as_ptr() as usize), Some((7, 9)));
+        assert_eq!(read_words(8), None);
+        assert_eq!(read_words(words.as_ptr() as usize + 1), None, "unaligned");
+    }
+
+    #[inline(never)]
+    fn walk_here(out: &mut [RawFrame]) -> usize {
+        // SAFETY: getcontext fills a ucontext for the current thread.
+        let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getcontext(&mut uc) };
+        collect(0, &mut uc as *mut _ as *mut c_void, false, |_| false, out)
+    }
+
+    #[test]
+    fn walks_frame_pointers_of_this_test_and_stops_at_java_code() {
+        assert!(init());
+        let mut out = [RawFrame::default(); MAX_NATIVE_FRAMES];
+        let n = walk_here(&mut out);
+        assert!(n >= 1);
+        assert!(out[..n].iter().all(|f| f.bci == RawFrame::NATIVE_PC && f.method != 0));
+        let mut small = [RawFrame::default(); 1];
+        assert_eq!(walk_here(&mut small), 1, "depth limit");
+        assert_eq!(collect(0, std::ptr::null_mut(), false, |_| false, &mut out), 0);
+        // When the interrupted PC is Java code there is no native part.
+        // SAFETY: as in walk_here.
+        let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getcontext(&mut uc) };
+        assert_eq!(collect(0, &mut uc as *mut _ as *mut c_void, false, |_| true, &mut out), 0);
+    }
+}
