@@ -50,6 +50,10 @@ pub struct RecordArgs {
     /// Maximum Java stack depth
     #[arg(long, default_value_t = 2048)]
     pub jstackdepth: usize,
+    /// Native and kernel frames under Java ones: fp (frame pointers, plus
+    /// kernel callchains with perf_events) or no [default: fp]
+    #[arg(long, value_name = "MODE", value_parser = ["fp", "no"])]
+    pub cstack: Option<String>,
     /// Extra raw agent options, appended as is (e.g. "ann,loglevel=debug")
     #[arg(long)]
     pub agent_opts: Option<String>,
@@ -78,6 +82,9 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
     }
     if args.threads {
         opts.push("threads".into());
+    }
+    if let Some(mode) = &args.cstack {
+        opts.push(format!("cstack={mode}"));
     }
     if let Some(t) = &args.title {
         opts.push(format!("title={t}"));
@@ -238,6 +245,23 @@ mod tests {
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
+    }
+
+    #[test]
+    fn native_stack_flag() {
+        let a = args(&["--cstack", "no", "--", "java"]);
+        let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.ends_with(",cstack=no"), "{o}");
+        let a = args(&["--", "java"]);
+        assert!(!agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap().contains("cstack"));
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            _r: RecordArgs,
+        }
+        let e = T::try_parse_from(["t", "--cstack", "dwarf", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("invalid value 'dwarf' for '--cstack <MODE>'") && e.contains("[possible values: fp, no]"), "{e}");
     }
 
     #[test]
