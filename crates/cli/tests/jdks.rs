@@ -156,3 +156,37 @@ fn attach_works_on_every_supported_jdk() {
         assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 20, "{}", home.display());
     }
 }
+
+/// Mixed-mode stacks: native zlib frames under `Deflater.deflateBytes*` and
+/// kernel frames, on every JDK (their zlib is bundled or the system's).
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn native_frames_under_deflater_on_every_supported_jdk() {
+    let s = Scratch::new("jdks-mixed");
+    compile(&s.0, &["Deflate.java"]);
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let out = s.path("deflate.collapsed");
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "2"])
+            .arg(s.path("deflate.out"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{version}: {}", text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let (mut all, mut native) = (0, 0);
+        for (st, n) in &stacks {
+            if let Some(i) = st.iter().position(|f| f.starts_with("java.util.zip.Deflater.deflateBytes")) {
+                all += n;
+                if st[i + 1..].iter().any(|f| f.contains("libz") || f.contains("deflate") || f.contains("longest_match") || f.contains("libzip")) {
+                    native += n;
+                }
+            }
+        }
+        assert!(all >= 100, "{version}: only {all} samples in Deflater.deflateBytes");
+        assert!(native * 10 >= all * 8, "{version}: {native} of {all} deflateBytes samples have zlib frames beneath");
+        assert!(stacks.iter().any(|(st, _)| st.iter().any(|f| f.ends_with("_[k]"))), "{version}: no kernel frames");
+        eprintln!("ok: {} ({native} of {all})", version.lines().next().unwrap_or(""));
+    }
+}
