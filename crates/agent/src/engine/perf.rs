@@ -152,7 +152,11 @@ pub fn open(tid: u32, interval_ns: u64) -> io::Result<PerfEvent> {
     let (fd, callchain) = open_counter(tid, interval_ns, KERNEL_STACKS.load(Ordering::SeqCst))?;
     let raw = fd.as_raw_fd();
     // Without its ring a sample's callchain goes nowhere; the counter still samples.
-    let ring = if callchain { Ring::map(raw, tid).ok() } else { None };
+    let ring = if callchain {
+        Ring::map(raw, tid).map_err(|e| crate::log::debug(&format!("no kernel frames for thread {tid}: perf ring: {e}"))).ok()
+    } else {
+        None
+    };
     let owner = FOwnerEx { kind: F_OWNER_TID, pid: tid as libc::pid_t };
     // SAFETY: fcntl/ioctl on the fd we own, with correctly typed arguments.
     unsafe {

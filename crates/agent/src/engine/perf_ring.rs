@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::store::RawFrame;
 
 /// Data pages per ring (a power of two). One record of a 127-deep kernel
-/// chain is about 1 KiB and the handler drains the ring at every sample.
-const DATA_PAGES: usize = 4;
+/// chain is about 1 KiB and the handler drains the ring at every sample;
+/// few pages keep unprivileged users under `perf_event_mlock_kb`.
+const DATA_PAGES: usize = 1;
 /// Threads that can have a ring at once; more get no kernel frames.
 const SLOTS: usize = 4096;
 /// How far a lookup or insert probes.
@@ -196,4 +197,81 @@ fn drain(base: usize, size: usize, tid: u32, out: &mut [RawFrame]) -> usize {
     }
     tail_ref.store(head, Ordering::Release);
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KERNEL: u64 = (-128i64) as u64;
+
+    /// A fake ring: metadata page then a one-page data area, as the kernel lays it out.
+    struct Fake {
+        mem: Vec<u64>,
+    }
+
+    impl Fake {
+        fn new() -> Fake {
+            PAGE.store(4096, Ordering::Relaxed);
+            Fake { mem: vec![0; 2 * 4096 / 8] }
+        }
+        fn base(&mut self) -> usize {
+            self.mem.as_mut_ptr() as usize
+        }
+        fn set(&mut self, off: usize, v: u64) {
+            self.mem[off / 8] = v;
+        }
+        /// Writes a sample record at ring position `pos` (wrapping) and returns its length.
+        fn sample(&mut self, pos: u64, tid: u32, ips: &[u64]) -> u64 {
+            let len = 24 + 8 * ips.len() as u64;
+            let mut words = vec![(len << 48) | PERF_RECORD_SAMPLE as u64, ((tid as u64) << 32) | 77, ips.len() as u64];
+            words.extend_from_slice(ips);
+            for (i, w) in words.into_iter().enumerate() {
+                self.set(4096 + ((pos as usize + 8 * i) % 4096), w);
+            }
+            len
+        }
+        fn head_tail(&mut self, head: u64, tail: u64) {
+            self.set(DATA_HEAD, head);
+            self.set(DATA_TAIL, tail);
+        }
+    }
+
+    #[test]
+    fn keeps_the_newest_samples_kernel_frames_and_consumes_the_ring() {
+        let mut f = Fake::new();
+        let a = f.sample(0, 5, &[KERNEL, 0xffff_1000, 0xffff_2000]);
+        let b = f.sample(a, 5, &[KERNEL, 0xffff_3000, 0xffff_4001, PERF_CONTEXT_USER, 0x4000]);
+        f.head_tail(a + b, 0);
+        let mut out = [RawFrame::default(); 8];
+        let base = f.base();
+        assert_eq!(drain(base, 4096, 5, &mut out), 2);
+        assert_eq!(out[0], RawFrame::kernel_pc(0xffff_3000));
+        assert_eq!(out[1], RawFrame::kernel_pc(0xffff_4000), "return addresses step back into the call");
+        assert_eq!(f.mem[DATA_TAIL / 8], a + b, "tail moved to head");
+        // Nothing new: no frames.
+        assert_eq!(drain(base, 4096, 5, &mut out), 0);
+    }
+
+    #[test]
+    fn reads_records_that_wrap_and_refuses_other_threads_and_garbage() {
+        let mut f = Fake::new();
+        let start = 4096 - 16; // the record wraps around the end of the data area
+        let len = f.sample(start, 9, &[KERNEL, 0xffff_1000, 0xffff_2001, 0xffff_3001]);
+        f.head_tail(start + len, start);
+        let mut out = [RawFrame::default(); 2];
+        let base = f.base();
+        assert_eq!(drain(base, 4096, 9, &mut out), 2, "depth limit");
+        assert_eq!(out, [RawFrame::kernel_pc(0xffff_1000), RawFrame::kernel_pc(0xffff_2000)]);
+
+        let len = f.sample(0, 9, &[KERNEL, 0xffff_1000]);
+        f.head_tail(len, 0);
+        assert_eq!(drain(base, 4096, 10, &mut out), 0, "another thread's sample");
+        f.set(4096, 3 << 48 | PERF_RECORD_SAMPLE as u64); // a length that is not a record
+        f.head_tail(64, 0);
+        assert_eq!(drain(base, 4096, 9, &mut out), 0);
+        f.head_tail(1 << 20, 0); // head far ahead of tail: lost track
+        assert_eq!(drain(base, 4096, 9, &mut out), 0);
+        assert_eq!(f.mem[DATA_TAIL / 8], 1 << 20);
+    }
 }
