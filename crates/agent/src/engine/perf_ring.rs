@@ -167,7 +167,7 @@ fn drain(base: usize, size: usize, tid: u32, out: &mut [RawFrame]) -> usize {
     if head.wrapping_sub(tail) <= size as u64 {
         while pos + 8 <= head {
             let header = word(pos);
-            let (kind, len) = (header as u32, (header >> 48) as u64);
+            let (kind, len) = (header as u32, header >> 48);
             if len < 8 || len % 8 != 0 || pos + len > head {
                 break;
             }
