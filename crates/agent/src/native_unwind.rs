@@ -17,7 +17,7 @@
 //! `rbp` can add a wrong frame or two before the walk stops on a sanity check.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::engine::perf_ring;
 use crate::store::RawFrame;
@@ -31,8 +31,28 @@ const MAX_STACK_SPAN: usize = 64 << 20;
 /// Whether `process_vm_readv` works on ourselves (checked by [`init`]).
 static SAFE_READ: AtomicBool = AtomicBool::new(false);
 
-/// Checks, off the signal path, that safe reads work. Returns whether they do.
+/// Time spent in [`collect`] and how many calls, since [`init`].
+static SPENT_NS: AtomicU64 = AtomicU64::new(0);
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Mean nanoseconds one sample spent collecting its native part, if any.
+pub fn mean_ns() -> Option<u64> {
+    let calls = CALLS.load(Ordering::Relaxed);
+    (calls > 0).then(|| SPENT_NS.load(Ordering::Relaxed) / calls)
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Checks, off the signal path, that safe reads work, and resets the cost
+/// counters. Returns whether safe reads work.
 pub fn init() -> bool {
+    SPENT_NS.store(0, Ordering::Relaxed);
+    CALLS.store(0, Ordering::Relaxed);
     let pair = [0x5eed_usize, 1];
     let ok = read_words(pair.as_ptr() as usize) == Some((0x5eed, 1));
     SAFE_READ.store(ok, Ordering::SeqCst);
@@ -71,6 +91,14 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 /// asks for perf_events kernel frames; `in_java_code` tells where the JVM's
 /// Java frames begin.
 pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
+    let start = now_ns();
+    let n = walk(tid, ucontext, kernel, in_java_code, out);
+    SPENT_NS.fetch_add(now_ns().wrapping_sub(start), Ordering::Relaxed);
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    n
+}
+
+fn walk(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
     let mut n = if kernel { perf_ring::kernel_frames(tid, out) } else { 0 };
     let Some((pc, mut sp, mut fp)) = registers(ucontext) else { return n };
     if in_java_code(pc) || pc == 0 {

@@ -187,7 +187,7 @@ impl Profiler {
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
         let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
         let kernel_stacks = engine == Engine::Perf && config.cstack != CStack::No;
-        if config.cstack != CStack::No && !native_unwind::init() {
+        if !native_unwind::init() && config.cstack != CStack::No {
             log::warn("process_vm_readv is refused: native stacks keep only the interrupted function");
         }
         ctx.set_cstack(config.cstack, kernel_stacks);
@@ -272,14 +272,15 @@ impl Profiler {
         if let Some(run) = &rec.cpu {
             let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
             let summary_line = format!(
-                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={}",
+                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={}",
                 s.samples,
                 s.java_samples,
                 s.failed,
                 s.failed_pct(),
                 s.dropped,
                 run.engine.short(),
-                s.native_samples
+                s.native_samples,
+                native_unwind::mean_ns().unwrap_or(0)
             );
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
         }
@@ -385,7 +386,8 @@ impl Profiler {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
-        m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames", config.cstack.name(), summary.native_samples)));
+        let cost = native_unwind::mean_ns().map(|ns| format!(", {ns} ns per sample to collect")).unwrap_or_default();
+        m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames{cost}", config.cstack.name(), summary.native_samples)));
         if let Some(why) = &run.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));
         }
