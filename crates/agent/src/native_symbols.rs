@@ -7,7 +7,8 @@
 //! demangled. Kernel addresses are looked up in `/proc/kallsyms` when it
 //! shows real addresses (root, or `kptr_restrict` off). What cannot be named
 //! becomes `lib.so+0xOFFSET` (address inside a known object) or `[unknown]`.
-//! Objects are parsed once and kept for later dumps.
+//! Objects are parsed on first use and dropped again with [`NativeSymbols::clear`]
+//! after a dump (libjvm's table alone holds about 100,000 names).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -78,7 +79,7 @@ impl Elf {
     }
 }
 
-/// The resolver, kept across dumps.
+/// The resolver's caches, filled during one dump.
 #[derive(Default)]
 pub struct NativeSymbols {
     maps: Vec<Mapping>,
@@ -155,6 +156,11 @@ impl NativeSymbols {
             self.maps = maps;
             self.names.clear();
         }
+    }
+
+    /// Frees every table and cached name (call when a dump is done).
+    pub fn clear(&mut self) {
+        *self = NativeSymbols::default();
     }
 
     fn kernel_table(&mut self) -> Option<&SymbolTable> {

@@ -379,6 +379,7 @@ impl Profiler {
             self.trace_frames(t, config.threads, symbols, jvmti, jni, &mut frames, &mut summary);
             profile.add_frames(frames.drain(..), t.samples, t.total);
         }
+        native_symbols::resolver().clear();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
