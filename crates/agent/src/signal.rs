@@ -4,7 +4,8 @@
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
-//!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it);
+//!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it),
+//!   and in `native_unwind` `process_vm_readv`, `getpid`, `clock_gettime`;
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
