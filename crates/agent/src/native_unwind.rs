@@ -5,10 +5,11 @@
 //! cache), where AsyncGetCallTrace's Java frames take over.
 //!
 //! Handler rules hold: no allocation, no locks, nothing that can panic.
-//! Memory is never dereferenced directly: every stack word is copied with
-//! `process_vm_readv` on our own process, a plain syscall that fails with
-//! `EFAULT` instead of faulting on an unmapped or unreadable address. When
-//! that syscall is unavailable (seccomp), only the interrupted PC is kept.
+//! Memory is read directly only inside a [`StackWindow`]: pages of the
+//! interrupted thread's own stack that `process_vm_readv` on our own process
+//! (a plain syscall that fails with `EFAULT` instead of faulting) has just
+//! proved readable, so most frames cost no syscall. When that syscall is
+//! unavailable (seccomp), only the interrupted PC is kept.
 //!
 //! Frame pointers only give the frames of code built with them: libjvm and
 //! the JDK's own libraries have them, most Debian libraries (libc, libz) do
@@ -74,6 +75,51 @@ fn read_words(addr: usize) -> Option<(usize, usize)> {
     (n == 16).then_some((buf[0], buf[1]))
 }
 
+/// Granularity of the window (x86_64's base page; larger pages only make it
+/// conservative).
+const PAGE: usize = 4096;
+
+/// The stack pages known readable during one walk: a contiguous range that
+/// starts at the interrupted stack pointer's page and grows upwards only by
+/// pages that a [`read_words`] probe has just read. It starts inside this
+/// thread's live stack, which stays mapped while the thread runs (the
+/// handler runs on it), and frames only grow upwards from there, so the
+/// window covers this thread's stack; it could pass the stack's top only
+/// through a chain of corrupt frame pointers, and even then each page was
+/// readable a moment before.
+struct StackWindow {
+    lo: usize,
+    hi: usize,
+}
+
+impl StackWindow {
+    fn new(sp: usize) -> StackWindow {
+        let lo = sp & !(PAGE - 1);
+        StackWindow { lo, hi: lo }
+    }
+
+    /// The two words at `addr` (8-byte aligned, at or above the window's
+    /// start), read directly inside the window, else probed.
+    fn read(&mut self, addr: usize) -> Option<(usize, usize)> {
+        if addr % 8 != 0 || addr < self.lo || addr > usize::MAX - 16 {
+            return None;
+        }
+        let last = addr + 15;
+        if last < self.hi {
+            let p = addr as *const usize;
+            // SAFETY: [addr, addr + 16) lies inside the window: pages of this
+            // thread's stack read successfully during this walk (see above).
+            return Some(unsafe { (p.read_volatile(), p.add(1).read_volatile()) });
+        }
+        let words = read_words(addr)?;
+        if addr & !(PAGE - 1) <= self.hi {
+            // Adjacent or inside: the probe read every page up to `last`.
+            self.hi = self.hi.max((last & !(PAGE - 1)) + PAGE);
+        }
+        Some(words)
+    }
+}
+
 /// The registers the walk starts from: (pc, sp, fp).
 fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
     if ucontext.is_null() {
@@ -112,11 +158,12 @@ fn walk(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -
     }
     // Each frame: [fp] = caller's fp, [fp+8] = return address. Frames only
     // grow towards higher addresses.
+    let mut window = StackWindow::new(sp);
     while n < out.len() {
         if fp < sp || fp - sp > MAX_STACK_SPAN {
             break;
         }
-        let Some((next_fp, ret)) = read_words(fp) else { break };
+        let Some((next_fp, ret)) = window.read(fp) else { break };
         if ret < 4096 || in_java_code(ret) {
             break;
         }
@@ -144,6 +191,29 @@ mod tests {
         assert_eq!(read_words(words.as_ptr() as usize), Some((7, 9)));
         assert_eq!(read_words(8), None);
         assert_eq!(read_words(words.as_ptr() as usize + 1), None, "unaligned");
+    }
+
+    #[test]
+    fn the_window_reads_directly_only_what_a_probe_proved_readable() {
+        assert!(init());
+        let words = vec![0usize; 3 * PAGE / 8].into_boxed_slice();
+        let base = (words.as_ptr() as usize + PAGE - 1) & !(PAGE - 1); // page-aligned, 2 pages inside
+        let mut w = StackWindow::new(base);
+        assert_eq!((w.lo, w.hi), (base, base), "starts empty");
+        assert_eq!(w.read(base + 8), Some((0, 0)));
+        assert_eq!(w.hi, base + PAGE, "the probed page joins the window");
+        assert_eq!(w.read(base + PAGE - 8), Some((0, 0)), "straddles into the next page: probed");
+        assert_eq!(w.hi, base + 2 * PAGE);
+        assert_eq!(w.read(base - 8), None, "below the stack pointer's page");
+        assert_eq!(w.read(base + 4), None, "unaligned");
+        // A probe far above does not make the pages in between readable.
+        let mut w = StackWindow::new(base);
+        assert!(w.read(base + PAGE + 8).is_some());
+        assert_eq!(w.hi, base, "not contiguous: the window stays empty");
+        let mut w = StackWindow::new(16 * PAGE);
+        assert_eq!(w.read(16 * PAGE + 8), None, "unmapped: the probe fails, no fault");
+        assert_eq!(w.hi, 16 * PAGE);
+        drop(words);
     }
 
     #[inline(never)]
