@@ -169,7 +169,7 @@ fn native_frames_under_deflater_on_every_supported_jdk() {
         let out = s.path("deflate.collapsed");
         let o = java_in(&home)
             .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
-            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "2"])
+            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "15"])
             .arg(s.path("deflate.out"))
             .output()
             .unwrap();

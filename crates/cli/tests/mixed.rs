@@ -36,7 +36,7 @@ fn run_deflate(s: &Scratch, opts: &str, env: &[(&str, &str)]) -> (Stacks, std::c
     let mut cmd = std::process::Command::new(java());
     cmd.current_dir(&s.0).envs(env.iter().copied());
     cmd.arg(format!("-agentpath:{}=start,interval=1ms,file={},{opts}", agent().display(), out.display()));
-    cmd.arg("-cp").arg(&s.0).args(["Deflate", "3"]).arg(s.path("deflate.out"));
+    cmd.arg("-cp").arg(&s.0).args(["Deflate", "20"]).arg(s.path("deflate.out"));
     let o = cmd.output().expect("run java");
     let err = text(&o.stderr);
     assert!(o.status.success(), "java failed: {err}");
@@ -79,7 +79,7 @@ fn gc_worker_threads_show_jvm_frames() {
         &format!("start,interval=1ms,file={}", out.display()),
         &["-Xms256m", "-Xmx256m", "-XX:+UseParallelGC", "-XX:ParallelGCThreads=2"],
         &s.0,
-        &["GcChurn", "3"],
+        &["GcChurn", "100"],
     );
     assert!(o.status.success(), "java failed: {}", text(&o.stderr));
     let stacks = read_collapsed(&out);
@@ -116,7 +116,7 @@ fn cstack_no_gives_java_frames_only() {
         .arg(java())
         .arg("-cp")
         .arg(&s.0)
-        .args(["Deflate", "2"])
+        .args(["Deflate", "15"])
         .arg(s.path("deflate.out"))
         .output()
         .unwrap();

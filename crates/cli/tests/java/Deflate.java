@@ -4,20 +4,20 @@ import java.util.zip.Deflater;
 
 /**
  * Compresses data with java.util.zip.Deflater at level 9 (CPU in libz) and
- * writes it to a file with fsync (CPU in the kernel), for a given time.
- * Args: seconds, output file.
+ * writes it to a file with fsync (CPU in the kernel): a fixed amount of work,
+ * so the sample count does not depend on how busy the machine is.
+ * Args: rounds, output file.
  */
 public class Deflate {
     public static void main(String[] args) throws Exception {
-        double seconds = Double.parseDouble(args[0]);
+        int rounds = Integer.parseInt(args[0]);
         byte[] input = new byte[1 << 19];
         Random r = new Random(42);
         for (int i = 0; i < input.length; i++) input[i] = (byte) ('a' + r.nextInt(6) + (i % 64 == 0 ? r.nextInt(20) : 0));
         byte[] out = new byte[1 << 20];
-        long end = System.nanoTime() + (long) (seconds * 1e9);
         long total = 0;
         try (RandomAccessFile file = new RandomAccessFile(args[1], "rw")) {
-            while (System.nanoTime() < end) {
+            for (int round = 0; round < rounds; round++) {
                 Deflater d = new Deflater(9);
                 d.setInput(input);
                 d.finish();

@@ -3,7 +3,7 @@ import java.util.List;
 
 /**
  * Keeps a large, changing set of small objects alive so the collector has
- * much to copy and mark. Args: seconds.
+ * much to copy and mark: a fixed amount of work. Args: millions of nodes.
  */
 public class GcChurn {
     static final class Node {
@@ -13,13 +13,12 @@ public class GcChurn {
     }
 
     public static void main(String[] args) {
-        double seconds = Double.parseDouble(args[0]);
+        long nodes = Long.parseLong(args[0]) * 1_000_000L;
         List<Node> live = new ArrayList<>();
         for (int i = 0; i < 4096; i++) live.add(null);
-        long end = System.nanoTime() + (long) (seconds * 1e9);
         long made = 0;
         int i = 0;
-        while (System.nanoTime() < end) {
+        while (made < nodes) {
             Node chain = null;
             for (int k = 0; k < 64; k++) chain = new Node(chain, 1 + (k & 7));
             live.set(i++ & 4095, chain);
