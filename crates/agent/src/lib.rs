@@ -16,6 +16,7 @@ pub mod commands;
 pub mod engine;
 pub mod jvmti;
 pub mod log;
+pub mod native_dwarf;
 pub mod native_symbols;
 pub mod native_unwind;
 pub mod options;

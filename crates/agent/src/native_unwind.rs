@@ -6,10 +6,11 @@
 //!
 //! Handler rules hold: no allocation, no locks, nothing that can panic.
 //! Memory is read directly only inside a [`StackWindow`]: pages of the
-//! interrupted thread's own stack that `process_vm_readv` on our own process
-//! (a plain syscall that fails with `EFAULT` instead of faulting) has just
-//! proved readable, so most frames cost no syscall. When that syscall is
-//! unavailable (seccomp), only the interrupted PC is kept.
+//! interrupted thread's own stack that a probe has just proved readable, so
+//! most frames cost no syscall. The probe writes the bytes into a pipe (the
+//! kernel answers `EFAULT` instead of faulting), else copies them with
+//! `process_vm_readv` on our own process. When neither works (seccomp), only
+//! the interrupted PC is kept.
 //!
 //! Frame pointers only give the frames of code built with them: libjvm and
 //! the JDK's own libraries have them, most Debian libraries (libc, libz) do
@@ -21,6 +22,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::engine::perf_ring;
+use crate::native_dwarf;
 use crate::store::RawFrame;
 
 /// Most native and kernel frames kept per sample.
@@ -35,17 +37,31 @@ static SAFE_READ: AtomicBool = AtomicBool::new(false);
 /// Time spent in [`collect`] and how many calls, since [`init`].
 static SPENT_NS: AtomicU64 = AtomicU64::new(0);
 static CALLS: AtomicU64 = AtomicU64::new(0);
+/// `process_vm_readv` probes made by walks since [`init`].
+static PROBES: AtomicU64 = AtomicU64::new(0);
 
-/// Mean nanoseconds one sample spent collecting its native part, if any.
+/// Mean probes (syscalls) per sample, in hundredths.
+pub fn probes_per_100_samples() -> u64 {
+    let calls = CALLS.load(Ordering::Relaxed);
+    if calls == 0 {
+        0
+    } else {
+        PROBES.load(Ordering::Relaxed) * 100 / calls
+    }
+}
+
+/// Mean CPU nanoseconds one sample spent collecting its native part, if any.
 pub fn mean_ns() -> Option<u64> {
     let calls = CALLS.load(Ordering::Relaxed);
     (calls > 0).then(|| SPENT_NS.load(Ordering::Relaxed) / calls)
 }
 
+/// This thread's CPU time: wall time would count the times the thread is
+/// preempted inside the handler, which on a loaded machine dominate the mean.
 fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
@@ -54,25 +70,87 @@ fn now_ns() -> u64 {
 pub fn init() -> bool {
     SPENT_NS.store(0, Ordering::Relaxed);
     CALLS.store(0, Ordering::Relaxed);
+    PROBES.store(0, Ordering::Relaxed);
+    if PIPE_W.load(Ordering::SeqCst) < 0 {
+        let mut fds = [-1; 2];
+        // SAFETY: pipe2 writes two fds into our array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } == 0 {
+            PIPE_R.store(fds[0], Ordering::SeqCst);
+            PIPE_W.store(fds[1], Ordering::SeqCst);
+        }
+    }
     let pair = [0x5eed_usize, 1];
     let ok = read_words(pair.as_ptr() as usize) == Some((0x5eed, 1));
     SAFE_READ.store(ok, Ordering::SeqCst);
     ok
 }
 
+/// A non-blocking pipe used as a readability probe (see [`probe`]); -1 until [`init`].
+static PIPE_R: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static PIPE_W: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Whether `[addr, addr + len)` is readable, by writing it into the probe
+/// pipe: the kernel copies from our memory and answers `EFAULT` instead of
+/// faulting, without taking the address-space lock that `process_vm_readv`
+/// takes (and waits on while other threads map memory). `None` when the
+/// pipe cannot tell (not open, full).
+fn pipe_probe(addr: usize, len: usize) -> Option<bool> {
+    let (r, w) = (PIPE_R.load(Ordering::Relaxed), PIPE_W.load(Ordering::Relaxed));
+    if r < 0 || w < 0 {
+        return None;
+    }
+    // SAFETY: write only reads `len` bytes at `addr`, failing with EFAULT
+    // when they are not readable.
+    let n = unsafe { libc::write(w, addr as *const c_void, len) };
+    if n > 0 {
+        // Drain what we wrote (bytes of concurrent probes may interleave;
+        // only the count matters and it stays balanced).
+        let mut sink = [0u8; 16];
+        // SAFETY: reading at most 16 bytes into our local buffer.
+        unsafe { libc::read(r, sink.as_mut_ptr() as *mut c_void, (n as usize).min(sink.len())) };
+    }
+    if n == len as isize {
+        return Some(true);
+    }
+    // SAFETY: errno of this thread (the handler restores it on exit).
+    let err = unsafe { *libc::__errno_location() };
+    (n < 0 && err == libc::EFAULT).then_some(false)
+}
+
 /// Copies the two words at `addr` (8-byte aligned), or `None` when any byte
 /// is not readable. Async-signal-safe.
 fn read_words(addr: usize) -> Option<(usize, usize)> {
-    if addr % 8 != 0 || addr > usize::MAX - 16 {
-        return None;
-    }
     let mut buf = [0usize; 2];
-    let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: 16 };
-    let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: 16 };
-    // SAFETY: process_vm_readv copies into our 16-byte local buffer and
-    // reports an unreadable remote range as an error instead of faulting.
+    probe(addr, &mut buf).then_some((buf[0], buf[1]))
+}
+
+/// Copies `buf.len()` words from `addr` (8-byte aligned) with
+/// `process_vm_readv`; false when any byte is not readable.
+fn probe(addr: usize, buf: &mut [usize]) -> bool {
+    let len = buf.len() * 8;
+    if addr % 8 != 0 || addr > usize::MAX - len {
+        return false;
+    }
+    PROBES.fetch_add(1, Ordering::Relaxed);
+    match pipe_probe(addr, len) {
+        Some(true) => {
+            let p = addr as *const usize;
+            for (i, w) in buf.iter_mut().enumerate() {
+                // SAFETY: the kernel has just read these bytes for us: they
+                // are mapped and readable (our own stack in the walks).
+                *w = unsafe { p.add(i).read_volatile() };
+            }
+            return true;
+        }
+        Some(false) => return false,
+        None => {}
+    }
+    let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: len };
+    let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: len };
+    // SAFETY: process_vm_readv copies into our local buffer of `len` bytes
+    // and reports an unreadable remote range as an error instead of faulting.
     let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    (n == 16).then_some((buf[0], buf[1]))
+    n == len as isize
 }
 
 /// Granularity of the window (x86_64's base page; larger pages only make it
@@ -101,22 +179,39 @@ impl StackWindow {
     /// The two words at `addr` (8-byte aligned, at or above the window's
     /// start), read directly inside the window, else probed.
     fn read(&mut self, addr: usize) -> Option<(usize, usize)> {
-        if addr % 8 != 0 || addr < self.lo || addr > usize::MAX - 16 {
-            return None;
+        let mut buf = [0usize; 2];
+        self.fill(addr, &mut buf).then_some((buf[0], buf[1]))
+    }
+
+    /// One word at `addr`, as [`StackWindow::read`].
+    fn read_word(&mut self, addr: usize) -> Option<usize> {
+        let mut buf = [0usize; 1];
+        self.fill(addr, &mut buf).then_some(buf[0])
+    }
+
+    fn fill(&mut self, addr: usize, buf: &mut [usize]) -> bool {
+        let len = buf.len() * 8;
+        if addr % 8 != 0 || addr < self.lo || addr > usize::MAX - len {
+            return false;
         }
-        let last = addr + 15;
+        let last = addr + len - 1;
         if last < self.hi {
             let p = addr as *const usize;
-            // SAFETY: [addr, addr + 16) lies inside the window: pages of this
-            // thread's stack read successfully during this walk (see above).
-            return Some(unsafe { (p.read_volatile(), p.add(1).read_volatile()) });
+            for (i, w) in buf.iter_mut().enumerate() {
+                // SAFETY: [addr, addr + len) lies inside the window: pages of
+                // this thread's stack read successfully during this walk.
+                *w = unsafe { p.add(i).read_volatile() };
+            }
+            return true;
         }
-        let words = read_words(addr)?;
+        if !probe(addr, buf) {
+            return false;
+        }
         if addr & !(PAGE - 1) <= self.hi {
             // Adjacent or inside: the probe read every page up to `last`.
             self.hi = self.hi.max((last & !(PAGE - 1)) + PAGE);
         }
-        Some(words)
+        true
     }
 }
 
@@ -134,17 +229,18 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 
 /// Async-signal-safe: writes the native part of this sample into `out`, leaf
 /// first (kernel frames, then user frames), and returns how many. `kernel`
-/// asks for perf_events kernel frames; `in_java_code` tells where the JVM's
-/// Java frames begin.
-pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
+/// asks for perf_events kernel frames, `dwarf` for DWARF unwinding
+/// (`native_dwarf`) instead of frame pointers; `in_java_code` tells where the
+/// JVM's Java frames begin.
+pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, dwarf: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
     let start = now_ns();
-    let n = walk(tid, ucontext, kernel, in_java_code, out);
+    let n = walk(tid, ucontext, kernel, dwarf, in_java_code, out);
     SPENT_NS.fetch_add(now_ns().wrapping_sub(start), Ordering::Relaxed);
     CALLS.fetch_add(1, Ordering::Relaxed);
     n
 }
 
-fn walk(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
+fn walk(tid: u32, ucontext: *mut c_void, kernel: bool, dwarf: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
     let mut n = if kernel { perf_ring::kernel_frames(tid, out) } else { 0 };
     let Some((pc, mut sp, mut fp)) = registers(ucontext) else { return n };
     if in_java_code(pc) || pc == 0 {
@@ -159,6 +255,13 @@ fn walk(tid: u32, ucontext: *mut c_void, kernel: bool, in_java_code: fn(usize) -
     // Each frame: [fp] = caller's fp, [fp+8] = return address. Frames only
     // grow towards higher addresses.
     let mut window = StackWindow::new(sp);
+    if dwarf {
+        let mut read = |addr: u64| window.read_word(addr as usize).map(|w| w as u64);
+        let rest = out.get_mut(n..).unwrap_or_default();
+        if let Some(k) = native_dwarf::unwind(pc, sp, fp, in_java_code, &mut read, rest) {
+            return n + k;
+        }
+    }
     while n < out.len() {
         if fp < sp || fp - sp > MAX_STACK_SPAN {
             break;
@@ -222,7 +325,7 @@ mod tests {
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::getcontext(&mut uc) };
-        collect(0, &mut uc as *mut _ as *mut c_void, false, |_| false, out)
+        collect(0, &mut uc as *mut _ as *mut c_void, false, false, |_| false, out)
     }
 
     #[test]
@@ -234,12 +337,12 @@ mod tests {
         assert!(out[..n].iter().all(|f| f.bci == RawFrame::NATIVE_PC && f.method != 0));
         let mut small = [RawFrame::default(); 1];
         assert_eq!(walk_here(&mut small), 1, "depth limit");
-        assert_eq!(collect(0, std::ptr::null_mut(), false, |_| false, &mut out), 0);
+        assert_eq!(collect(0, std::ptr::null_mut(), false, false, |_| false, &mut out), 0);
         // When the interrupted PC is Java code there is no native part.
         // SAFETY: as in walk_here.
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::getcontext(&mut uc) };
-        assert_eq!(collect(0, &mut uc as *mut _ as *mut c_void, false, |_| true, &mut out), 0);
+        assert_eq!(collect(0, &mut uc as *mut _ as *mut c_void, false, false, |_| true, &mut out), 0);
     }
 }

@@ -49,18 +49,21 @@ pub enum CStack {
     /// Frame-pointer unwinding from the signal context, plus kernel frames
     /// from perf_events callchains when that engine runs.
     Fp,
+    /// As `Fp`, but user frames unwound with the objects' DWARF unwind tables.
+    Dwarf,
     /// Java frames only.
     No,
 }
 
 impl CStack {
-    pub const WORDS: &'static str = "fp, no";
+    pub const WORDS: &'static str = "fp, dwarf, no";
 
     fn parse(s: &str) -> Result<CStack, String> {
         match s {
             "fp" => Ok(CStack::Fp),
+            "dwarf" => Ok(CStack::Dwarf),
             "no" | "none" => Ok(CStack::No),
-            "dwarf" | "lbr" | "vm" | "vmx" => Err(format!("cstack={s} is not supported by oxprof; accepted: {}", CStack::WORDS)),
+            "lbr" | "vm" | "vmx" => Err(format!("cstack={s} is not supported by oxprof; accepted: {}", CStack::WORDS)),
             _ => Err(format!("unknown native stack mode '{s}'; accepted: {}", CStack::WORDS)),
         }
     }
@@ -68,6 +71,7 @@ impl CStack {
     pub fn name(self) -> &'static str {
         match self {
             CStack::Fp => "fp",
+            CStack::Dwarf => "dwarf",
             CStack::No => "no",
         }
     }
@@ -389,10 +393,11 @@ mod tests {
         assert_eq!(Config::parse("").unwrap().cstack, CStack::Fp);
         assert_eq!(Config::parse("start,cstack=no").unwrap().cstack, CStack::No);
         assert_eq!(Config::parse("start,cstack=fp").unwrap().cstack, CStack::Fp);
-        let e = Config::parse("start,cstack=dwarf").unwrap_err().to_string();
-        assert_eq!(e, "invalid agent option 'cstack=dwarf': cstack=dwarf is not supported by oxprof; accepted: fp, no");
+        assert_eq!(Config::parse("start,cstack=dwarf").unwrap().cstack, CStack::Dwarf);
+        let e = Config::parse("start,cstack=lbr").unwrap_err().to_string();
+        assert_eq!(e, "invalid agent option 'cstack=lbr': cstack=lbr is not supported by oxprof; accepted: fp, dwarf, no");
         let e = Config::parse("cstack=deep").unwrap_err().to_string();
-        assert!(e.contains("unknown native stack mode 'deep'; accepted: fp, no"), "{e}");
+        assert!(e.contains("unknown native stack mode 'deep'; accepted: fp, dwarf, no"), "{e}");
         assert!(Config::parse("cstack=").is_err());
     }
 

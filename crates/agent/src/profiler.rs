@@ -15,6 +15,7 @@ use crate::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
+use crate::native_dwarf;
 use crate::native_symbols;
 use crate::native_unwind;
 use crate::options::{CStack, Config, Event};
@@ -188,7 +189,15 @@ impl Profiler {
         let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
         let kernel_stacks = engine == Engine::Perf && config.cstack != CStack::No;
         if !native_unwind::init() && config.cstack != CStack::No {
-            log::warn("process_vm_readv is refused: native stacks keep only the interrupted function");
+            log::warn("no safe memory probe (pipe, process_vm_readv): native stacks keep only the interrupted function");
+        }
+        if config.cstack == CStack::Dwarf {
+            let objects = native_dwarf::refresh();
+            log::debug(&format!("DWARF unwind tables of {objects} objects loaded"));
+            let threads = self.threads.clone();
+            if let Err(e) = native_dwarf::start_watcher(move || threads.exclude(crate::threads::current_tid())) {
+                log::warn(&format!("no thread to follow library loads for cstack=dwarf: {e}"));
+            }
         }
         ctx.set_cstack(config.cstack, kernel_stacks);
         engine::perf::set_kernel_stacks(kernel_stacks);
@@ -211,6 +220,7 @@ impl Profiler {
     }
 
     fn stop_cpu(&self, run: &CpuRun) {
+        native_dwarf::stop_watcher();
         if run.engine.per_thread() {
             self.threads.stop();
         } else {
@@ -387,7 +397,9 @@ impl Profiler {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
-        let cost = native_unwind::mean_ns().map(|ns| format!(", {ns} ns per sample to collect")).unwrap_or_default();
+        let cost = native_unwind::mean_ns()
+            .map(|ns| format!(", {ns} ns and {:.2} memory probes per sample to collect", native_unwind::probes_per_100_samples() as f64 / 100.0))
+            .unwrap_or_default();
         m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames{cost}", config.cstack.name(), summary.native_samples)));
         if let Some(why) = &run.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));

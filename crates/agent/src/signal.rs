@@ -5,7 +5,8 @@
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
 //!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it),
-//!   and in `native_unwind` `process_vm_readv`, `getpid`, `clock_gettime`;
+//!   and in `native_unwind` `write`/`read` on its probe pipe, `process_vm_readv`,
+//!   `getpid`, `clock_gettime`;
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
@@ -325,7 +326,7 @@ fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Bu
     let room = MAX_NATIVE_FRAMES.min(buffer.len.saturating_sub(1));
     // SAFETY: we own the buffer (busy flag) and it holds `buffer.len > room` frames.
     let out = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, room) };
-    native_unwind::collect(tid, ucontext, ctx.kernel_stacks, in_code, out)
+    native_unwind::collect(tid, ucontext, ctx.kernel_stacks, ctx.cstack == CStack::Dwarf, in_code, out)
 }
 
 /// Records the native part followed by a marker frame naming why there is
