@@ -59,8 +59,8 @@ pub struct AttachArgs {
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
-    /// Native and kernel frames under Java ones: fp or no [default: fp]
-    #[arg(long, value_name = "MODE", value_parser = ["fp", "no"])]
+    /// Native and kernel frames under Java ones: fp, dwarf or no [default: fp]
+    #[arg(long, value_name = "MODE", value_parser = ["fp", "dwarf", "no"])]
     pub cstack: Option<String>,
     /// Show estimated totals instead of sample counts
     #[arg(long)]
@@ -257,6 +257,8 @@ mod tests {
         }
         let t = T::try_parse_from(["t", "42", "start", "--cstack", "no", "--interval", "5ms"]).unwrap();
         assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "interval=5ms", "cstack=no"]);
-        assert!(T::try_parse_from(["t", "42", "start", "--cstack", "dwarf"]).is_err());
+        assert!(T::try_parse_from(["t", "42", "start", "--cstack", "lbr"]).is_err());
+        let t = T::try_parse_from(["t", "42", "start", "--cstack", "dwarf"]).unwrap();
+        assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "cstack=dwarf"]);
     }
 }

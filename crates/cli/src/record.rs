@@ -51,8 +51,9 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 2048)]
     pub jstackdepth: usize,
     /// Native and kernel frames under Java ones: fp (frame pointers, plus
-    /// kernel callchains with perf_events) or no [default: fp]
-    #[arg(long, value_name = "MODE", value_parser = ["fp", "no"])]
+    /// kernel callchains with perf_events), dwarf (unwind tables instead of
+    /// frame pointers) or no [default: fp]
+    #[arg(long, value_name = "MODE", value_parser = ["fp", "dwarf", "no"])]
     pub cstack: Option<String>,
     /// Extra raw agent options, appended as is (e.g. "ann,loglevel=debug")
     #[arg(long)]
@@ -260,8 +261,8 @@ mod tests {
             #[command(flatten)]
             _r: RecordArgs,
         }
-        let e = T::try_parse_from(["t", "--cstack", "dwarf", "--", "java"]).err().unwrap().to_string();
-        assert!(e.contains("invalid value 'dwarf' for '--cstack <MODE>'") && e.contains("[possible values: fp, no]"), "{e}");
+        let e = T::try_parse_from(["t", "--cstack", "lbr", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("invalid value 'lbr' for '--cstack <MODE>'") && e.contains("[possible values: fp, dwarf, no]"), "{e}");
     }
 
     #[test]

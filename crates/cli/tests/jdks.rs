@@ -187,6 +187,26 @@ fn native_frames_under_deflater_on_every_supported_jdk() {
         assert!(all >= 100, "{version}: only {all} samples in Deflater.deflateBytes");
         assert!(native * 10 >= all * 8, "{version}: {native} of {all} deflateBytes samples have zlib frames beneath");
         assert!(stacks.iter().any(|(st, _)| st.iter().any(|f| f.ends_with("_[k]"))), "{version}: no kernel frames");
-        eprintln!("ok: {} ({native} of {all})", version.lines().next().unwrap_or(""));
+
+        // cstack=dwarf reaches the JNI function beneath zlib on every JDK.
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,cstack=dwarf,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "15"])
+            .arg(s.path("deflate.out"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{version} cstack=dwarf: {}", text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let (mut dall, mut jni) = (0, 0);
+        for (st, n) in &stacks {
+            if let Some(i) = st.iter().position(|f| f.starts_with("java.util.zip.Deflater.deflateBytes")) {
+                dall += n;
+                if st.get(i + 1).is_some_and(|f| f.starts_with("Java_java_util_zip_Deflater_deflateBytes")) && st.len() > i + 2 {
+                    jni += n;
+                }
+            }
+        }
+        assert!(dall >= 100 && jni * 10 >= dall * 8, "{version} cstack=dwarf: {jni} of {dall} deflateBytes samples reach the JNI function");
+        eprintln!("ok: {} ({native} of {all}; dwarf {jni} of {dall})", version.lines().next().unwrap_or(""));
     }
 }

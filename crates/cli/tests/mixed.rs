@@ -91,6 +91,42 @@ fn gc_worker_threads_show_jvm_frames() {
     assert!(cpp * 10 >= all * 8, "{cpp} of {all} GC thread samples have libjvm C++ frames: {gc:?}");
 }
 
+/// Share of deflateBytes samples whose native part reaches the JNI function
+/// (`Java_java_util_zip_Deflater_deflateBytes*`) with zlib frames beneath it.
+fn jni_reached(stacks: &Stacks) -> (u64, u64) {
+    let (mut all, mut reached) = (0, 0);
+    for (st, n) in stacks {
+        let Some(i) = deflate_frame(st) else { continue };
+        all += n;
+        if st.get(i + 1).is_some_and(|f| f.starts_with("Java_java_util_zip_Deflater_deflateBytes")) && st.len() > i + 2 {
+            reached += n;
+        }
+    }
+    (all, reached)
+}
+
+/// DWARF unwinding finds the callers inside libraries built without frame
+/// pointers (Debian's libz): the walk from the zlib leaf reaches the JNI
+/// function, and kernel frames still come first.
+#[test]
+fn cstack_dwarf_unwinds_through_zlib_to_the_jni_function() {
+    let s = Scratch::new("mixed-dwarf");
+    compile(&s.0, &["Deflate.java"]);
+    let (stacks, sum) = run_deflate(&s, "cstack=dwarf", &[]);
+    let (all, reached) = jni_reached(&stacks);
+    assert!(all >= 200, "only {all} samples in Deflater.deflateBytes");
+    assert!(reached * 10 >= all * 8, "{reached} of {all} deflateBytes samples reach the JNI function with DWARF");
+    assert!(stacks.iter().any(|(st, _)| st.iter().any(|f| f.ends_with("_[k]"))), "no kernel frames");
+    assert_eq!(sum["engine"], "perf_events");
+    // JVM threads are unwound down to their thread entry (clone), past
+    // libc functions without frame pointers.
+    let gc_like: Vec<_> = stacks.iter().filter(|(st, _)| st[0].starts_with("[C2 CompilerThread") || st[0].starts_with("[C1 CompilerThread")).collect();
+    assert!(!gc_like.is_empty(), "no JIT compiler samples");
+    let entry: u64 = gc_like.iter().filter(|(st, _)| st.iter().any(|f| f == "thread_native_entry")).map(|(_, n)| n).sum();
+    let n: u64 = gc_like.iter().map(|(_, n)| n).sum();
+    assert!(entry * 10 >= n * 8, "{entry} of {n} compiler thread samples reach thread_native_entry");
+}
+
 #[test]
 fn ctimer_fallback_still_gives_native_frames() {
     let s = Scratch::new("mixed-ctimer");
