@@ -1,8 +1,9 @@
 //! The native part of a CPU sample, collected inside the SIGPROF handler:
 //! kernel frames from the perf_events ring (perf engine only), then user
-//! frames from a frame-pointer walk starting at the signal's `ucontext`,
-//! up to the first return address inside the JVM's Java code (the code
-//! cache), where AsyncGetCallTrace's Java frames take over.
+//! frames from a frame-pointer walk (or, with `cstack=dwarf`, the DWARF
+//! unwinder of `native_dwarf`) starting at the signal's `ucontext`, up to the
+//! first return address inside the JVM's Java code (the code cache), where
+//! AsyncGetCallTrace's Java frames take over.
 //!
 //! Handler rules hold: no allocation, no locks, nothing that can panic.
 //! Memory is read directly only inside a [`StackWindow`]: pages of the
@@ -31,16 +32,16 @@ pub const MAX_NATIVE_FRAMES: usize = 128;
 /// taken as garbage (thread stacks are at most a few MiB here).
 const MAX_STACK_SPAN: usize = 64 << 20;
 
-/// Whether `process_vm_readv` works on ourselves (checked by [`init`]).
+/// Whether safe memory probes work (checked by [`init`]).
 static SAFE_READ: AtomicBool = AtomicBool::new(false);
 
 /// Time spent in [`collect`] and how many calls, since [`init`].
 static SPENT_NS: AtomicU64 = AtomicU64::new(0);
 static CALLS: AtomicU64 = AtomicU64::new(0);
-/// `process_vm_readv` probes made by walks since [`init`].
+/// Memory probes made by walks since [`init`].
 static PROBES: AtomicU64 = AtomicU64::new(0);
 
-/// Mean probes (syscalls) per sample, in hundredths.
+/// Mean memory probes per sample, times 100.
 pub fn probes_per_100_samples() -> u64 {
     let calls = CALLS.load(Ordering::Relaxed);
     if calls == 0 {
