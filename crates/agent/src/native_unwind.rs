@@ -76,8 +76,12 @@ pub fn init() -> bool {
         let mut fds = [-1; 2];
         // SAFETY: pipe2 writes two fds into our array.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } == 0 {
-            PIPE_R.store(fds[0], Ordering::SeqCst);
-            PIPE_W.store(fds[1], Ordering::SeqCst);
+            if let Some((dev, ino)) = fifo_id(fds[0]) {
+                PIPE_DEV.store(dev, Ordering::SeqCst);
+                PIPE_INO.store(ino, Ordering::SeqCst);
+                PIPE_R.store(fds[0], Ordering::SeqCst);
+                PIPE_W.store(fds[1], Ordering::SeqCst);
+            }
         }
     }
     let pair = [0x5eed_usize, 1];
@@ -89,12 +93,34 @@ pub fn init() -> bool {
 /// A non-blocking pipe used as a readability probe (see [`probe`]); -1 until [`init`].
 static PIPE_R: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 static PIPE_W: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The pipe's device and inode, to recognise its descriptors.
+static PIPE_DEV: AtomicU64 = AtomicU64::new(0);
+static PIPE_INO: AtomicU64 = AtomicU64::new(0);
+
+/// (device, inode) of a FIFO descriptor. Async-signal-safe.
+fn fifo_id(fd: i32) -> Option<(u64, u64)> {
+    // SAFETY: a zeroed stat is valid plain data; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor number writes only `st`.
+    let ok = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO;
+    ok.then_some((st.st_dev, st.st_ino))
+}
+
+/// Whether both probe descriptors are still our pipe. An application may
+/// close descriptors it does not own and the numbers be reused; then the
+/// probe must not write to (or read from) someone else's file. Checked
+/// once per walk that needs a probe. Async-signal-safe.
+fn pipe_intact() -> bool {
+    let id = Some((PIPE_DEV.load(Ordering::Relaxed), PIPE_INO.load(Ordering::Relaxed)));
+    let (r, w) = (PIPE_R.load(Ordering::Relaxed), PIPE_W.load(Ordering::Relaxed));
+    r >= 0 && w >= 0 && fifo_id(r) == id && fifo_id(w) == id
+}
 
 /// Whether `[addr, addr + len)` is readable, by writing it into the probe
 /// pipe: the kernel copies from our memory and answers `EFAULT` instead of
 /// faulting, without taking the address-space lock that `process_vm_readv`
 /// takes (and waits on while other threads map memory). `None` when the
-/// pipe cannot tell (not open, full).
+/// pipe cannot tell (not open, full). The caller checked [`pipe_intact`].
 fn pipe_probe(addr: usize, len: usize) -> Option<bool> {
     let (r, w) = (PIPE_R.load(Ordering::Relaxed), PIPE_W.load(Ordering::Relaxed));
     if r < 0 || w < 0 {
@@ -122,18 +148,18 @@ fn pipe_probe(addr: usize, len: usize) -> Option<bool> {
 /// is not readable. Async-signal-safe.
 fn read_words(addr: usize) -> Option<(usize, usize)> {
     let mut buf = [0usize; 2];
-    probe(addr, &mut buf).then_some((buf[0], buf[1]))
+    probe(addr, &mut buf, pipe_intact()).then_some((buf[0], buf[1]))
 }
 
 /// Copies `buf.len()` words from `addr` (8-byte aligned) with
 /// `process_vm_readv`; false when any byte is not readable.
-fn probe(addr: usize, buf: &mut [usize]) -> bool {
+fn probe(addr: usize, buf: &mut [usize], use_pipe: bool) -> bool {
     let len = buf.len() * 8;
     if addr % 8 != 0 || addr > usize::MAX - len {
         return false;
     }
     PROBES.fetch_add(1, Ordering::Relaxed);
-    match pipe_probe(addr, len) {
+    match if use_pipe { pipe_probe(addr, len) } else { None } {
         Some(true) => {
             let p = addr as *const usize;
             for (i, w) in buf.iter_mut().enumerate() {
@@ -169,12 +195,14 @@ const PAGE: usize = 4096;
 struct StackWindow {
     lo: usize,
     hi: usize,
+    /// Whether the probe pipe may be used ([`pipe_intact`], checked lazily).
+    pipe: Option<bool>,
 }
 
 impl StackWindow {
     fn new(sp: usize) -> StackWindow {
         let lo = sp & !(PAGE - 1);
-        StackWindow { lo, hi: lo }
+        StackWindow { lo, hi: lo, pipe: None }
     }
 
     /// The two words at `addr` (8-byte aligned, at or above the window's
@@ -205,7 +233,8 @@ impl StackWindow {
             }
             return true;
         }
-        if !probe(addr, buf) {
+        let use_pipe = *self.pipe.get_or_insert_with(pipe_intact);
+        if !probe(addr, buf, use_pipe) {
             return false;
         }
         if addr & !(PAGE - 1) <= self.hi {
@@ -295,6 +324,11 @@ mod tests {
         assert_eq!(read_words(words.as_ptr() as usize), Some((7, 9)));
         assert_eq!(read_words(8), None);
         assert_eq!(read_words(words.as_ptr() as usize + 1), None, "unaligned");
+        assert!(pipe_intact());
+        // A descriptor that is not our pipe (say, the number was reused for a file) is refused.
+        let f = std::fs::File::open("/proc/self/maps").unwrap();
+        assert_eq!(fifo_id(std::os::fd::AsRawFd::as_raw_fd(&f)), None);
+        assert_eq!(probe(words.as_ptr() as usize, &mut [0usize; 2], false), true, "process_vm_readv path");
     }
 
     #[test]
