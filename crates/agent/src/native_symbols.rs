@@ -28,19 +28,36 @@ struct Mapping {
     path: String,
 }
 
-/// A sorted function table of one object.
+/// A sorted function table of one object. Names live in one buffer, so a
+/// table is a few large allocations (returned to the system when freed)
+/// rather than 100,000 small ones.
 #[derive(Default)]
 struct SymbolTable {
-    /// (start, size, name), sorted by start.
-    entries: Vec<(u64, u64, String)>,
+    /// (start, size, name offset, name length), sorted by start.
+    entries: Vec<(u64, u64, u32, u32)>,
+    names: String,
 }
 
 impl SymbolTable {
+    /// Builds a table from (start, size, name); for equal starts the
+    /// largest size wins.
+    fn new<'a>(symbols: impl Iterator<Item = (u64, u64, &'a str)>) -> SymbolTable {
+        let mut t = SymbolTable::default();
+        for (start, size, name) in symbols {
+            let (Ok(at), Ok(len)) = (u32::try_from(t.names.len()), u32::try_from(name.len())) else { break };
+            t.names.push_str(name);
+            t.entries.push((start, size, at, len));
+        }
+        t.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        t.entries.dedup_by_key(|e| e.0);
+        t
+    }
+
     fn lookup(&self, addr: u64) -> Option<&str> {
         let i = self.entries.partition_point(|e| e.0 <= addr).checked_sub(1)?;
-        let (start, size, name) = self.entries.get(i)?;
-        let reach = if *size > 0 { *size } else { UNSIZED_REACH };
-        (addr - start < reach).then_some(name.as_str())
+        let &(start, size, at, len) = self.entries.get(i)?;
+        let reach = if size > 0 { size } else { UNSIZED_REACH };
+        (addr - start < reach).then(|| self.names.get(at as usize..(at + len) as usize)).flatten()
     }
 }
 
@@ -56,21 +73,12 @@ impl Elf {
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let segments = file.segments().map(|s| (s.file_range().0, s.file_range().1, s.address())).collect();
-        let mut entries: Vec<(u64, u64, String)> = Vec::new();
-        let mut take = |syms: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
-            for s in syms {
-                if s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0 {
-                    if let Ok(name) = s.name() {
-                        entries.push((s.address(), s.size(), name.to_string()));
-                    }
-                }
-            }
-        };
-        take(&mut file.symbols());
-        take(&mut file.dynamic_symbols());
-        entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        entries.dedup_by_key(|e| e.0);
-        Some(Elf { symbols: SymbolTable { entries }, segments })
+        let functions = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)));
+        Some(Elf { symbols: SymbolTable::new(functions), segments })
     }
 
     /// The link-time address of a file offset.
@@ -113,7 +121,7 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
 }
 
 fn parse_kallsyms(text: &str) -> Option<SymbolTable> {
-    let mut entries = Vec::new();
+    let mut entries: Vec<(u64, u64, &str)> = Vec::new();
     for line in text.lines() {
         let mut f = line.split_whitespace();
         let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
@@ -122,16 +130,14 @@ fn parse_kallsyms(text: &str) -> Option<SymbolTable> {
         }
         let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
         if addr != 0 {
-            entries.push((addr, 0, name.to_string()));
+            entries.push((addr, 0, name));
         }
     }
     // All-zero addresses mean kallsyms hides them from us.
     if entries.is_empty() {
         return None;
     }
-    entries.sort_by_key(|e| e.0);
-    entries.dedup_by_key(|e| e.0);
-    Some(SymbolTable { entries })
+    Some(SymbolTable::new(entries.into_iter()))
 }
 
 /// A demangled C++ name without parameters, or `None` for a plain C name.
@@ -239,7 +245,7 @@ mod tests {
 
     #[test]
     fn sized_symbols_do_not_reach_past_their_end() {
-        let t = SymbolTable { entries: vec![(0x1000, 0x10, "a".into()), (0x2000, 0, "b".into())] };
+        let t = SymbolTable::new([(0x2000, 0, "b"), (0x1000, 0x10, "a"), (0x1000, 0, "a_alias")].into_iter());
         assert_eq!(t.lookup(0x100f), Some("a"));
         assert_eq!(t.lookup(0x1010), None);
         assert_eq!(t.lookup(0x2fff), Some("b"));
