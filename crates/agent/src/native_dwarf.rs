@@ -23,6 +23,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder};
 use object::{Object, ObjectSection, ObjectSegment};
 
+use crate::native_symbols::MappedFile;
 use crate::store::RawFrame;
 
 type Dwarf = UnwinderX86_64<Vec<u8>, MustNotAllocateDuringUnwind>;
@@ -98,9 +99,9 @@ fn signature(maps: &[Exec]) -> u64 {
 
 /// A framehop module for one executable mapping, with unwind sections
 /// copied from the object's file.
-fn module(m: &Exec, files: &mut HashMap<String, Option<Vec<u8>>>) -> Option<Module<Vec<u8>>> {
-    let data = files.entry(m.path.clone()).or_insert_with(|| std::fs::read(&m.path).ok()).as_ref()?;
-    let file = object::File::parse(&data[..]).ok()?;
+fn module(m: &Exec, files: &mut HashMap<String, Option<MappedFile>>) -> Option<Module<Vec<u8>>> {
+    let data = files.entry(m.path.clone()).or_insert_with(|| MappedFile::open(&m.path)).as_ref()?;
+    let file = object::File::parse(data.bytes()).ok()?;
     // The load bias: where the segment holding this mapping's file offset landed.
     let seg = file.segments().find(|s| {
         let (off, size) = s.file_range();
