@@ -294,7 +294,7 @@ mod tests {
     fn resolves_a_libc_function_of_this_process() {
         let mut r = NativeSymbols::default();
         r.refresh();
-        let f = r.frame(libc::getpid as usize, false);
+        let f = r.frame(libc::getpid as *const () as usize, false);
         assert_eq!(f.kind, FrameKind::Native);
         assert!(f.name.contains("getpid"), "{}", f.name);
         let f = r.frame(1, false);

@@ -44,11 +44,7 @@ static PROBES: AtomicU64 = AtomicU64::new(0);
 /// Mean memory probes per sample, times 100.
 pub fn probes_per_100_samples() -> u64 {
     let calls = CALLS.load(Ordering::Relaxed);
-    if calls == 0 {
-        0
-    } else {
-        PROBES.load(Ordering::Relaxed) * 100 / calls
-    }
+    (PROBES.load(Ordering::Relaxed) * 100).checked_div(calls).unwrap_or(0)
 }
 
 /// Mean CPU nanoseconds one sample spent collecting its native part, if any.
@@ -328,7 +324,7 @@ mod tests {
         // A descriptor that is not our pipe (say, the number was reused for a file) is refused.
         let f = std::fs::File::open("/proc/self/maps").unwrap();
         assert_eq!(fifo_id(std::os::fd::AsRawFd::as_raw_fd(&f)), None);
-        assert_eq!(probe(words.as_ptr() as usize, &mut [0usize; 2], false), true, "process_vm_readv path");
+        assert!(probe(words.as_ptr() as usize, &mut [0usize; 2], false), "process_vm_readv path");
     }
 
     #[test]
