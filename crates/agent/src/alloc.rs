@@ -105,6 +105,7 @@ pub struct AllocSampler {
     store: OnceLock<&'static SampleStore>,
     running: AtomicBool,
     interval: AtomicU64,
+    started_once: AtomicBool,
     depth: AtomicUsize,
     per_thread: AtomicBool,
     tagging: AtomicBool,
@@ -147,6 +148,11 @@ impl AllocSampler {
         self.interval.load(Ordering::Relaxed)
     }
 
+    /// The interval of the last recording started in this JVM, if any.
+    pub fn last_interval(&self) -> Option<u64> {
+        self.started_once.load(Ordering::Relaxed).then(|| self.interval())
+    }
+
     /// Starts sampling. `can_tag` says whether class objects may be tagged
     /// (a fast class lookup); without it the class signature is read each time.
     pub fn start(&self, jvmti: Jvmti, jni: Jni, interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
@@ -155,6 +161,7 @@ impl AllocSampler {
         jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
         store.reset();
         self.interval.store(interval, Ordering::Relaxed);
+        self.started_once.store(true, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.tagging.store(can_tag, Ordering::Relaxed);
@@ -283,7 +290,10 @@ impl AllocSampler {
             let n = jvmti.own_stack_trace(info).unwrap_or(0);
             raw.clear();
             raw.push(RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize });
-            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: f.location.clamp(-1, i32::MAX as jlong) as i32, method: f.method as usize }));
+            // GetStackTrace marks native methods with -1, AsyncGetCallTrace
+            // (and so the stored encoding) with -3.
+            let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
+            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: bci(f.location), method: f.method as usize }));
             store.record(tid_key, raw, weight);
         });
         if recorded.is_err() {

@@ -9,11 +9,17 @@
 //! `signal` (the SIGPROF handler), `store` (the lock-free sample store),
 //! `engine` (perf_events / ctimer / itimer), `threads` (which threads are
 //! sampled), `symbols` (method names, safe across class unloading),
-//! `profiler` (start/stop/dump), `output` (writing files with a fallback).
+//! `profiler` (start/stop/dump), `output` (writing files with a fallback),
+//! `hotspot`/`javastack`/`frametypes`/`javawalk`/`safemem` (HotSpot's own
+//! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
 
 pub mod alloc;
 pub mod commands;
 pub mod engine;
+pub mod frametypes;
+pub mod hotspot;
+pub mod javastack;
+pub mod javawalk;
 pub mod jvmti;
 pub mod log;
 pub mod native_dwarf;
@@ -22,6 +28,7 @@ pub mod native_unwind;
 pub mod options;
 pub mod output;
 pub mod profiler;
+pub mod safemem;
 pub mod signal;
 pub mod store;
 pub mod symbols;
@@ -332,11 +339,30 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
+    if config.cpu.is_some() {
+        init_java_walker(agent, jni);
+    }
     let lines = agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)?;
     for line in &lines {
         log::info(line);
     }
     Ok(lines)
+}
+
+/// Prepares frame types and the own Java stack walk (see `hotspot`); when
+/// this JVM's structure table lacks something, both stay off, with a log line.
+fn init_java_walker(agent: &Agent, jni: Jni) {
+    let Some(vs) = agent.vm_structs.as_ref() else {
+        log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        return;
+    };
+    match hotspot::init(vs, jni.0 as usize) {
+        Ok(_) => {
+            let fallback = javawalk::configure();
+            log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
+        }
+        Err(e) => log::info(&format!("Java frame types and the own stack walk are off: {e}")),
+    }
 }
 
 /// Stops the recording and writes the profiles. Used at VM death.

@@ -136,6 +136,10 @@ pub struct Config {
     /// Mean bytes between allocation samples (JEP 331); `None` = no
     /// allocation profiling, `Some(0)` = every allocation.
     pub alloc: Option<u64>,
+    /// Whether `alloc=SIZE` named the interval. Without a size, a restart
+    /// reuses the interval of the previous allocation recording in this JVM
+    /// (as the JEP 331 CSR specifies for re-enabling), else the default.
+    pub alloc_interval_given: bool,
     /// Only sample allocations of threads whose name matches this glob.
     pub alloc_threads: Option<String>,
     /// Output file; `None` means the default name chosen at dump time.
@@ -168,6 +172,7 @@ impl Default for Config {
             cpu: Some(Event::Cpu),
             interval_ns: DEFAULT_INTERVAL_NS,
             alloc: None,
+            alloc_interval_given: false,
             alloc_threads: None,
             file: None,
             format: None,
@@ -249,8 +254,9 @@ impl Config {
                     profiling_option = true;
                 }
                 "alloc" => {
+                    c.alloc_interval_given |= value.is_some();
                     c.alloc = Some(match value {
-                        None => DEFAULT_ALLOC_INTERVAL,
+                        None => c.alloc.unwrap_or(DEFAULT_ALLOC_INTERVAL),
                         Some(v) => parse_size_bytes(v).map_err(|p| {
                             err(item, format!("{p}; the allocation sampling interval is the mean number of bytes between samples (0 samples every allocation)"))
                         })?,
@@ -366,6 +372,10 @@ mod tests {
         assert_eq!((c.cpu, c.alloc), (Some(Event::Cpu), Some(256 * 1024)));
         let c = Config::parse("alloc=0").unwrap();
         assert_eq!((c.cpu, c.alloc, c.start), (None, Some(0), true));
+        assert!(!Config::parse("event=alloc").unwrap().alloc_interval_given);
+        assert!(!Config::parse("start,alloc").unwrap().alloc_interval_given);
+        let c = Config::parse("alloc=1m,event=alloc").unwrap();
+        assert_eq!((c.alloc, c.alloc_interval_given), (Some(1 << 20), true));
         let c = Config::parse("event=alloc,alloc=1m,alloc_threads=worker-*").unwrap();
         assert_eq!((c.alloc, c.alloc_threads.as_deref()), (Some(1 << 20), Some("worker-*")));
         assert_eq!(Config::parse("start").unwrap().cpu, Some(Event::Cpu));

@@ -145,10 +145,13 @@ impl Profiler {
     }
 
     /// Starts a recording. Returns one line per part started, for the log.
-    pub fn start(&'static self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
+    pub fn start(&'static self, mut config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
             return Err("profiling is already running; stop it first".into());
+        }
+        if let (Some(_), false, Some(last)) = (config.alloc, config.alloc_interval_given, self.alloc.last_interval()) {
+            config.alloc = Some(last);
         }
         let mut lines = Vec::new();
         let cpu = match config.cpu {
@@ -332,7 +335,7 @@ impl Profiler {
                 _ => (None, &t.frames[..]),
             };
             for f in stack.iter().rev() {
-                frames.push(self.java_frame(f.method, f.bci == -1, symbols, jvmti, jni));
+                frames.push(self.frame(f, symbols, jvmti, jni));
             }
             if let Some(id) = class {
                 frames.push(Frame::new(self.alloc.class_name(id), FrameKind::Alloc));
@@ -428,9 +431,10 @@ impl Profiler {
         };
         // A JVM-internal thread (JIT compiler, service threads) is not in
         // Java and has no Java frame: AsyncGetCallTrace reports that as
-        // unknown_not_Java, but it is not a failed walk.
+        // unknown_not_Java (the own walk as no Java frame), but it is not a
+        // failed walk, nor a Java thread's sample.
         let marker = match marker {
-            Some(ticks::UNKNOWN_NOT_JAVA) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
+            Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
             m => m,
         };
         match marker {

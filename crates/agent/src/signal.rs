@@ -4,9 +4,10 @@
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
-//!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it),
-//!   and in `native_unwind` `write`/`read` on its probe pipe, `process_vm_readv`,
-//!   `getpid`, `clock_gettime`;
+//!   thread-local set up by the JVM), `AsyncGetCallTrace` (designed for it)
+//!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
+//!   in `native_unwind`, `write`/`read` on its probe pipe, `fstat`,
+//!   `process_vm_readv`, `getpid`, `clock_gettime`;
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
@@ -25,6 +26,7 @@ use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
+use crate::{frametypes, javawalk};
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -238,11 +240,22 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
     if trace.num_frames == ticks::UNKNOWN_JAVA || trace.num_frames == ticks::NOT_WALKABLE_JAVA {
         recover(ctx, &mut trace, depth, ucontext);
     }
+    let asgct_ok = trace.num_frames >= 0;
+    if !asgct_ok {
+        // SAFETY: we own the buffer's `depth` frames after the native part (busy flag).
+        let all = unsafe { std::slice::from_raw_parts_mut(java, depth) };
+        trace.num_frames = javawalk::on_failure(env as usize, ucontext, all, trace.num_frames);
+    }
     let n = trace.num_frames;
     let tid_key = if ctx.per_thread { tid } else { 0 };
     if n > 0 {
-        // SAFETY: the native part and then `n <= depth` Java frames are in our buffer.
-        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + (n as usize).min(depth)) };
+        let n = (n as usize).min(depth);
+        if asgct_ok {
+            // SAFETY: the walk wrote `n` Java frames after the native part, in our buffer.
+            frametypes::on_success(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, n) });
+        }
+        // SAFETY: the native part and then `n` Java frames are in our buffer.
+        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
         ctx.store.record(tid_key, frames, ctx.weight);
     } else if n == 0 {
         record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME);

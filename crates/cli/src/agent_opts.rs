@@ -16,6 +16,13 @@ pub fn parse_size(s: &str) -> Result<String, String> {
     parse_size_bytes(s).map(|_| s.to_string())
 }
 
+/// clap parser for `--alloc [SIZE]`: an empty value (the flag without SIZE)
+/// is kept empty and becomes a bare `alloc`, so the agent picks the interval
+/// (the last one used in that JVM, else 512 KiB).
+pub fn parse_optional_size(s: &str) -> Result<String, String> {
+    if s.is_empty() { Ok(String::new()) } else { parse_size(s) }
+}
+
 /// clap parser: a wall-clock duration such as `30s` (kept as written).
 pub fn parse_wall(s: &str) -> Result<String, String> {
     parse_wall_duration_ns(s).map(|_| s.to_string())
@@ -48,8 +55,10 @@ pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Op
         (None, None) => opts.push("event=cpu".into()),
         (None, Some(_)) => {}
     }
-    if let Some(size) = alloc {
-        opts.push(format!("alloc={size}"));
+    match alloc {
+        Some("") => opts.push("alloc".into()),
+        Some(size) => opts.push(format!("alloc={size}")),
+        None => {}
     }
     if let Some(glob) = alloc_threads {
         no_comma("thread pattern", glob)?;

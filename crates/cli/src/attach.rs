@@ -16,7 +16,7 @@ use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, parse_wall, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, parse_wall, start_options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -50,8 +50,9 @@ pub struct AttachArgs {
     /// Sampling interval, e.g. 10ms
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
-    /// Also sample allocations every SIZE bytes on average (512k without SIZE)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    /// Also sample allocations every SIZE bytes on average (without SIZE: the
+    /// interval last used in that JVM, else 512k)
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
     pub alloc: Option<String>,
     /// Sample allocations only on threads matching this pattern
     #[arg(long, value_name = "GLOB", requires = "alloc")]

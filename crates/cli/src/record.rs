@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, start_options};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -24,7 +24,7 @@ pub struct RecordArgs {
     pub event: Option<String>,
     /// Also sample allocations (JEP 331), every SIZE bytes on average (512k
     /// when no SIZE is given; 0 = every allocation)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
     pub alloc: Option<String>,
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
@@ -242,7 +242,7 @@ mod tests {
     fn allocation_flags() {
         let a = args(&["--alloc", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,alloc=512k,interval="), "{o}");
+        assert!(o.starts_with("start,alloc,interval="), "{o}");
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
