@@ -114,6 +114,8 @@ pub struct AllocSampler {
     /// Time spent in the callback and how many callbacks, for the summary.
     callback_ns: AtomicU64,
     callbacks: AtomicU64,
+    /// Live-object tracking of the sampled objects (`live`).
+    pub live: crate::live::LiveTracker,
 }
 
 struct ThreadBuffers {
@@ -259,7 +261,8 @@ impl AllocSampler {
     }
 
     /// The SampledObjectAlloc callback's work, timed.
-    pub fn on_sample(&self, jvmti: Jvmti, thread: jthread, class: jclass, size: jlong, tid: u32) {
+    #[allow(clippy::too_many_arguments)] // the JVMTI callback's own parameters
+    pub fn on_sample(&self, jvmti: Jvmti, jni: Jni, thread: jthread, object: jobject, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
             return;
         }
@@ -267,19 +270,20 @@ impl AllocSampler {
             return;
         }
         let t0 = std::time::Instant::now();
-        self.sample(jvmti, class, size, tid);
+        self.sample(jvmti, jni, object, class, size, tid);
         self.callback_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
+    fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
         let Some(store) = self.store.get() else { return };
         let Some(class_id) = self.class_id(jvmti, class) else {
             store.count_dropped();
             return;
         };
         let size = size.max(0) as u64;
-        let weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed)).round() as u64;
+        let exact_weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed));
+        let weight = exact_weight.round() as u64;
         let depth = self.depth.load(Ordering::Relaxed);
         let tid_key = if self.per_thread.load(Ordering::Relaxed) { tid } else { 0 };
         let recorded = BUFFERS.try_with(|b| {
@@ -295,6 +299,8 @@ impl AllocSampler {
             let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
             raw.extend(info.iter().take(n).map(|f| RawFrame { bci: bci(f.location), method: f.method as usize }));
             store.record(tid_key, raw, weight);
+            // The live site is stack + class, without the thread.
+            self.live.track(jni, object, raw, size, exact_weight);
         });
         if recorded.is_err() {
             store.count_dropped();

@@ -17,10 +17,13 @@ pub mod alloc;
 pub mod commands;
 pub mod engine;
 pub mod frametypes;
+pub mod gcroots;
 pub mod hotspot;
 pub mod javastack;
 pub mod javawalk;
 pub mod jvmti;
+pub mod live;
+pub mod live_report;
 pub mod log;
 pub mod native_dwarf;
 pub mod native_symbols;
@@ -132,6 +135,8 @@ fn capabilities(jvmti: Jvmti, config: &Config) -> Result<bool, String> {
     caps.set_can_generate_compiled_method_load_events(potential.can_generate_compiled_method_load_events());
     caps.set_can_generate_sampled_object_alloc_events(potential.can_generate_sampled_object_alloc_events());
     caps.set_can_tag_objects(potential.can_tag_objects());
+    // Live tracking counts GCs; the capability costs nothing until the events are enabled.
+    caps.set_can_generate_garbage_collection_events(potential.can_generate_garbage_collection_events());
     jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
     Ok(potential.can_tag_objects() != 0)
 }
@@ -148,6 +153,7 @@ fn callbacks() -> jvmtiEventCallbacks {
     cb.CompiledMethodLoad = Some(on_compiled_method_load);
     cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
     cb.SampledObjectAlloc = Some(on_sampled_object_alloc);
+    cb.GarbageCollectionFinish = Some(on_gc_finish);
     cb
 }
 
@@ -399,6 +405,7 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
 unsafe extern "C" fn on_vm_death(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv) {
     guard("VMDeath", (), || {
         if let Some(agent) = AGENT.get() {
+            live_report::vm_dying();
             finish(agent, Jni(jni));
         }
     })
@@ -440,10 +447,20 @@ unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thre
     })
 }
 
-unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread, _object: jobject, class: jclass, size: jlong) {
+unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread, object: jobject, class: jclass, size: jlong) {
     guard("SampledObjectAlloc", (), || {
         if let Some(agent) = AGENT.get() {
-            agent.profiler.alloc.on_sample(Jvmti(jvmti), thread, class, size, threads::current_tid());
+            agent.profiler.alloc.on_sample(Jvmti(jvmti), Jni(jni), thread, object, class, size, threads::current_tid());
+        }
+    })
+}
+
+/// Inside the GC pause: only counts and wakes the live sweeper (no JNI, no
+/// JVMTI, no allocation; see `LiveTracker::on_gc_finish`).
+unsafe extern "C" fn on_gc_finish(_jvmti: *mut jvmtiEnv) {
+    guard("GarbageCollectionFinish", (), || {
+        if let Some(agent) = AGENT.get() {
+            agent.profiler.alloc.live.on_gc_finish();
         }
     })
 }

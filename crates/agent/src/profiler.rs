@@ -58,6 +58,8 @@ pub struct Built {
     pub profile: Profile,
     /// The log's one-line summary.
     pub summary_line: String,
+    /// The leak report, for the live profile (written as text for `.txt`).
+    pub leak: Option<Box<oxprof_profile::leak::LeakReport>>,
 }
 
 /// Counts gathered while building a profile.
@@ -164,7 +166,21 @@ impl Profiler {
         };
         if let Some(interval) = config.alloc {
             match self.alloc.start(env.0, env.1, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
-                Ok(line) => lines.push(line),
+                Ok(line) => {
+                    lines.push(line);
+                    if config.live.enabled {
+                        match crate::live_report::start(&self.alloc.live, vm, env, interval, &config.live) {
+                            Ok(line) => lines.push(line),
+                            Err(e) => {
+                                self.alloc.stop(env.0, env.1);
+                                if let Some(run) = &cpu {
+                                    self.stop_cpu(run);
+                                }
+                                return Err(e);
+                            }
+                        }
+                    }
+                }
                 Err(e) => {
                     if let Some(run) = &cpu {
                         self.stop_cpu(run);
@@ -264,13 +280,20 @@ impl Profiler {
         if let Some((jvmti, jni)) = env {
             self.alloc.stop(jvmti, jni);
         }
+        self.alloc.live.stop();
         Some(rec)
     }
 
     /// The jmethodIDs present in the sample store.
     pub fn sampled_methods(&self) -> std::collections::HashSet<usize> {
-        let Some(store) = self.store.get() else { return Default::default() };
-        store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)).filter(|&m| m != 0).collect()
+        let mut methods: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        for store in [self.store.get().copied(), self.alloc.stored()].into_iter().flatten() {
+            methods.extend(store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)));
+        }
+        // Live sites keep the names of their methods while their objects live.
+        self.alloc.live.methods(&mut methods);
+        methods.remove(&0);
+        methods
     }
 
     /// Samples recorded so far, CPU and allocation (for status lines).
@@ -295,17 +318,17 @@ impl Profiler {
                 s.native_samples,
                 native_unwind::mean_ns().unwrap_or(0)
             );
-            out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
+            out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None });
         }
         if let Some(interval) = rec.alloc {
             let (profile, st) = self.build_alloc(rec, interval, symbols, jvmti, jni);
             let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={}", st.samples, st.estimated_bytes, st.dropped, st.callback_ns);
-            out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line });
+            out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line, leak: None });
         }
         out
     }
 
-    fn meta(rec: &Recording, title: &str, event: &str, engine: &str, interval: u64, unit: &str) -> Meta {
+    pub(crate) fn meta(rec: &Recording, title: &str, event: &str, engine: &str, interval: u64, unit: &str) -> Meta {
         Meta {
             title: rec.config.title.clone().unwrap_or_else(|| title.to_string()),
             event: event.to_string(),
@@ -354,7 +377,7 @@ impl Profiler {
         Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
     }
 
-    fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+    pub(crate) fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         let name = symbols.resolve(jvmti, jni, method as jmethodID);
         Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
     }

@@ -16,7 +16,7 @@ use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, parse_wall, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, parse_wall, start_options, LiveArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -57,6 +57,8 @@ pub struct AttachArgs {
     /// Sample allocations only on threads matching this pattern
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
@@ -69,8 +71,9 @@ pub struct AttachArgs {
     /// Output file (for --duration, stop and dump); format from the extension
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output format, overriding the extension: flamegraph or collapsed
-    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, or
+    /// leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "leaks"])]
     pub format: Option<String>,
     /// How long to wait for the JVM at each step of the attach
     #[arg(long, default_value = "10s", value_parser = parse_wall)]
@@ -83,7 +86,8 @@ fn wall(s: &str) -> Duration {
 
 /// Agent options for starting a recording.
 fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
-    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
+    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
+    opts.extend(args.live.start_options()?);
     if let Some(i) = &args.interval {
         opts.push(format!("interval={i}"));
     }
@@ -177,6 +181,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
         Some(action @ (Action::Dump | Action::Stop)) => {
             let mut o = vec![if action == Action::Dump { "dump" } else { "stop" }.to_string()];
             o.extend(output_options(&args)?);
+            o.extend(args.live.report_options());
             o
         }
         None => {

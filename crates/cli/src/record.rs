@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, start_options, LiveArgs};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -29,6 +29,8 @@ pub struct RecordArgs {
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Show estimated totals (CPU time, allocated bytes) instead of sample counts
     #[arg(long)]
     pub total: bool,
@@ -38,8 +40,9 @@ pub struct RecordArgs {
     /// Output file; the format follows the extension (.html, .collapsed, .txt)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
-    /// Output format, overriding the extension: flamegraph or collapsed
-    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, or
+    /// leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "leaks"])]
     pub format: Option<String>,
     /// One root frame per thread
     #[arg(long)]
@@ -67,7 +70,8 @@ pub struct RecordArgs {
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
     no_comma("output", &output.to_string_lossy())?;
     no_comma("title", args.title.as_deref().unwrap_or(""))?;
-    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
+    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
+    opts.extend(args.live.start_options()?);
     if args.total {
         opts.push("total".into());
     }
@@ -128,7 +132,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
     let agent_path = agent::find_agent()?;
     let output = absolute(&args.output);
     if let Some(f) = &args.format {
-        OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
+        if f != "leaks" {
+            OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
+        } else if !args.live.live {
+            return Err("--format leaks needs --live".into());
+        }
     }
     let tmp = TempFiles::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let log = tmp.dir.join("agent.log");
@@ -246,6 +254,9 @@ mod tests {
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
+        let a = args(&["--live", "--gc-roots", "-o", "leaks.txt", "--", "java"]);
+        let o = agent_options(&a, Path::new("/leaks.txt"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,interval="), "{o}");
     }
 
     #[test]

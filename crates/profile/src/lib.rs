@@ -7,6 +7,7 @@
 pub mod collapsed;
 pub mod flamegraph;
 pub mod format;
+pub mod leak;
 pub mod model;
 pub mod units;
 
