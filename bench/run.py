@@ -535,6 +535,13 @@ def main():
                                                                    len(prof))))
                 wres.update({"failed_share_aggregate_pct": agg, "failed_share_median_pct": med(shares),
                              "samples_total": tot_s, "failed_total": tot_f})
+                tot_n = sum(r["summary"].get("native_samples", 0) for r in with_summary
+                            if isinstance(r["summary"].get("native_samples"), (int, float)))
+                if any("native_samples" in r["summary"] for r in with_summary):
+                    # Samples that carry native or kernel frames (cstack=fp; 0 with cstack=no).
+                    print("   >> NATIVE PART: %s%% of all samples (%d of %d)"
+                          % (fmt(100.0 * tot_n / tot_s if tot_s else None, ".2f"), tot_n, tot_s))
+                    wres["native_samples_total"] = tot_n
             if args.top and leaf_total:
                 print("   top %d leaf frames (all profiled runs, %d samples in collapsed files):"
                       % (args.top, leaf_total))

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 use jvmti_sys::jmethodID;
 use oxprof_profile::jfr::{FrameType, JfrFrame};
+use oxprof_profile::FrameKind;
 
 use crate::jvmti::{Jni, Jvmti};
 use crate::profiler::{failure_name, thread_category};
@@ -64,7 +65,16 @@ fn java(cx: &Context<'_>, lines: &mut Lines, method: usize, bci: i32, kind: Fram
 /// One stored frame (see [`RawFrame`]'s encoding).
 fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
     match f.bci {
-        RawFrame::NATIVE_PC | RawFrame::KERNEL_PC => synthetic(format!("0x{:x}", f.method)),
+        RawFrame::NATIVE_PC | RawFrame::KERNEL_PC => {
+            let kernel = f.bci == RawFrame::KERNEL_PC;
+            let named = crate::native_symbols::resolver().frame(f.method, kernel);
+            let kind = match named.kind {
+                FrameKind::Kernel => FrameType::Kernel,
+                FrameKind::Cpp => FrameType::Cpp,
+                _ => FrameType::Native,
+            };
+            JfrFrame { kind, ..synthetic(named.name) }
+        }
         BCI_NATIVE_FRAME => java(cx, lines, f.method, -1, FrameType::Native),
         _ => {
             let kind = match f.java_type() {
@@ -80,29 +90,33 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
 
 /// A CPU stack (leaf first, as stored and as JFR wants it). One-frame
 /// marker stacks become one synthetic frame named as in the other outputs.
+///
+/// Mirrors `Profiler::trace_frames`: native and kernel frames (leaf side)
+/// stay in front of a marker frame, so a GC thread's stack is its native
+/// frames under `[GC Thread]`.
 pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFrame]) -> Vec<JfrFrame> {
-    let marker = match frames {
+    let native_len = frames.iter().take_while(|f| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC)).count();
+    let (native, rest) = frames.split_at(native_len);
+    let marker = match rest {
         [f] if f.method == 0 => Some(f.bci),
         _ => None,
     };
     let marker = match marker {
-        Some(ticks::UNKNOWN_NOT_JAVA) if !cx.threads.is_java_visible(tid) => Some(MARK_NON_JAVA_THREAD),
+        Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !cx.threads.is_java_visible(tid) => Some(MARK_NON_JAVA_THREAD),
         m => m,
     };
-    match marker {
+    let root = match marker {
         Some(MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD) => {
             let name = cx.threads.name(tid).unwrap_or_else(|| "thread".into());
-            vec![synthetic(format!("[{}]", thread_category(&name)))]
+            synthetic(format!("[{}]", thread_category(&name)))
         }
-        Some(code) => vec![synthetic(failure_name(code).to_string())],
-        None => frames.iter().map(|f| frame(cx, lines, f)).collect(),
-    }
+        Some(code) => synthetic(failure_name(code).to_string()),
+        None => return frames.iter().map(|f| frame(cx, lines, f)).collect(),
+    };
+    native.iter().map(|f| frame(cx, lines, f)).chain(std::iter::once(root)).collect()
 }
 
-/// An allocation stack from GetStackTrace (no frame types; -1 = native).
+/// An allocation stack (from GetStackTrace: no frame types).
 pub fn alloc_stack(cx: &Context<'_>, lines: &mut Lines, frames: &[RawFrame]) -> Vec<JfrFrame> {
-    frames
-        .iter()
-        .map(|f| if f.bci == -1 { java(cx, lines, f.method, -1, FrameType::Native) } else { java(cx, lines, f.method, f.bci, FrameType::Unknown) })
-        .collect()
+    frames.iter().map(|f| frame(cx, lines, f)).collect()
 }

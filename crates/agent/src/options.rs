@@ -43,6 +43,40 @@ impl Event {
     }
 }
 
+/// How native (C/C++) frames are collected with CPU samples (`cstack=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CStack {
+    /// Frame-pointer unwinding from the signal context, plus kernel frames
+    /// from perf_events callchains when that engine runs.
+    Fp,
+    /// As `Fp`, but user frames unwound with the objects' DWARF unwind tables.
+    Dwarf,
+    /// Java frames only.
+    No,
+}
+
+impl CStack {
+    pub const WORDS: &'static str = "fp, dwarf, no";
+
+    fn parse(s: &str) -> Result<CStack, String> {
+        match s {
+            "fp" => Ok(CStack::Fp),
+            "dwarf" => Ok(CStack::Dwarf),
+            "no" | "none" => Ok(CStack::No),
+            "lbr" | "vm" | "vmx" => Err(format!("cstack={s} is not supported by oxprof; accepted: {}", CStack::WORDS)),
+            _ => Err(format!("unknown native stack mode '{s}'; accepted: {}", CStack::WORDS)),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CStack::Fp => "fp",
+            CStack::Dwarf => "dwarf",
+            CStack::No => "no",
+        }
+    }
+}
+
 /// A command sent to a running agent (through attach).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -115,6 +149,8 @@ pub struct Config {
     /// One root frame per thread.
     pub threads: bool,
     pub jstackdepth: usize,
+    /// Native and kernel frames with CPU samples.
+    pub cstack: CStack,
     pub title: Option<String>,
     pub counter: Counter,
     /// Frame-type suffixes in collapsed output (`_[j]`, `_[i]`, ...).
@@ -171,6 +207,7 @@ impl Default for Config {
             format: None,
             threads: false,
             jstackdepth: DEFAULT_JSTACKDEPTH,
+            cstack: CStack::Fp,
             title: None,
             counter: Counter::Samples,
             annotate: false,
@@ -203,7 +240,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -303,6 +340,7 @@ impl Config {
                     }
                     c.jstackdepth = n;
                 }
+                "cstack" => c.cstack = CStack::parse(need(CStack::WORDS)?).map_err(|p| err(item, p))?,
                 "title" => c.title = Some(need("a title text")?.to_string()),
                 "log" => c.log = Some(PathBuf::from(need("a log file path")?)),
                 "status" => c.status = Some(PathBuf::from(need("a status file path")?)),
@@ -440,6 +478,19 @@ mod tests {
         assert_eq!(Config::parse("status").unwrap().command, Some(Command::Status));
         assert!(Config::parse("stop,dump").is_err());
         assert!(Config::parse("start,stop").is_err());
+    }
+
+    #[test]
+    fn native_stack_modes() {
+        assert_eq!(Config::parse("").unwrap().cstack, CStack::Fp);
+        assert_eq!(Config::parse("start,cstack=no").unwrap().cstack, CStack::No);
+        assert_eq!(Config::parse("start,cstack=fp").unwrap().cstack, CStack::Fp);
+        assert_eq!(Config::parse("start,cstack=dwarf").unwrap().cstack, CStack::Dwarf);
+        let e = Config::parse("start,cstack=lbr").unwrap_err().to_string();
+        assert_eq!(e, "invalid agent option 'cstack=lbr': cstack=lbr is not supported by oxprof; accepted: fp, dwarf, no");
+        let e = Config::parse("cstack=deep").unwrap_err().to_string();
+        assert!(e.contains("unknown native stack mode 'deep'; accepted: fp, dwarf, no"), "{e}");
+        assert!(Config::parse("cstack=").is_err());
     }
 
     #[test]

@@ -15,7 +15,10 @@ use crate::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
-use crate::options::{Config, Event};
+use crate::native_dwarf;
+use crate::native_symbols;
+use crate::native_unwind;
+use crate::options::{CStack, Config, Event};
 use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
@@ -66,6 +69,8 @@ pub struct Summary {
     pub java_samples: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Samples that carry native or kernel frames.
+    pub native_samples: u64,
     pub failed_by_reason: BTreeMap<&'static str, u64>,
 }
 
@@ -200,7 +205,22 @@ impl Profiler {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
-        signal::arm(SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads));
+        let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
+        let kernel_stacks = engine == Engine::Perf && config.cstack != CStack::No;
+        if !native_unwind::init() && config.cstack != CStack::No {
+            log::warn("no safe memory probe (pipe, process_vm_readv): native stacks keep only the interrupted function");
+        }
+        if config.cstack == CStack::Dwarf {
+            let objects = native_dwarf::refresh();
+            log::debug(&format!("DWARF unwind tables of {objects} objects loaded"));
+            let threads = self.threads.clone();
+            if let Err(e) = native_dwarf::start_watcher(move || threads.exclude(crate::threads::current_tid())) {
+                log::warn(&format!("no thread to follow library loads for cstack=dwarf: {e}"));
+            }
+        }
+        ctx.set_cstack(config.cstack, kernel_stacks);
+        engine::perf::set_kernel_stacks(kernel_stacks);
+        signal::arm(ctx);
         let started = if engine.per_thread() {
             self.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
         } else {
@@ -219,6 +239,7 @@ impl Profiler {
     }
 
     fn stop_cpu(&self, run: &CpuRun) {
+        native_dwarf::stop_watcher();
         if run.engine.per_thread() {
             self.threads.stop();
         } else {
@@ -287,13 +308,15 @@ impl Profiler {
         if let Some(run) = &rec.cpu {
             let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
             let summary_line = format!(
-                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={}",
+                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={}",
                 s.samples,
                 s.java_samples,
                 s.failed,
                 s.failed_pct(),
                 s.dropped,
-                run.engine.short()
+                run.engine.short(),
+                s.native_samples,
+                native_unwind::mean_ns().unwrap_or(0)
             );
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None });
         }
@@ -362,8 +385,8 @@ impl Profiler {
     /// Turns one stored frame into a model frame (see [`RawFrame`]'s encoding).
     fn frame(&self, f: &RawFrame, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         match f.bci {
-            RawFrame::NATIVE_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Native),
-            RawFrame::KERNEL_PC => Frame::new(format!("0x{:x}", f.method), FrameKind::Kernel),
+            RawFrame::NATIVE_PC => native_symbols::resolver().frame(f.method, false),
+            RawFrame::KERNEL_PC => native_symbols::resolver().frame(f.method, true),
             BCI_NATIVE_FRAME => self.java_frame(f.method, true, symbols, jvmti, jni),
             _ => {
                 let mut frame = self.java_frame(f.method, false, symbols, jvmti, jni);
@@ -381,6 +404,7 @@ impl Profiler {
     fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
+        native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
         let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
@@ -391,6 +415,7 @@ impl Profiler {
             self.trace_frames(t, config.threads, symbols, jvmti, jni, &mut frames, &mut summary);
             profile.add_frames(frames.drain(..), t.samples, t.total);
         }
+        native_symbols::resolver().clear();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
@@ -398,6 +423,10 @@ impl Profiler {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        let cost = native_unwind::mean_ns()
+            .map(|ns| format!(", {ns} ns and {:.2} memory probes per sample to collect", native_unwind::probes_per_100_samples() as f64 / 100.0))
+            .unwrap_or_default();
+        m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames{cost}", config.cstack.name(), summary.native_samples)));
         if let Some(why) = &run.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));
         }
@@ -406,9 +435,22 @@ impl Profiler {
 
     fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
         let thread_root = |tid: u32| self.thread_root(tid);
-        let marker = match t.frames.as_slice() {
+        // Native and kernel frames come first (leaf side); a stack without
+        // Java frames ends in a marker frame naming why.
+        let is_native = |f: &RawFrame| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC);
+        let native_len = t.frames.iter().take_while(|f| is_native(f)).count();
+        if native_len > 0 {
+            summary.native_samples += t.samples;
+        }
+        let (native, rest) = t.frames.split_at(native_len);
+        let marker = match rest {
             [f] if f.method == 0 => Some(f.bci),
             _ => None,
+        };
+        let push_native = |out: &mut Vec<Frame>| {
+            for f in native.iter().rev() {
+                out.push(self.frame(f, symbols, jvmti, jni));
+            }
         };
         // A JVM-internal thread (JIT compiler, service threads) is not in
         // Java and has no Java frame: AsyncGetCallTrace reports that as
@@ -429,6 +471,7 @@ impl Profiler {
                     let name = self.threads.name(t.tid).unwrap_or_else(|| "thread".into());
                     out.push(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native));
                 }
+                push_native(out);
             }
             Some(code) => {
                 summary.java_samples += t.samples;
@@ -438,6 +481,7 @@ impl Profiler {
                     out.push(thread_root(t.tid));
                 }
                 out.push(Frame::new(failure_name(code), FrameKind::Error));
+                push_native(out);
             }
             None => {
                 summary.java_samples += t.samples;

@@ -6,6 +6,8 @@
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
 //!   thread-local set up by the JVM), `AsyncGetCallTrace` (designed for it)
 //!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
+//!   in `native_unwind`, `write`/`read` on its probe pipe, `fstat`,
+//!   `process_vm_readv`, `getpid`, `clock_gettime`;
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
@@ -21,6 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
+use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
+use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
 use crate::{frametypes, javawalk};
 
@@ -64,6 +68,10 @@ pub struct SignalContext {
     weight: u64,
     /// Keep the thread id of every sample (option `threads`).
     per_thread: bool,
+    /// Native frames before the Java ones (see `native_unwind`).
+    cstack: CStack,
+    /// Kernel frames from the perf_events rings.
+    kernel_stacks: bool,
     buffers: [Buffer; BUFFERS],
 }
 
@@ -89,8 +97,15 @@ impl SignalContext {
         per_thread: bool,
     ) -> Box<SignalContext> {
         let depth = depth.max(1);
-        let buffers = std::array::from_fn(|_| Buffer::new(depth));
-        Box::new(SignalContext { store, asgct, vm, depth, weight, per_thread, buffers })
+        // Room for the native part in front of the Java frames.
+        let buffers = std::array::from_fn(|_| Buffer::new(depth + MAX_NATIVE_FRAMES + 1));
+        Box::new(SignalContext { store, asgct, vm, depth, weight, per_thread, cstack: CStack::No, kernel_stacks: false, buffers })
+    }
+
+    /// Collects native frames (and kernel frames from perf rings) too.
+    pub fn set_cstack(&mut self, cstack: CStack, kernel_stacks: bool) {
+        self.cstack = cstack;
+        self.kernel_stacks = kernel_stacks && cstack != CStack::No;
     }
 }
 
@@ -106,7 +121,7 @@ pub fn note_code(start: usize, len: usize) {
     CODE_HIGH.fetch_max(start.saturating_add(len), Ordering::Relaxed);
 }
 
-fn in_code(pc: usize) -> bool {
+pub(crate) fn in_code(pc: usize) -> bool {
     pc >= CODE_LOW.load(Ordering::Relaxed) && pc < CODE_HIGH.load(Ordering::Relaxed)
 }
 
@@ -200,7 +215,7 @@ fn jni_env(vm: *mut JavaVM) -> *mut JNIEnv {
 fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
     let tid = gettid();
     let env = jni_env(ctx.vm);
-    if env.is_null() {
+    if env.is_null() && ctx.cstack == CStack::No {
         record_marker(ctx, tid, MARK_NON_JAVA_THREAD);
         return;
     }
@@ -208,8 +223,16 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
         ctx.store.count_dropped();
         return;
     };
-    let depth = ctx.depth.min(buffer.len);
-    let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: buffer.ptr as *mut ASGCT_CallFrame };
+    let native = native_part(ctx, tid, ucontext, buffer);
+    if env.is_null() {
+        record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD);
+        buffer.busy.store(false, Ordering::Release);
+        return;
+    }
+    let depth = ctx.depth.min(buffer.len - native - 1);
+    // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
+    let java = unsafe { buffer.ptr.add(native) };
+    let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: java as *mut ASGCT_CallFrame };
     // SAFETY: `trace.frames` has room for `depth` frames, we own the buffer
     // (busy flag), the layouts match (asserted above), and `ucontext` is the
     // kernel's context for this signal.
@@ -219,27 +242,29 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
     }
     let asgct_ok = trace.num_frames >= 0;
     if !asgct_ok {
-        // SAFETY: we own the buffer's `depth` frames (busy flag).
-        let all = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, depth) };
+        // SAFETY: we own the buffer's `depth` frames after the native part (busy flag).
+        let all = unsafe { std::slice::from_raw_parts_mut(java, depth) };
         trace.num_frames = javawalk::on_failure(env as usize, ucontext, all, trace.num_frames);
     }
     let n = trace.num_frames;
     let tid_key = if ctx.per_thread { tid } else { 0 };
     if n > 0 {
-        // SAFETY: the walk wrote `n <= depth` frames into our buffer, which we own.
-        let frames = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, (n as usize).min(depth)) };
+        let n = (n as usize).min(depth);
         if asgct_ok {
-            frametypes::on_success(env as usize, ucontext, frames);
+            // SAFETY: the walk wrote `n` Java frames after the native part, in our buffer.
+            frametypes::on_success(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, n) });
         }
+        // SAFETY: the native part and then `n` Java frames are in our buffer.
+        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
         ctx.store.record(tid_key, frames, ctx.weight);
     } else if n == 0 {
-        record_marker(ctx, tid, MARK_NO_JAVA_FRAME);
+        record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME);
     } else if n == ticks::UNKNOWN_NOT_JAVA {
         // JIT compiler and other JVM-internal threads land here too; the dump
         // tells them from application threads, so keep the thread id.
-        record_marker(ctx, tid, n);
+        record_native_marker(ctx, buffer, native, tid, n);
     } else {
-        record_marker(ctx, tid_key, n);
+        record_native_marker(ctx, buffer, native, tid_key, n);
     }
     buffer.busy.store(false, Ordering::Release);
 }
@@ -303,6 +328,32 @@ fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
             *r = value;
         }
     }
+}
+
+/// Collects the native part of the sample at the start of `buffer`
+/// (`native_unwind`); returns its length (0 with `cstack=no`).
+fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Buffer) -> usize {
+    if ctx.cstack == CStack::No {
+        return 0;
+    }
+    let room = MAX_NATIVE_FRAMES.min(buffer.len.saturating_sub(1));
+    // SAFETY: we own the buffer (busy flag) and it holds `buffer.len > room` frames.
+    let out = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, room) };
+    native_unwind::collect(tid, ucontext, ctx.kernel_stacks, ctx.cstack == CStack::Dwarf, in_code, out)
+}
+
+/// Records the native part followed by a marker frame naming why there is
+/// no Java stack (a one-frame stack when there is no native part).
+fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32) {
+    if native == 0 || native >= buffer.len {
+        return record_marker(ctx, tid, code);
+    }
+    // SAFETY: we own the buffer and `native < buffer.len`.
+    let frames = unsafe {
+        buffer.ptr.add(native).write(RawFrame { bci: code, method: 0 });
+        std::slice::from_raw_parts(buffer.ptr, native + 1)
+    };
+    ctx.store.record(tid, frames, ctx.weight);
 }
 
 /// Records a one-frame stack naming why there is no Java stack.

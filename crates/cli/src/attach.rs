@@ -62,6 +62,9 @@ pub struct AttachArgs {
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
+    /// Native and kernel frames under Java ones: fp, dwarf or no [default: fp]
+    #[arg(long, value_name = "MODE", value_parser = ["fp", "dwarf", "no"])]
+    pub cstack: Option<String>,
     /// Show estimated totals instead of sample counts
     #[arg(long)]
     pub total: bool,
@@ -90,6 +93,9 @@ fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
     }
     if args.threads {
         opts.push("threads".into());
+    }
+    if let Some(mode) = &args.cstack {
+        opts.push(format!("cstack={mode}"));
     }
     opts.extend(output_options(args)?);
     Ok(opts)
@@ -241,4 +247,24 @@ pub fn list() -> Result<ExitCode, String> {
         println!("{:>8}  {:<10}  {:<7}  {}", j.pid, j.java_version.as_deref().unwrap_or("?"), if j.oxprof.is_some() { "loaded" } else { "-" }, j.main);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_options_carry_the_native_stack_mode() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: AttachArgs,
+        }
+        let t = T::try_parse_from(["t", "42", "start", "--cstack", "no", "--interval", "5ms"]).unwrap();
+        assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "interval=5ms", "cstack=no"]);
+        assert!(T::try_parse_from(["t", "42", "start", "--cstack", "lbr"]).is_err());
+        let t = T::try_parse_from(["t", "42", "start", "--cstack", "dwarf"]).unwrap();
+        assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "cstack=dwarf"]);
+    }
 }

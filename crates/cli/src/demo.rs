@@ -51,6 +51,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         threads: false,
         title: Some("oxprof demo: CPU profile".into()),
         jstackdepth: 2048,
+        cstack: None,
         agent_opts: None,
         command: vec![java.display().to_string(), "-cp".into(), dir.display().to_string(), "Demo".into(), args.seconds.to_string()],
     };

@@ -53,6 +53,11 @@ pub struct RecordArgs {
     /// Maximum Java stack depth
     #[arg(long, default_value_t = 2048)]
     pub jstackdepth: usize,
+    /// Native and kernel frames under Java ones: fp (frame pointers, plus
+    /// kernel callchains with perf_events), dwarf (unwind tables instead of
+    /// frame pointers) or no [default: fp]
+    #[arg(long, value_name = "MODE", value_parser = ["fp", "dwarf", "no"])]
+    pub cstack: Option<String>,
     /// Extra raw agent options, appended as is (e.g. "ann,loglevel=debug")
     #[arg(long)]
     pub agent_opts: Option<String>,
@@ -82,6 +87,9 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
     }
     if args.threads {
         opts.push("threads".into());
+    }
+    if let Some(mode) = &args.cstack {
+        opts.push(format!("cstack={mode}"));
     }
     if let Some(t) = &args.title {
         opts.push(format!("title={t}"));
@@ -249,6 +257,23 @@ mod tests {
         let a = args(&["--live", "--gc-roots", "-o", "leaks.txt", "--", "java"]);
         let o = agent_options(&a, Path::new("/leaks.txt"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,interval="), "{o}");
+    }
+
+    #[test]
+    fn native_stack_flag() {
+        let a = args(&["--cstack", "no", "--", "java"]);
+        let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.ends_with(",cstack=no"), "{o}");
+        let a = args(&["--", "java"]);
+        assert!(!agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap().contains("cstack"));
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            _r: RecordArgs,
+        }
+        let e = T::try_parse_from(["t", "--cstack", "lbr", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("invalid value 'lbr' for '--cstack <MODE>'") && e.contains("[possible values: fp, dwarf, no]"), "{e}");
     }
 
     #[test]

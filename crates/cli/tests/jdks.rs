@@ -157,6 +157,60 @@ fn attach_works_on_every_supported_jdk() {
     }
 }
 
+/// Mixed-mode stacks: native zlib frames under `Deflater.deflateBytes*` and
+/// kernel frames, on every JDK (their zlib is bundled or the system's).
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn native_frames_under_deflater_on_every_supported_jdk() {
+    let s = Scratch::new("jdks-mixed");
+    compile(&s.0, &["Deflate.java"]);
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let out = s.path("deflate.collapsed");
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "15"])
+            .arg(s.path("deflate.out"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{version}: {}", text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let (mut all, mut native) = (0, 0);
+        for (st, n) in &stacks {
+            if let Some(i) = st.iter().position(|f| f.starts_with("java.util.zip.Deflater.deflateBytes")) {
+                all += n;
+                if st[i + 1..].iter().any(|f| f.contains("libz") || f.contains("deflate") || f.contains("longest_match") || f.contains("libzip")) {
+                    native += n;
+                }
+            }
+        }
+        assert!(all >= 100, "{version}: only {all} samples in Deflater.deflateBytes");
+        assert!(native * 10 >= all * 8, "{version}: {native} of {all} deflateBytes samples have zlib frames beneath");
+        assert!(stacks.iter().any(|(st, _)| st.iter().any(|f| f.ends_with("_[k]"))), "{version}: no kernel frames");
+
+        // cstack=dwarf reaches the JNI function beneath zlib on every JDK.
+        let o = java_in(&home)
+            .arg(format!("-agentpath:{}=start,interval=1ms,cstack=dwarf,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Deflate", "15"])
+            .arg(s.path("deflate.out"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{version} cstack=dwarf: {}", text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let (mut dall, mut jni) = (0, 0);
+        for (st, n) in &stacks {
+            if let Some(i) = st.iter().position(|f| f.starts_with("java.util.zip.Deflater.deflateBytes")) {
+                dall += n;
+                if st.get(i + 1).is_some_and(|f| f.starts_with("Java_java_util_zip_Deflater_deflateBytes")) && st.len() > i + 2 {
+                    jni += n;
+                }
+            }
+        }
+        assert!(dall >= 100 && jni * 10 >= dall * 8, "{version} cstack=dwarf: {jni} of {dall} deflateBytes samples reach the JNI function");
+        eprintln!("ok: {} ({native} of {all}; dwarf {jni} of {dall})", version.lines().next().unwrap_or(""));
+    }
+}
+
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn live_leak_report_on_every_supported_jdk() {

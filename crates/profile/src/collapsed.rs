@@ -4,13 +4,14 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::model::{Counter, Profile};
+use crate::model::{Counter, FrameKind, Profile};
 
 /// Options for the collapsed writer.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CollapsedOptions {
     pub counter: Counter,
-    /// Append async-profiler's frame-type suffixes (`_[j]`, `_[i]`, `_[k]`, ...).
+    /// Append async-profiler's frame-type suffixes (`_[j]`, `_[i]`, ...).
+    /// Kernel frames always carry `_[k]`, as in async-profiler's output.
     pub annotate: bool,
 }
 
@@ -33,7 +34,7 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
             }
             let frame = profile.frame(id);
             push_sanitized(&mut line, &frame.name);
-            if opts.annotate {
+            if opts.annotate || frame.kind == FrameKind::Kernel {
                 line.push_str(frame.kind.annotation());
             }
         }
@@ -65,7 +66,7 @@ fn push_sanitized(line: &mut String, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Frame, FrameKind, Meta};
+    use crate::model::{Frame, Meta};
 
     #[test]
     fn writes_root_first_with_counts() {
@@ -79,6 +80,15 @@ mod tests {
         let mut out = Vec::new();
         write(&p, CollapsedOptions { counter: Counter::Total, annotate: true }, &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "Main.main_[0];Main.hot_[j] 70\n");
+    }
+
+    #[test]
+    fn kernel_frames_are_always_marked() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([Frame::new("FileDispatcherImpl.force0", FrameKind::Native), Frame::new("fsync", FrameKind::Native), Frame::new("do_fsync", FrameKind::Kernel)], 2, 0);
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "FileDispatcherImpl.force0;fsync;do_fsync_[k] 2\n");
     }
 
     #[test]

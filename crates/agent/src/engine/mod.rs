@@ -12,6 +12,7 @@
 pub mod ctimer;
 pub mod itimer;
 pub mod perf;
+pub mod perf_ring;
 
 use std::io;
 

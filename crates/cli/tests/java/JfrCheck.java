@@ -60,6 +60,7 @@ public class JfrCheck {
             RecordedMethod m = f.getMethod();
             String cls = m.getType().getName();
             String name = cls.isEmpty() ? m.getName() : cls + "." + m.getName();
+            if ("Kernel".equals(String.valueOf(f.getType()))) name += "_[k]"; // as collapsed output marks them
             if (sb.length() > 0) sb.append(';');
             sb.append(name);
             types.merge(String.valueOf(f.getType()), 1L, Long::sum);

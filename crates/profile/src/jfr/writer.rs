@@ -41,10 +41,14 @@ pub enum FrameType {
     /// AsyncGetCallTrace, JVMTI stack traces). Not a JDK frame type: readers
     /// show the description as it is.
     Unknown,
+    /// A C++ function (libjvm). Not a JDK frame type (as `Unknown`).
+    Cpp,
+    /// A kernel function. Not a JDK frame type (as `Unknown`).
+    Kernel,
 }
 
 impl FrameType {
-    const ALL: [FrameType; 5] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown];
+    const ALL: [FrameType; 7] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown, FrameType::Cpp, FrameType::Kernel];
 
     fn key(self) -> u64 {
         self as u64
@@ -58,6 +62,8 @@ impl FrameType {
             FrameType::Inlined => "Inlined",
             FrameType::Native => "Native",
             FrameType::Unknown => "Java",
+            FrameType::Cpp => "C++",
+            FrameType::Kernel => "Kernel",
         }
     }
 }
@@ -111,9 +117,28 @@ pub struct OldObject<'a> {
     pub description: Option<&'a str>,
 }
 
+/// Constant ids that stay the same for the whole recording. The JDK's
+/// reader caches constants by id across chunks (a stack trace read in one
+/// chunk is reused in the next), so an id must mean the same value in every
+/// chunk; each chunk still carries its own entries for the ids it uses.
+#[derive(Default)]
+struct Ids {
+    symbols: HashMap<String, u64>,
+    packages: HashMap<String, u64>,
+    classes: HashMap<String, u64>,
+    methods: HashMap<(u64, u64, u64), u64>,
+}
+
+/// The stable id of `key` in `map` (new ids count up from 1).
+fn stable_id<K: std::hash::Hash + Eq>(map: &mut HashMap<K, u64>, key: K) -> u64 {
+    let next = map.len() as u64 + 1;
+    *map.entry(key).or_insert(next)
+}
+
 /// Constant pools of the current chunk: keys per value and the encoded entries.
 #[derive(Default)]
 struct Pools {
+    ids: Ids,
     threads: HashMap<u64, ()>,
     thread_entries: (u64, Buf),
     referenced_threads: Vec<u64>,
@@ -135,7 +160,7 @@ impl Pools {
         if let Some(&k) = self.symbols.get(s) {
             return k;
         }
-        let k = self.symbols.len() as u64 + 1;
+        let k = stable_id(&mut self.ids.symbols, s.to_string());
         self.symbols.insert(s.to_string(), k);
         let (n, b) = &mut self.symbol_entries;
         *n += 1;
@@ -149,7 +174,7 @@ impl Pools {
             return k;
         }
         let sym = self.symbol(name);
-        let k = self.packages.len() as u64 + 1;
+        let k = stable_id(&mut self.ids.packages, name.to_string());
         self.packages.insert(name.to_string(), k);
         let (n, b) = &mut self.package_entries;
         *n += 1;
@@ -172,7 +197,7 @@ impl Pools {
             None => 0,
         };
         let sym = self.symbol(&internal);
-        let k = self.classes.len() as u64 + 1;
+        let k = stable_id(&mut self.ids.classes, name.to_string());
         self.classes.insert(name.to_string(), k);
         let (n, b) = &mut self.class_entries;
         *n += 1;
@@ -194,7 +219,7 @@ impl Pools {
         if let Some(&k) = self.methods.get(&(class, name, descriptor)) {
             return k;
         }
-        let k = self.methods.len() as u64 + 1;
+        let k = stable_id(&mut self.ids.methods, (class, name, descriptor));
         self.methods.insert((class, name, descriptor), k);
         let (n, b) = &mut self.method_entries;
         *n += 1;
@@ -270,7 +295,8 @@ impl<W: Write> JfrWriter<W> {
         self.chunk.clear();
         self.chunk.raw(&[0u8; HEADER_SIZE]); // completed in end_chunk
         self.open = true;
-        self.pools = Pools::default();
+        let ids = std::mem::take(&mut self.pools.ids);
+        self.pools = Pools { ids, ..Pools::default() };
         Ok(())
     }
 

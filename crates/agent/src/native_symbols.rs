@@ -1,0 +1,303 @@
+//! Names for native and kernel code addresses, resolved at dump time (never
+//! in the signal handler).
+//!
+//! User addresses are mapped to the object they were loaded from through
+//! `/proc/self/maps`, then looked up in that object's ELF symbol tables
+//! (`.symtab` when present, else `.dynsym`); C++ names (libjvm) are
+//! demangled. Kernel addresses are looked up in `/proc/kallsyms` when it
+//! shows real addresses (root, or `kptr_restrict` off). What cannot be named
+//! becomes `lib.so+0xOFFSET` (address inside a known object) or `[unknown]`.
+//! Objects are parsed on first use and dropped again with [`NativeSymbols::clear`]
+//! after a dump (libjvm's table alone holds about 100,000 names).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use oxprof_profile::{Frame, FrameKind};
+
+/// Largest distance past a symbol of unknown size still credited to it.
+const UNSIZED_REACH: u64 = 4096;
+
+/// A file mapped read-only (the page cache backs it: reading libjvm's
+/// 24 MB this way costs no heap), unmapped on drop.
+pub(crate) struct MappedFile {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    pub(crate) fn open(path: &str) -> Option<MappedFile> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).ok()?;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok().filter(|&l| l > 0)?;
+        // SAFETY: a fresh private read-only mapping of a file we opened.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+        (ptr != libc::MAP_FAILED).then_some(MappedFile { ptr, len })
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes and lives as long as self.
+        // (A library file truncated while mapped would fault: libraries in use
+        // are replaced by new files, not rewritten in place.)
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `open` mapped.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// One executable mapping of `/proc/self/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Mapping {
+    start: usize,
+    end: usize,
+    offset: u64,
+    path: String,
+}
+
+/// A sorted function table of one object. Names live in one buffer, so a
+/// table is a few large allocations (returned to the system when freed)
+/// rather than 100,000 small ones.
+#[derive(Default)]
+struct SymbolTable {
+    /// (start, size, name offset, name length), sorted by start.
+    entries: Vec<(u64, u64, u32, u32)>,
+    names: String,
+}
+
+impl SymbolTable {
+    /// Builds a table from (start, size, name); for equal starts the
+    /// largest size wins.
+    fn new<'a>(symbols: impl Iterator<Item = (u64, u64, &'a str)>) -> SymbolTable {
+        let mut t = SymbolTable::default();
+        for (start, size, name) in symbols {
+            let (Ok(at), Ok(len)) = (u32::try_from(t.names.len()), u32::try_from(name.len())) else { break };
+            t.names.push_str(name);
+            t.entries.push((start, size, at, len));
+        }
+        t.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        t.entries.dedup_by_key(|e| e.0);
+        t
+    }
+
+    fn lookup(&self, addr: u64) -> Option<&str> {
+        let i = self.entries.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        let &(start, size, at, len) = self.entries.get(i)?;
+        let reach = if size > 0 { size } else { UNSIZED_REACH };
+        (addr - start < reach).then(|| self.names.get(at as usize..(at + len) as usize)).flatten()
+    }
+}
+
+/// An ELF object's symbols and its load segments (file offset → address).
+struct Elf {
+    symbols: SymbolTable,
+    /// (file offset, file size, virtual address) of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl Elf {
+    fn load(path: &str) -> Option<Elf> {
+        let data = MappedFile::open(path)?;
+        let file = object::File::parse(data.bytes()).ok()?;
+        let segments = file.segments().map(|s| (s.file_range().0, s.file_range().1, s.address())).collect();
+        let functions = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)));
+        Some(Elf { symbols: SymbolTable::new(functions), segments })
+    }
+
+    /// The link-time address of a file offset.
+    fn address_of(&self, file_offset: u64) -> Option<u64> {
+        self.segments.iter().find(|(off, size, _)| file_offset >= *off && file_offset < off + size).map(|(off, _, addr)| file_offset - off + addr)
+    }
+}
+
+/// The resolver's caches, filled during one dump.
+#[derive(Default)]
+pub struct NativeSymbols {
+    maps: Vec<Mapping>,
+    objects: HashMap<String, Option<Elf>>,
+    kernel: Option<SymbolTable>,
+    kernel_loaded: bool,
+    names: HashMap<(usize, bool), Frame>,
+}
+
+/// The process-wide resolver, refreshed with [`NativeSymbols::refresh`].
+pub fn resolver() -> MutexGuard<'static, NativeSymbols> {
+    static R: OnceLock<Mutex<NativeSymbols>> = OnceLock::new();
+    R.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset), Some(_dev), Some(_inode)) = (f.next(), f.next(), f.next(), f.next(), f.next()) else { continue };
+        if !perms.contains('x') {
+            continue;
+        }
+        let path = f.collect::<Vec<_>>().join(" ");
+        let Some((a, b)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end), Ok(offset)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16), u64::from_str_radix(offset, 16)) else { continue };
+        out.push(Mapping { start, end, offset, path });
+    }
+    out.sort_by_key(|m| m.start);
+    out
+}
+
+fn parse_kallsyms(text: &str) -> Option<SymbolTable> {
+    let mut entries: Vec<(u64, u64, &str)> = Vec::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+        if !matches!(kind, "t" | "T" | "w" | "W") {
+            continue;
+        }
+        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+        if addr != 0 {
+            entries.push((addr, 0, name));
+        }
+    }
+    // All-zero addresses mean kallsyms hides them from us.
+    if entries.is_empty() {
+        return None;
+    }
+    Some(SymbolTable::new(entries.into_iter()))
+}
+
+/// A demangled C++ name without parameters, or `None` for a plain C name.
+fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
+    sym.demangle_with_options(&cpp_demangle::DemangleOptions::new().no_params().no_return_type()).ok()
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl NativeSymbols {
+    /// Rereads the process's mappings (libraries may have been loaded since
+    /// the last dump); parsed objects are kept.
+    pub fn refresh(&mut self) {
+        let maps = std::fs::read_to_string("/proc/self/maps").map(|t| parse_maps(&t)).unwrap_or_default();
+        if maps != self.maps {
+            self.maps = maps;
+            self.names.clear();
+        }
+    }
+
+    /// Frees every table and cached name (call when a dump is done).
+    pub fn clear(&mut self) {
+        *self = NativeSymbols::default();
+    }
+
+    fn kernel_table(&mut self) -> Option<&SymbolTable> {
+        if !self.kernel_loaded {
+            self.kernel_loaded = true;
+            self.kernel = std::fs::read_to_string("/proc/kallsyms").ok().and_then(|t| parse_kallsyms(&t));
+        }
+        self.kernel.as_ref()
+    }
+
+    /// The frame for a code address (`kernel` for kernel addresses).
+    pub fn frame(&mut self, pc: usize, kernel: bool) -> Frame {
+        if let Some(f) = self.names.get(&(pc, kernel)) {
+            return f.clone();
+        }
+        let f = if kernel { self.kernel_frame(pc) } else { self.user_frame(pc) };
+        self.names.insert((pc, kernel), f.clone());
+        f
+    }
+
+    fn kernel_frame(&mut self, pc: usize) -> Frame {
+        let name = self.kernel_table().and_then(|t| t.lookup(pc as u64)).map(str::to_string);
+        Frame::new(name.unwrap_or_else(|| "[kernel]".into()), FrameKind::Kernel)
+    }
+
+    fn user_frame(&mut self, pc: usize) -> Frame {
+        let i = self.maps.partition_point(|m| m.start <= pc);
+        let Some(m) = i.checked_sub(1).and_then(|i| self.maps.get(i)).filter(|m| pc < m.end).cloned() else {
+            return Frame::new("[unknown]", FrameKind::Native);
+        };
+        let file_offset = (pc - m.start) as u64 + m.offset;
+        if !m.path.starts_with('/') {
+            // [vdso], anonymous code: no file to read.
+            let label = if m.path.is_empty() { "[unknown]" } else { m.path.as_str() };
+            return Frame::new(label, FrameKind::Native);
+        }
+        let elf = self.objects.entry(m.path.clone()).or_insert_with(|| Elf::load(&m.path));
+        let name = elf.as_ref().and_then(|e| e.symbols.lookup(e.address_of(file_offset)?));
+        let is_jvm = file_name(&m.path).starts_with("libjvm");
+        match name {
+            Some(n) => match demangle(n) {
+                Some(d) => Frame::new(d, FrameKind::Cpp),
+                None => Frame::new(n, if is_jvm { FrameKind::Cpp } else { FrameKind::Native }),
+            },
+            None => Frame::new(format!("{}+0x{:x}", file_name(&m.path), file_offset), FrameKind::Native),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_keep_executable_mappings_sorted() {
+        let text = "7f0000002000-7f0000003000 r-xp 00002000 08:01 42 /usr/lib/libz.so.1\n\
+                    7f0000000000-7f0000001000 r--p 00000000 08:01 42 /usr/lib/libz.so.1\n\
+                    7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0 [vdso]\n\
+                    5500000000-5500001000 rwxp 00000000 00:00 0 \n";
+        let m = parse_maps(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], Mapping { start: 0x55_0000_0000, end: 0x55_0000_1000, offset: 0, path: String::new() });
+        assert_eq!((m[1].offset, m[1].path.as_str()), (0x2000, "/usr/lib/libz.so.1"));
+        assert_eq!(m[2].path, "[vdso]");
+    }
+
+    #[test]
+    fn kallsyms_lookup_and_hidden_addresses() {
+        let t = parse_kallsyms("ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write [ext4]\n").unwrap();
+        assert_eq!(t.lookup(0xffffffff81000150), Some("do_fsync"));
+        assert_eq!(t.lookup(0xffffffff81000250), Some("do_fsync"), "data symbols are not functions");
+        assert_eq!(t.lookup(0xffffffff81000300), Some("ksys_write"));
+        assert_eq!(t.lookup(0xffffffff80000000), None);
+        assert!(parse_kallsyms("0000000000000000 T _stext\n0000000000000000 t do_fsync\n").is_none());
+    }
+
+    #[test]
+    fn sized_symbols_do_not_reach_past_their_end() {
+        let t = SymbolTable::new([(0x2000, 0, "b"), (0x1000, 0x10, "a"), (0x1000, 0, "a_alias")].into_iter());
+        assert_eq!(t.lookup(0x100f), Some("a"));
+        assert_eq!(t.lookup(0x1010), None);
+        assert_eq!(t.lookup(0x2fff), Some("b"));
+        assert_eq!(t.lookup(0x3000), None);
+    }
+
+    #[test]
+    fn demangles_cpp_and_keeps_c_names() {
+        assert_eq!(demangle("_ZN20G1ParScanThreadState23trim_queue_to_thresholdEj").as_deref(), Some("G1ParScanThreadState::trim_queue_to_threshold"));
+        assert_eq!(demangle("deflate"), None);
+    }
+
+    #[test]
+    fn resolves_a_libc_function_of_this_process() {
+        let mut r = NativeSymbols::default();
+        r.refresh();
+        let f = r.frame(libc::getpid as *const () as usize, false);
+        assert_eq!(f.kind, FrameKind::Native);
+        assert!(f.name.contains("getpid"), "{}", f.name);
+        let f = r.frame(1, false);
+        assert_eq!(f.name, "[unknown]");
+    }
+}
