@@ -235,7 +235,7 @@ impl Config {
                     let v = need(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
                 }
-                "collapsed" | "flamegraph" | "folded" | "html" if value.is_none() => c.format = OutputFormat::from_word(key),
+                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" if value.is_none() => c.format = OutputFormat::from_word(key),
                 "threads" => c.threads = parse_flag(item, value)?,
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,

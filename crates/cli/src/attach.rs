@@ -65,8 +65,8 @@ pub struct AttachArgs {
     /// Output file (for --duration, stop and dump); format from the extension
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output format, overriding the extension: flamegraph or collapsed
-    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    /// Output format, overriding the extension: flamegraph, collapsed or pprof
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof"])]
     pub format: Option<String>,
     /// How long to wait for the JVM at each step of the attach
     #[arg(long, default_value = "10s", value_parser = parse_wall)]

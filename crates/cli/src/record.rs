@@ -35,11 +35,11 @@ pub struct RecordArgs {
     /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
     #[arg(short, long, default_value = "10ms", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: String,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt)
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
-    /// Output format, overriding the extension: flamegraph or collapsed
-    #[arg(long, value_parser = ["flamegraph", "collapsed"])]
+    /// Output format, overriding the extension: flamegraph, collapsed or pprof
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof"])]
     pub format: Option<String>,
     /// One root frame per thread
     #[arg(long)]

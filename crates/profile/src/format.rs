@@ -10,17 +10,20 @@ pub enum OutputFormat {
     Collapsed,
     /// A self-contained interactive HTML flame graph.
     FlameGraph,
+    /// Gzipped pprof `profile.proto` (Go's pprof, Pyroscope, Grafana).
+    Pprof,
 }
 
 impl OutputFormat {
     /// The explicit words accepted on the command line / in agent options.
-    pub const WORDS: &'static str = "collapsed, flamegraph";
+    pub const WORDS: &'static str = "collapsed, flamegraph, pprof";
 
     /// Parses an explicit format word.
     pub fn from_word(word: &str) -> Option<OutputFormat> {
         match word {
             "collapsed" | "folded" => Some(OutputFormat::Collapsed),
             "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
+            "pprof" => Some(OutputFormat::Pprof),
             _ => None,
         }
     }
@@ -32,6 +35,8 @@ impl OutputFormat {
             Some(OutputFormat::FlameGraph)
         } else if name.ends_with(".collapsed") || name.ends_with(".txt") || name.ends_with(".folded") {
             Some(OutputFormat::Collapsed)
+        } else if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
+            Some(OutputFormat::Pprof)
         } else {
             None
         }
@@ -42,6 +47,7 @@ impl OutputFormat {
         match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "html",
+            OutputFormat::Pprof => "pb.gz",
         }
     }
 }
@@ -51,6 +57,7 @@ impl fmt::Display for OutputFormat {
         f.write_str(match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "flamegraph",
+            OutputFormat::Pprof => "pprof",
         })
     }
 }
@@ -67,5 +74,8 @@ mod tests {
         assert_eq!(OutputFormat::from_path(Path::new("p.bin")), None);
         assert_eq!(OutputFormat::from_word("flamegraph"), Some(OutputFormat::FlameGraph));
         assert_eq!(OutputFormat::from_word("nope"), None);
+        assert_eq!(OutputFormat::from_path(Path::new("cpu.pb.gz")), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_path(Path::new("cpu.pprof")), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_word("pprof"), Some(OutputFormat::Pprof));
     }
 }

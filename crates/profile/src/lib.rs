@@ -7,7 +7,10 @@
 pub mod collapsed;
 pub mod flamegraph;
 pub mod format;
+pub mod jfr_read;
 pub mod model;
+pub mod pprof;
+mod pprof_proto;
 pub mod units;
 
 pub use format::OutputFormat;
