@@ -5,6 +5,7 @@
 //! stacks, HTML flame graph, and later JFR and pprof) reads only this model.
 
 pub mod collapsed;
+pub mod convert;
 pub mod flamegraph;
 pub mod format;
 pub mod jfr_read;
