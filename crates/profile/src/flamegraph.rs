@@ -199,11 +199,18 @@ pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Cou
     out.flush()
 }
 
-/// One profile holding both: `samples` = the value in `after`, `total` = in `before`.
+/// One profile holding both: `samples` = the value in `after`, `total` = in
+/// `before`. Frames match by name only (a method JIT-compiled in one run and
+/// interpreted in the other is the same method); the first kind seen is kept.
 pub fn merge_for_diff(before: &Profile, after: &Profile, counter: Counter) -> Profile {
     let mut merged = Profile::new(after.meta.clone());
+    let mut by_name: HashMap<String, u32> = HashMap::new();
     for (p, is_after) in [(after, true), (before, false)] {
-        let ids: Vec<u32> = p.frames().iter().map(|f| merged.intern(crate::model::Frame::new(f.name.clone(), f.kind))).collect();
+        let ids: Vec<u32> = p
+            .frames()
+            .iter()
+            .map(|f| *by_name.entry(f.name.clone()).or_insert_with(|| merged.intern(crate::model::Frame::new(f.name.clone(), f.kind))))
+            .collect();
         for s in p.samples() {
             let v = Profile::value(s, counter);
             let stack = s.stack.iter().map(|&f| ids[f as usize]).collect();
