@@ -38,6 +38,9 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
     while let Some(l) = lines.next() {
         if l.trim() == "stackTrace = [" {
             let frame = lines.next().unwrap().trim();
+            if frame == "]" {
+                continue; // an empty stack trace
+            }
             let method = frame.split('(').next().unwrap().to_string();
             *leaves.entry(method).or_insert(0) += 1;
         }
@@ -49,7 +52,8 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
 fn leaves(stacks: &[(Vec<String>, u64)], skip_last: bool) -> HashMap<String, u64> {
     let mut m = HashMap::new();
     for (s, n) in stacks {
-        let leaf = if skip_last { &s[s.len() - 2] } else { &s[s.len() - 1] };
+        // An event without a stack trace (jfr print: `stackTrace = null`) has only the class frame.
+        let Some(leaf) = s.len().checked_sub(if skip_last { 2 } else { 1 }).map(|i| &s[i]) else { continue };
         *m.entry(leaf.clone()).or_insert(0) += n;
     }
     m
