@@ -135,7 +135,7 @@ impl Selection {
                 let mut p = p.clone();
                 p.retain(|p, s| {
                     let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
-                    inc.as_ref().map_or(true, |f| names().any(f)) && !exc.as_ref().is_some_and(|f| names().any(f))
+                    (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
                 });
                 Ok(vec![(key, p)])
             }

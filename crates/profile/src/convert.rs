@@ -29,7 +29,7 @@ pub struct Options<'a> {
 /// The profiles of a recording: for each kind asked for that has events,
 /// `(key, profile)` with key `cpu`, `alloc` or `live`.
 pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)> {
-    let in_range = |t: i64| opts.from_ns.map_or(true, |f| t >= f) && opts.to_ns.map_or(true, |to| t < to);
+    let in_range = |t: i64| !matches!(opts.from_ns, Some(f) if t < f) && !matches!(opts.to_ns, Some(to) if t >= to);
     let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
     let from = opts.from_ns.unwrap_or(start).max(start);
     let to = opts.to_ns.unwrap_or(rec.end_ns).min(rec.end_ns);
@@ -119,7 +119,7 @@ impl<'r, 'o> Builder<'r, 'o> {
         }
         let frames = &self.rec.stacks[stack as usize];
         let name = |f: &u32| self.rec.frames[*f as usize].name.as_str();
-        let included = self.opts.include.map_or(true, |inc| frames.iter().any(|f| inc(name(f))));
+        let included = self.opts.include.is_none() || self.opts.include.is_some_and(|inc| frames.iter().any(|f| inc(name(f))));
         let excluded = self.opts.exclude.is_some_and(|exc| frames.iter().any(|f| exc(name(f))));
         let keep = included && !excluded;
         self.verdict[stack as usize] = if keep { 1 } else { 2 };

@@ -747,6 +747,11 @@ mod tests {
 
     /// Decodes the `fg-tree` varints back into nodes.
     fn decode_tree(text: &str) -> Vec<Node> {
+        decode_tree_with(text, false)
+    }
+
+    /// Decodes a tree; diff trees carry a fourth varint per node.
+    fn decode_tree_with(text: &str, diff: bool) -> Vec<Node> {
         let mut digits = text
             .bytes()
             .map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
@@ -767,6 +772,7 @@ mod tests {
                 frame: next() as u32,
                 value: next(),
                 children: next() as u32,
+                before: if diff { next() } else { 0 },
             })
             .collect();
         assert!(digits.next().is_none(), "trailing tree data");
@@ -913,7 +919,8 @@ mod tests {
                 vec![Node {
                     frame: 0,
                     value: 0,
-                    children: 0
+                    children: 0,
+                    before: 0,
                 }]
             );
         }
@@ -1147,6 +1154,30 @@ mod tests {
         assert_eq!(page_title(&both, &opts), "My App");
         let same = [View::new(&cpu, Counter::Samples), View::new(&cpu, Counter::Total)];
         assert_eq!(page_title(&same, &HtmlOptions::default()), "CPU profile");
+    }
+
+    #[test]
+    fn diff_page_carries_both_values_per_node() {
+        let mut before = Profile::new(Meta { event: "cpu".into(), ..Meta::default() });
+        before.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("a", FrameKind::Jit)], 6, 0);
+        before.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("gone", FrameKind::Jit)], 4, 0);
+        let mut after = Profile::new(Meta { event: "cpu".into(), ..Meta::default() });
+        // Same method, other kind: still matched by name.
+        after.add_frames([Frame::new("main", FrameKind::Interpreted), Frame::new("a", FrameKind::Jit)], 2, 0);
+        after.add_frames([Frame::new("main", FrameKind::Interpreted), Frame::new("new", FrameKind::Jit)], 8, 0);
+        let mut out = Vec::new();
+        write_html_diff(&before, &after, Counter::Samples, &HtmlOptions::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        assert!(script_body(&page, "fg-config").contains("\"diff\":true"));
+        let names: Vec<String> = names_of(&page);
+        let nodes = decode_tree_with(script_body(&page, "fg-tree"), true);
+        let node = |name: &str| nodes.iter().find(|n| names[n.frame as usize] == name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!((nodes[0].value, nodes[0].before), (10, 10));
+        assert_eq!((node("main").value, node("main").before), (10, 10));
+        assert_eq!((node("a").value, node("a").before), (2, 6));
+        assert_eq!((node("new").value, node("new").before), (8, 0));
+        assert_eq!((node("gone").value, node("gone").before), (0, 4));
+        assert!(page.contains("before: 10 samples · after: 10 samples"));
     }
 
     /// A deterministic xorshift generator for synthetic profiles.
