@@ -153,6 +153,29 @@ impl<'a> Cursor<'a> {
     }
 }
 
+impl Cursor<'_> {
+    /// Moves past a string in any encoding without building it.
+    pub fn skip_string(&mut self) -> Result<()> {
+        let at = self.pos;
+        match self.u8()? {
+            0 | 1 => Ok(()),
+            2 => self.i64().map(drop),
+            3 | 5 => {
+                let n = self.count("string length")?;
+                self.bytes(n).map(drop)
+            }
+            4 => {
+                let n = self.count("string length")?;
+                for _ in 0..n {
+                    self.i16()?;
+                }
+                Ok(())
+            }
+            e => Err(format!("unknown string encoding {e} at byte {at}")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +210,11 @@ mod tests {
         assert_eq!(c.string(), Ok(JfrString::Inline("hé".into())));
         assert_eq!(c.string(), Ok(JfrString::Inline("oé".into())));
         assert!(c.string().unwrap_err().contains("unknown string encoding 9"));
+        let mut c = Cursor::new(&data, 0, true);
+        for _ in 0..6 {
+            c.skip_string().unwrap();
+        }
+        assert_eq!(c.pos, data.len() - 1);
     }
 
     #[test]

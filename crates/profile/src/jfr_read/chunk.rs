@@ -3,11 +3,10 @@
 //! generically), then resolving the pooled keys of those events into the
 //! recording's global tables.
 
-use std::collections::HashMap;
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, LiveSample, Recording};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording};
 use crate::model::FrameKind;
 
 pub const HEADER_SIZE: usize = 68;
@@ -93,9 +92,11 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
     let h = Header::parse(data)?;
     let data = data.get(..h.size as usize).ok_or("chunk is shorter than its header says")?;
     let meta = Metadata::read(&mut Cursor::new(data, h.meta_offset as usize, h.compressed))?;
-    let interest: HashMap<i64, Interest> = meta.types.iter().filter_map(|(&id, t)| Some((id, Interest::of(&t.name)?))).collect();
+    let interest: FastMap<i64, Interest> = meta.types.iter().filter_map(|(&id, t)| Some((id, Interest::of(&t.name)?))).collect();
 
-    let mut pools: HashMap<i64, HashMap<i64, Value>> = HashMap::new();
+    // Constant pools are indexed (type, key) → offset while scanning; only
+    // the entries the events of interest reach are decoded afterwards.
+    let mut index: FastMap<(i64, i64), usize> = FastMap::default();
     let mut events: Vec<(Interest, i64, Value)> = Vec::new();
     let mut c = Cursor::new(data, HEADER_SIZE, h.compressed);
     while c.remaining() > 0 {
@@ -109,7 +110,7 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
         let mut ev = Cursor::new(&data[..end], c.pos, h.compressed);
         match kind {
             0 => {}
-            1 => read_pool(&meta, &mut ev, &mut pools)?,
+            1 => index_pool(&meta, &mut ev, &mut index)?,
             _ => {
                 if let Some(&what) = interest.get(&kind) {
                     // An event cut short by corruption is skipped, not fatal:
@@ -124,14 +125,16 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
         }
         c.pos = end;
     }
+    let pools = decode_reachable(&meta, data, h.compressed, &index, &events);
     Resolver::new(&meta, &pools, &h, rec).resolve(events);
     rec.start_ns = rec.start_ns.min(h.start_nanos);
     rec.end_ns = rec.end_ns.max(h.start_nanos.saturating_add(h.duration_nanos));
     Ok(())
 }
 
-/// A constant-pool event: header fields, then pools of keyed values.
-fn read_pool(meta: &Metadata, c: &mut Cursor, pools: &mut HashMap<i64, HashMap<i64, Value>>) -> Result<()> {
+/// A constant-pool event: header fields, then pools of keyed values,
+/// indexed by (type, key) → offset of the value.
+fn index_pool(meta: &Metadata, c: &mut Cursor, index: &mut FastMap<(i64, i64), usize>) -> Result<()> {
     let _start = c.i64()?;
     let _duration = c.i64()?;
     let _delta = c.i64()?;
@@ -140,28 +143,56 @@ fn read_pool(meta: &Metadata, c: &mut Cursor, pools: &mut HashMap<i64, HashMap<i
     for _ in 0..n {
         let type_id = c.i64()?;
         let count = c.count("constant")?;
-        let pool = pools.entry(type_id).or_default();
         for _ in 0..count {
             let key = c.i64()?;
-            let v = meta.read_value(c, type_id, 0)?;
-            pool.insert(key, v);
+            index.insert((type_id, key), c.pos);
+            meta.skip_value(c, type_id, 0)?;
         }
     }
     Ok(())
+}
+
+/// Decodes the pool entries the events refer to, and the entries those
+/// refer to, transitively. A reference to a missing or undecodable entry
+/// is left out (the resolver then names it unknown).
+fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &FastMap<(i64, i64), usize>, events: &[(Interest, i64, Value)]) -> FastMap<i64, FastMap<i64, Value>> {
+    let mut pools: FastMap<i64, FastMap<i64, Value>> = FastMap::default();
+    let mut seen: std::collections::HashSet<(i64, i64), std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
+    let mut todo: Vec<(i64, i64)> = Vec::new();
+    for (_, type_id, v) in events {
+        meta.refs(v, *type_id, &mut |t, k| {
+            if seen.insert((t, k)) {
+                todo.push((t, k));
+            }
+        });
+    }
+    while let Some((t, k)) = todo.pop() {
+        let Some(&at) = index.get(&(t, k)) else { continue };
+        let Ok(v) = meta.read_value(&mut Cursor::new(data, at, compressed), t, 0) else { continue };
+        meta.refs(&v, t, &mut |t, k| {
+            if seen.insert((t, k)) {
+                todo.push((t, k));
+            }
+        });
+        pools.entry(t).or_default().insert(k, v);
+    }
+    pools
 }
 
 /// Turns a chunk's pooled keys into the recording's global ids, caching
 /// each key's result.
 struct Resolver<'a> {
     meta: &'a Metadata,
-    pools: &'a HashMap<i64, HashMap<i64, Value>>,
+    pools: &'a FastMap<i64, FastMap<i64, Value>>,
     header: &'a Header,
     rec: &'a mut Recording,
-    threads: HashMap<i64, u32>,
-    stacks: HashMap<i64, u32>,
-    classes: HashMap<i64, u32>,
-    methods: HashMap<i64, String>,
-    frame_types: HashMap<i64, FrameKind>,
+    threads: FastMap<i64, u32>,
+    stacks: FastMap<i64, u32>,
+    classes: FastMap<i64, u32>,
+    methods: FastMap<i64, String>,
+    frame_types: FastMap<i64, FrameKind>,
+    /// (method key, line, frame type key) → global frame id.
+    frames: FastMap<(i64, i64, i64), u32>,
 }
 
 /// A field of a decoded object, with its definition.
@@ -175,8 +206,8 @@ fn field<'v>(meta: &'v Metadata, type_id: i64, v: &'v Value, name: &str) -> Opti
 }
 
 impl<'a> Resolver<'a> {
-    fn new(meta: &'a Metadata, pools: &'a HashMap<i64, HashMap<i64, Value>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
-        Resolver { meta, pools, header, rec, threads: HashMap::new(), stacks: HashMap::new(), classes: HashMap::new(), methods: HashMap::new(), frame_types: HashMap::new() }
+    fn new(meta: &'a Metadata, pools: &'a FastMap<i64, FastMap<i64, Value>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
+        Resolver { meta, pools, header, rec, threads: FastMap::default(), stacks: FastMap::default(), classes: FastMap::default(), methods: FastMap::default(), frame_types: FastMap::default(), frames: FastMap::default() }
     }
 
     /// Follows a pooled field to its value and that value's type.
@@ -206,7 +237,7 @@ impl<'a> Resolver<'a> {
         match v {
             Value::Str(JfrString::Inline(s)) => Some(s.clone()),
             Value::Str(JfrString::Pool(key)) => {
-                let id = self.meta.type_id("java.lang.String")?;
+                let id = self.meta.string_type?;
                 match self.pools.get(&id)?.get(key)? {
                     Value::Str(JfrString::Inline(s)) => Some(s.clone()),
                     _ => None,
@@ -381,16 +412,27 @@ impl<'a> Resolver<'a> {
         let mut frames = Vec::new();
         if let Some((st, st_type)) = self.deref(v, f) {
             if let Some((Value::Array(items), ff)) = field(self.meta, st_type, st, "frames") {
+                // Field positions of the frame type, looked up once per stack.
+                let t = self.meta.types.get(&ff.type_id);
+                let pos = |name: &str| t.and_then(|t| t.field(name));
+                let (m_at, l_at, t_at) = (pos("method"), pos("lineNumber"), pos("type"));
                 for item in items {
                     let Some((fr, fr_type)) = self.deref(item, ff) else { continue };
-                    let method_key = field(self.meta, fr_type, fr, "method").and_then(|(v, _)| v.as_i64()).unwrap_or(-1);
+                    let Value::Obj(fv) = fr else { continue };
+                    let at = |i: Option<usize>| i.and_then(|i| fv.get(i)).and_then(Value::as_i64).unwrap_or(-1);
+                    let key = (at(m_at), at(l_at), at(t_at));
+                    if let Some(&id) = self.frames.get(&key) {
+                        frames.push(id);
+                        continue;
+                    }
                     let method = self.get(fr, fr_type, "method");
-                    let name = self.method_name(method_key, method);
-                    let type_key = field(self.meta, fr_type, fr, "type").and_then(|(v, _)| v.as_i64()).unwrap_or(-1);
+                    let name = self.method_name(key.0, method);
                     let ty = self.get(fr, fr_type, "type");
-                    let kind = self.frame_kind(type_key, ty);
-                    let line = self.int(fr, fr_type, "lineNumber").unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
-                    frames.push(self.rec.intern_frame(name, kind, line));
+                    let kind = self.frame_kind(key.2, ty);
+                    let line = key.1.clamp(0, u32::MAX as i64) as u32;
+                    let id = self.rec.intern_frame(name, kind, line);
+                    self.frames.insert(key, id);
+                    frames.push(id);
                 }
             }
         } else {

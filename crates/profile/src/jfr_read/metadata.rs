@@ -3,9 +3,8 @@
 //! that every other event and constant pool of the chunk is decoded with,
 //! and [`Value`], the generic decoded form of one value.
 
-use std::collections::HashMap;
-
 use super::bytes::{Cursor, JfrString, Result};
+use super::FastMap;
 
 /// How deep types may nest inline; deeper means corrupt metadata.
 const MAX_DEPTH: usize = 24;
@@ -90,7 +89,9 @@ impl Value {
 /// All types of a chunk by id.
 #[derive(Debug, Default)]
 pub struct Metadata {
-    pub types: HashMap<i64, Type>,
+    pub types: FastMap<i64, Type>,
+    /// The id of `java.lang.String` (its pool holds pooled strings).
+    pub string_type: Option<i64>,
 }
 
 /// One element of the metadata tree.
@@ -130,6 +131,7 @@ impl Metadata {
         let root = read_element(c, &strings, 0)?;
         let mut meta = Metadata::default();
         meta.collect(&root);
+        meta.string_type = meta.type_id("java.lang.String");
         Ok(meta)
     }
 
@@ -185,6 +187,58 @@ impl Metadata {
             fields.push(self.read_field(c, f, depth + 1)?);
         }
         Ok(Value::Obj(fields))
+    }
+
+    /// Moves past one value of a type without building it.
+    pub fn skip_value(&self, c: &mut Cursor, type_id: i64, depth: usize) -> Result<()> {
+        let t = self.types.get(&type_id).ok_or_else(|| format!("unknown type id {type_id} at byte {}", c.pos))?;
+        if let Some(p) = t.prim {
+            match p {
+                Prim::Bool | Prim::Byte => c.u8().map(drop)?,
+                Prim::Char | Prim::Short | Prim::Int | Prim::Long => c.i64().map(drop)?,
+                Prim::Float => c.f32().map(drop)?,
+                Prim::Double => c.f64().map(drop)?,
+                Prim::Str => c.skip_string()?,
+            }
+            return Ok(());
+        }
+        if depth > MAX_DEPTH {
+            return Err(format!("types nest deeper than {MAX_DEPTH} (type {})", t.name));
+        }
+        for f in &t.fields {
+            let n = if f.array { c.count("array")? } else { 1 };
+            for _ in 0..n {
+                if f.pooled {
+                    c.i64()?;
+                } else {
+                    self.skip_value(c, f.type_id, depth + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `found(type, key)` for every pool reference inside a value of a type.
+    pub fn refs(&self, v: &Value, type_id: i64, found: &mut dyn FnMut(i64, i64)) {
+        let (Some(t), Value::Obj(fields)) = (self.types.get(&type_id), v) else { return };
+        for (f, v) in t.fields.iter().zip(fields) {
+            let items = match v {
+                Value::Array(items) => &items[..],
+                v => std::slice::from_ref(v),
+            };
+            for item in items {
+                match item {
+                    Value::Ref(key) if f.pooled => found(f.type_id, *key),
+                    Value::Obj(_) => self.refs(item, f.type_id, found),
+                    Value::Str(JfrString::Pool(key)) => {
+                        if let Some(id) = self.string_type {
+                            found(id, *key)
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// Reads one field: a pool key or an inline value, or an array of them.

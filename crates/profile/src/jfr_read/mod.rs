@@ -18,6 +18,45 @@ mod bytes;
 mod chunk;
 mod metadata;
 
+/// A small fast hasher for the reader's integer-keyed maps (the standard
+/// SipHash dominated reading time); not DoS-resistant, which a file reader
+/// does not need.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A HashMap with [`FxHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
@@ -88,10 +127,10 @@ pub struct Recording {
     pub warnings: Vec<String>,
     pub skipped_events: u64,
     pub missing_stacks: u64,
-    frame_ids: HashMap<JfrFrame, u32>,
-    stack_ids: HashMap<Vec<u32>, u32>,
-    thread_ids: HashMap<String, u32>,
-    class_ids: HashMap<String, u32>,
+    frame_ids: FastMap<JfrFrame, u32>,
+    stack_ids: FastMap<Vec<u32>, u32>,
+    thread_ids: FastMap<String, u32>,
+    class_ids: FastMap<String, u32>,
 }
 
 impl Default for Recording {
@@ -111,15 +150,15 @@ impl Default for Recording {
             warnings: Vec::new(),
             skipped_events: 0,
             missing_stacks: 0,
-            frame_ids: HashMap::new(),
-            stack_ids: HashMap::new(),
-            thread_ids: HashMap::new(),
-            class_ids: HashMap::new(),
+            frame_ids: FastMap::default(),
+            stack_ids: FastMap::default(),
+            thread_ids: FastMap::default(),
+            class_ids: FastMap::default(),
         }
     }
 }
 
-fn intern<K: std::hash::Hash + Eq + Clone>(ids: &mut HashMap<K, u32>, items: &mut Vec<K>, key: K) -> u32 {
+fn intern<K: std::hash::Hash + Eq + Clone>(ids: &mut FastMap<K, u32>, items: &mut Vec<K>, key: K) -> u32 {
     if let Some(&id) = ids.get(&key) {
         return id;
     }
