@@ -317,6 +317,9 @@ mod tests {
         assert_eq!(c.interval_ns, DEFAULT_INTERVAL_NS);
         assert_eq!(c.output_format(), OutputFormat::FlameGraph);
         assert!(Config::parse("file=x.html").unwrap().start);
+        assert_eq!(Config::parse("file=x.pb.gz").unwrap().output_format(), OutputFormat::Pprof);
+        assert_eq!(Config::parse("file=x.pprof").unwrap().output_format(), OutputFormat::Pprof);
+        assert_eq!(Config::parse("file=x.out,pprof").unwrap().output_format(), OutputFormat::Pprof);
         assert!(Config::parse("event=itimer").unwrap().start);
     }
 

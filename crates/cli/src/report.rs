@@ -30,7 +30,10 @@ pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
     let input = input::load(&args.file)?;
     let profiles = args.selection.profiles(&input)?;
     let mut out = std::io::stdout().lock();
-    write_report(&profiles, args.top, &mut out).map_err(|e| format!("cannot write the report: {e}"))?;
+    match write_report(&profiles, args.top, &mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
+        _ => {}
+    }
     Ok(std::process::ExitCode::SUCCESS)
 }
 
