@@ -47,8 +47,10 @@ echo "== input: $copies copies of a $one-byte recording = $(stat -c %s "$OUT/big
 for out in big.html big.collapsed big.pb.gz; do
     /usr/bin/time -v "$OXPROF" convert "$OUT/big.jfr" -o "$OUT/$out" --cpu 2> "$OUT/time.txt" || { cat "$OUT/time.txt"; exit 1; }
     wall=$(grep 'Elapsed (wall clock)' "$OUT/time.txt" | awk '{print $NF}')
+    user=$(grep 'User time' "$OUT/time.txt" | awk '{print $NF}')
+    sys=$(grep 'System time' "$OUT/time.txt" | awk '{print $NF}')
     rss=$(grep 'Maximum resident set size' "$OUT/time.txt" | awk '{print $NF}')
-    printf '%-14s wall %s  peak RSS %d MB  output %d bytes\n' "$out" "$wall" $((rss / 1024)) "$(stat -c %s "$OUT/$out")"
+    printf '%-14s wall %s  user %ss sys %ss  peak RSS %d MB  output %d bytes\n' "$out" "$wall" "$user" "$sys" $((rss / 1024)) "$(stat -c %s "$OUT/$out")"
 done
 /usr/bin/time -v "$OXPROF" report "$OUT/big.jfr" --top 5 > "$OUT/report.txt" 2> "$OUT/time.txt"
 printf '%-14s wall %s  peak RSS %d MB\n' "report" "$(grep 'Elapsed (wall clock)' "$OUT/time.txt" | awk '{print $NF}')" $(( $(grep 'Maximum resident set size' "$OUT/time.txt" | awk '{print $NF}') / 1024 ))

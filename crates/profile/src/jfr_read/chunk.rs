@@ -126,7 +126,7 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
         c.pos = end;
     }
     let pools = decode_reachable(&meta, data, h.compressed, &index, &events);
-    Resolver::new(&meta, &pools, &h, rec).resolve(events);
+    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec).resolve(events);
     rec.start_ns = rec.start_ns.min(h.start_nanos);
     rec.end_ns = rec.end_ns.max(h.start_nanos.saturating_add(h.duration_nanos));
     Ok(())
@@ -152,10 +152,74 @@ fn index_pool(meta: &Metadata, c: &mut Cursor, index: &mut FastMap<(i64, i64), u
     Ok(())
 }
 
+/// A frame of a pooled stack trace, as keys: (method key, line, frame-type
+/// key), with the pool types of method and frame type.
+pub(crate) type FrameKeys = [i64; 5];
+
+/// The decoded pool entries of a chunk: stack traces in compact form, the
+/// rest as generic values.
+struct Pools {
+    values: FastMap<i64, FastMap<i64, Value>>,
+    stacks: FastMap<i64, Vec<FrameKeys>>,
+}
+
+/// Moves past one field (array, pooled or inline) without building it.
+fn skip_field(meta: &Metadata, c: &mut Cursor, f: &Field) -> Result<()> {
+    let n = if f.array { c.count("array")? } else { 1 };
+    for _ in 0..n {
+        if f.pooled {
+            c.i64()?;
+        } else {
+            meta.skip_value(c, f.type_id, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `jdk.types.StackTrace` straight into frame keys (stack traces
+/// are most of a chunk's pools; building generic values for them was most
+/// of the reading time).
+fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnMut(i64, i64)) -> Result<Vec<FrameKeys>> {
+    let t = meta.types.get(&type_id).ok_or("unknown stack trace type")?;
+    let mut frames = Vec::new();
+    for f in &t.fields {
+        if !(f.name == "frames" && f.array && !f.pooled) {
+            skip_field(meta, c, f)?;
+            continue;
+        }
+        let ft = meta.types.get(&f.type_id).ok_or("unknown stack frame type")?;
+        let n = c.count("stack frame")?;
+        frames.reserve(n);
+        for _ in 0..n {
+            let mut fr: FrameKeys = [-1, 0, -1, -1, -1];
+            for g in &ft.fields {
+                match (g.name.as_str(), g.pooled, g.array) {
+                    ("method", true, false) => {
+                        fr[0] = c.i64()?;
+                        fr[3] = g.type_id;
+                        found(g.type_id, fr[0]);
+                    }
+                    ("type", true, false) => {
+                        fr[2] = c.i64()?;
+                        fr[4] = g.type_id;
+                        found(g.type_id, fr[2]);
+                    }
+                    ("lineNumber", false, false) => fr[1] = meta.read_value(c, g.type_id, 1)?.as_i64().unwrap_or(0),
+                    _ => skip_field(meta, c, g)?,
+                }
+            }
+            frames.push(fr);
+        }
+    }
+    Ok(frames)
+}
+
 /// Decodes the pool entries the events refer to, and the entries those
 /// refer to, transitively. A reference to a missing or undecodable entry
 /// is left out (the resolver then names it unknown).
-fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &FastMap<(i64, i64), usize>, events: &[(Interest, i64, Value)]) -> FastMap<i64, FastMap<i64, Value>> {
+fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &FastMap<(i64, i64), usize>, events: &[(Interest, i64, Value)]) -> Pools {
+    let stack_type = meta.type_id("jdk.types.StackTrace");
+    let mut stacks: FastMap<i64, Vec<FrameKeys>> = FastMap::default();
     let mut pools: FastMap<i64, FastMap<i64, Value>> = FastMap::default();
     let mut seen: std::collections::HashSet<(i64, i64), std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
     let mut todo: Vec<(i64, i64)> = Vec::new();
@@ -168,6 +232,18 @@ fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &Fast
     }
     while let Some((t, k)) = todo.pop() {
         let Some(&at) = index.get(&(t, k)) else { continue };
+        if Some(t) == stack_type {
+            let mut more = Vec::new();
+            if let Ok(frames) = read_stack(meta, &mut Cursor::new(data, at, compressed), t, &mut |t, k| more.push((t, k))) {
+                stacks.insert(k, frames);
+            }
+            for r in more {
+                if seen.insert(r) {
+                    todo.push(r);
+                }
+            }
+            continue;
+        }
         let Ok(v) = meta.read_value(&mut Cursor::new(data, at, compressed), t, 0) else { continue };
         meta.refs(&v, t, &mut |t, k| {
             if seen.insert((t, k)) {
@@ -176,7 +252,7 @@ fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &Fast
         });
         pools.entry(t).or_default().insert(k, v);
     }
-    pools
+    Pools { values: pools, stacks }
 }
 
 /// Turns a chunk's pooled keys into the recording's global ids, caching
@@ -184,6 +260,7 @@ fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &Fast
 struct Resolver<'a> {
     meta: &'a Metadata,
     pools: &'a FastMap<i64, FastMap<i64, Value>>,
+    compact: &'a FastMap<i64, Vec<FrameKeys>>,
     header: &'a Header,
     rec: &'a mut Recording,
     threads: FastMap<i64, u32>,
@@ -206,8 +283,8 @@ fn field<'v>(meta: &'v Metadata, type_id: i64, v: &'v Value, name: &str) -> Opti
 }
 
 impl<'a> Resolver<'a> {
-    fn new(meta: &'a Metadata, pools: &'a FastMap<i64, FastMap<i64, Value>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
-        Resolver { meta, pools, header, rec, threads: FastMap::default(), stacks: FastMap::default(), classes: FastMap::default(), methods: FastMap::default(), frame_types: FastMap::default(), frames: FastMap::default() }
+    fn new(meta: &'a Metadata, pools: &'a FastMap<i64, FastMap<i64, Value>>, compact: &'a FastMap<i64, Vec<FrameKeys>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
+        Resolver { meta, pools, compact, header, rec, threads: FastMap::default(), stacks: FastMap::default(), classes: FastMap::default(), methods: FastMap::default(), frame_types: FastMap::default(), frames: FastMap::default() }
     }
 
     /// Follows a pooled field to its value and that value's type.
@@ -410,7 +487,21 @@ impl<'a> Resolver<'a> {
             }
         }
         let mut frames = Vec::new();
-        if let Some((st, st_type)) = self.deref(v, f) {
+        if let Some(keys) = self.compact.get(&key).filter(|_| f.pooled) {
+            for &[m, l, t, mt, tt] in keys {
+                let k = (m, l, t);
+                if let Some(&id) = self.frames.get(&k) {
+                    frames.push(id);
+                    continue;
+                }
+                let pooled = |ty: i64, key: i64| self.pools.get(&ty).and_then(|p| p.get(&key)).map(|v| (v, ty));
+                let name = self.method_name(m, pooled(mt, m));
+                let kind = self.frame_kind(t, pooled(tt, t));
+                let id = self.rec.intern_frame(name, kind, l.clamp(0, u32::MAX as i64) as u32);
+                self.frames.insert(k, id);
+                frames.push(id);
+            }
+        } else if let Some((st, st_type)) = self.deref(v, f) {
             if let Some((Value::Array(items), ff)) = field(self.meta, st_type, st, "frames") {
                 // Field positions of the frame type, looked up once per stack.
                 let t = self.meta.types.get(&ff.type_id);
