@@ -443,8 +443,8 @@ impl<'a> Resolver<'a> {
                 let class = self.get(m, mt, "type").and_then(|(c, ct)| self.text(c, ct, "name")).map(|n| java_class_name(&n));
                 let name = self.text(m, mt, "name").unwrap_or_else(|| "[unknown]".into());
                 match class {
-                    Some(c) => format!("{c}.{name}"),
-                    None => name,
+                    Some(c) if !c.is_empty() => format!("{c}.{name}"),
+                    _ => name,
                 }
             }
             None => "[unknown method]".into(),
