@@ -289,6 +289,9 @@ def main():
     ap.add_argument("--jvm-opts", default="",
                     help="extra JVM options for both plain and profiled runs "
                          "(write --jvm-opts='-Xmx2g ...' since the value starts with '-')")
+    ap.add_argument("--baseline-agent-opts", default=None, metavar="OPTS",
+                    help="load the agent with OPTS in the baseline ('plain') runs too, so the ratios compare "
+                         "two agent configurations, e.g. --agent-opts event=alloc,live --baseline-agent-opts event=alloc")
     ap.add_argument("--plain-only", action="store_true", help="only plain runs (no agent needed)")
     ap.add_argument("--warmup", type=int, default=0, help="unmeasured plain runs before each workload")
     ap.add_argument("--timeout", type=float, default=600, help="per-run timeout in seconds (default 600)")
@@ -355,11 +358,14 @@ def main():
     if agent_info:
         print("   agent: %s (mtime %s, sha256 %s) opts: %s"
               % (agent_info["path"], agent_info["mtime"], agent_info["sha256"][:12], args.agent_opts))
+    if args.baseline_agent_opts:
+        print("   baseline ('plain') runs load the agent too, opts: %s" % args.baseline_agent_opts)
     if (loadavg() or 0) > 0.7:
         print("   WARNING: machine is busy (load %.2f); timings will be noisy" % loadavg())
     print()
 
     results = {"label": label, "git": git, "agent": agent_info, "agent_opts": args.agent_opts,
+               "baseline_agent_opts": args.baseline_agent_opts,
                "jvm_opts": args.jvm_opts, "pairs": args.pairs, "workloads": {}}
     exit_code = 0
 
@@ -398,6 +404,9 @@ def main():
                     run_jvm = ["-agentpath:%s=%s" % (agent_copy, opts)] + run_jvm
                     if os.path.exists(collapsed):
                         os.remove(collapsed)
+                elif args.baseline_agent_opts:
+                    opts, _ = agent_opts_with_file(args.baseline_agent_opts, base + ".collapsed")
+                    run_jvm = ["-agentpath:%s=%s" % (agent_copy, opts)] + run_jvm
                 if wl.prepare:
                     wl.prepare(scratch)
                 argv = wl.build(run_jvm, scratch)

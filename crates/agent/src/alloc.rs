@@ -105,6 +105,7 @@ pub struct AllocSampler {
     store: OnceLock<&'static SampleStore>,
     running: AtomicBool,
     interval: AtomicU64,
+    started_once: AtomicBool,
     depth: AtomicUsize,
     per_thread: AtomicBool,
     tagging: AtomicBool,
@@ -113,6 +114,8 @@ pub struct AllocSampler {
     /// Time spent in the callback and how many callbacks, for the summary.
     callback_ns: AtomicU64,
     callbacks: AtomicU64,
+    /// Live-object tracking of the sampled objects (`live`).
+    pub live: crate::live::LiveTracker,
 }
 
 struct ThreadBuffers {
@@ -147,6 +150,11 @@ impl AllocSampler {
         self.interval.load(Ordering::Relaxed)
     }
 
+    /// The interval of the last recording started in this JVM, if any.
+    pub fn last_interval(&self) -> Option<u64> {
+        self.started_once.load(Ordering::Relaxed).then(|| self.interval())
+    }
+
     /// Starts sampling. `can_tag` says whether class objects may be tagged
     /// (a fast class lookup); without it the class signature is read each time.
     pub fn start(&self, jvmti: Jvmti, jni: Jni, interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
@@ -155,6 +163,7 @@ impl AllocSampler {
         jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
         store.reset();
         self.interval.store(interval, Ordering::Relaxed);
+        self.started_once.store(true, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.tagging.store(can_tag, Ordering::Relaxed);
@@ -252,7 +261,8 @@ impl AllocSampler {
     }
 
     /// The SampledObjectAlloc callback's work, timed.
-    pub fn on_sample(&self, jvmti: Jvmti, thread: jthread, class: jclass, size: jlong, tid: u32) {
+    #[allow(clippy::too_many_arguments)] // the JVMTI callback's own parameters
+    pub fn on_sample(&self, jvmti: Jvmti, jni: Jni, thread: jthread, object: jobject, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
             return;
         }
@@ -260,19 +270,20 @@ impl AllocSampler {
             return;
         }
         let t0 = std::time::Instant::now();
-        self.sample(jvmti, class, size, tid);
+        self.sample(jvmti, jni, object, class, size, tid);
         self.callback_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn sample(&self, jvmti: Jvmti, class: jclass, size: jlong, tid: u32) {
+    fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
         let Some(store) = self.store.get() else { return };
         let Some(class_id) = self.class_id(jvmti, class) else {
             store.count_dropped();
             return;
         };
         let size = size.max(0) as u64;
-        let weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed)).round() as u64;
+        let exact_weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed));
+        let weight = exact_weight.round() as u64;
         let depth = self.depth.load(Ordering::Relaxed);
         let tid_key = if self.per_thread.load(Ordering::Relaxed) { tid } else { 0 };
         let recorded = BUFFERS.try_with(|b| {
@@ -283,8 +294,13 @@ impl AllocSampler {
             let n = jvmti.own_stack_trace(info).unwrap_or(0);
             raw.clear();
             raw.push(RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize });
-            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: f.location.clamp(-1, i32::MAX as jlong) as i32, method: f.method as usize }));
+            // GetStackTrace marks native methods with -1, AsyncGetCallTrace
+            // (and so the stored encoding) with -3.
+            let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
+            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: bci(f.location), method: f.method as usize }));
             store.record(tid_key, raw, weight);
+            // The live site is stack + class, without the thread.
+            self.live.track(jni, object, raw, size, exact_weight);
         });
         if recorded.is_err() {
             store.count_dropped();

@@ -41,6 +41,10 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
     if let Some(i) = rec.alloc {
         parts.push(format!("alloc (mean interval {i} bytes)"));
     }
+    if rec.config.live.enabled {
+        let l = agent.profiler.alloc.live.stats();
+        parts.push(format!("live ({} tracked in {} sites, memory {} of {} budget, thinned {} times, {} GCs)", l.tracked, l.sites, l.used, l.budget, l.thinnings, l.gcs));
+    }
     format!(
         "running: {} for {:.1} s, {} samples, output {}",
         parts.join(" + "),
@@ -53,8 +57,12 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 /// Builds and writes a recording's profiles. A command's `file=`/format
 /// overrides the one given at start.
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni) -> Result<Vec<String>, String> {
-    let built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
+    let mut built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
     let mut out = rec.config.clone();
+    if rec.config.live.enabled {
+        out.live = crate::live_report::effective(&rec.config.live, command);
+        built.push(crate::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
+    }
     if command.file.is_some() {
         out.file = command.file.clone();
         out.format = command.format;

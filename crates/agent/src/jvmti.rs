@@ -232,6 +232,52 @@ impl Jvmti {
         Ok(self.take_array(p, n))
     }
 
+    /// Requests a full garbage collection and waits for it.
+    pub fn force_gc(self) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, ForceGarbageCollection))
+    }
+
+    /// Walks the references reachable from the heap roots (JVMTI
+    /// FollowReferences), calling `callbacks` with `user_data`.
+    pub fn follow_references(self, callbacks: &jvmtiHeapCallbacks, user_data: *const c_void) -> JvmtiResult<()> {
+        check(jvmti_call!(self.0, FollowReferences, 0, ptr::null_mut(), ptr::null_mut(), callbacks, user_data))
+    }
+
+    /// The objects carrying these tags (local references), with their tags.
+    pub fn objects_with_tags(self, tags: &[jlong]) -> JvmtiResult<Vec<(jobject, jlong)>> {
+        let mut n: jint = 0;
+        let mut objs: *mut jobject = ptr::null_mut();
+        let mut found: *mut jlong = ptr::null_mut();
+        check(jvmti_call!(self.0, GetObjectsWithTags, tags.len() as jint, tags.as_ptr(), &mut n, &mut objs, &mut found))?;
+        let o = self.take_array(objs, n);
+        let t = self.take_array(found, n);
+        Ok(o.into_iter().zip(t).collect())
+    }
+
+    /// The fields a class declares (not inherited ones).
+    pub fn class_fields(self, class: jclass) -> JvmtiResult<Vec<jfieldID>> {
+        let mut n: jint = 0;
+        let mut p: *mut jfieldID = ptr::null_mut();
+        check(jvmti_call!(self.0, GetClassFields, class, &mut n, &mut p))?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// A field's name, signature and modifiers.
+    pub fn field_info(self, class: jclass, field: jfieldID) -> JvmtiResult<(String, String, jint)> {
+        let mut name: *mut c_char = ptr::null_mut();
+        let mut sig: *mut c_char = ptr::null_mut();
+        check(jvmti_call!(self.0, GetFieldName, class, field, &mut name, &mut sig, ptr::null_mut::<*mut c_char>()))?;
+        let (name, sig) = (self.take_string(name), self.take_string(sig));
+        let mut modifiers: jint = 0;
+        check(jvmti_call!(self.0, GetFieldModifiers, class, field, &mut modifiers))?;
+        Ok((name, sig, modifiers))
+    }
+
+    /// Gives up this environment and everything it holds (its object tags).
+    pub fn dispose(self) {
+        let _ = jvmti_call!(self.0, DisposeEnvironment);
+    }
+
     /// The JVMTI major version: the JDK's feature version since JDK 9.
     pub fn major_version(self) -> u32 {
         let mut v: jint = 0;
@@ -288,6 +334,22 @@ impl Jni {
 
     pub fn is_same(self, a: jobject, b: jobject) -> bool {
         jni_call!(self.0, IsSameObject, 0, a, b) != 0
+    }
+
+    pub fn object_class(self, obj: jobject) -> jclass {
+        jni_call!(self.0, GetObjectClass, ptr::null_mut(), obj)
+    }
+
+    pub fn superclass(self, class: jclass) -> jclass {
+        jni_call!(self.0, GetSuperclass, ptr::null_mut(), class)
+    }
+
+    pub fn static_object_field(self, class: jclass, field: jfieldID) -> jobject {
+        jni_call!(self.0, GetStaticObjectField, ptr::null_mut(), class, field)
+    }
+
+    pub fn object_field(self, obj: jobject, field: jfieldID) -> jobject {
+        jni_call!(self.0, GetObjectField, ptr::null_mut(), obj, field)
     }
 
     pub fn push_frame(self, capacity: jint) -> bool {

@@ -9,16 +9,26 @@
 //! `signal` (the SIGPROF handler), `store` (the lock-free sample store),
 //! `engine` (perf_events / ctimer / itimer), `threads` (which threads are
 //! sampled), `symbols` (method names, safe across class unloading),
-//! `profiler` (start/stop/dump), `output` (writing files with a fallback).
+//! `profiler` (start/stop/dump), `output` (writing files with a fallback),
+//! `hotspot`/`javastack`/`frametypes`/`javawalk`/`safemem` (HotSpot's own
+//! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
 
 pub mod alloc;
 pub mod commands;
 pub mod engine;
+pub mod frametypes;
+pub mod gcroots;
+pub mod hotspot;
+pub mod javastack;
+pub mod javawalk;
 pub mod jvmti;
+pub mod live;
+pub mod live_report;
 pub mod log;
 pub mod options;
 pub mod output;
 pub mod profiler;
+pub mod safemem;
 pub mod signal;
 pub mod store;
 pub mod symbols;
@@ -122,6 +132,8 @@ fn capabilities(jvmti: Jvmti, config: &Config) -> Result<bool, String> {
     caps.set_can_generate_compiled_method_load_events(potential.can_generate_compiled_method_load_events());
     caps.set_can_generate_sampled_object_alloc_events(potential.can_generate_sampled_object_alloc_events());
     caps.set_can_tag_objects(potential.can_tag_objects());
+    // Live tracking counts GCs; the capability costs nothing until the events are enabled.
+    caps.set_can_generate_garbage_collection_events(potential.can_generate_garbage_collection_events());
     jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
     Ok(potential.can_tag_objects() != 0)
 }
@@ -138,6 +150,7 @@ fn callbacks() -> jvmtiEventCallbacks {
     cb.CompiledMethodLoad = Some(on_compiled_method_load);
     cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
     cb.SampledObjectAlloc = Some(on_sampled_object_alloc);
+    cb.GarbageCollectionFinish = Some(on_gc_finish);
     cb
 }
 
@@ -329,11 +342,30 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
+    if config.cpu.is_some() {
+        init_java_walker(agent, jni);
+    }
     let lines = agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)?;
     for line in &lines {
         log::info(line);
     }
     Ok(lines)
+}
+
+/// Prepares frame types and the own Java stack walk (see `hotspot`); when
+/// this JVM's structure table lacks something, both stay off, with a log line.
+fn init_java_walker(agent: &Agent, jni: Jni) {
+    let Some(vs) = agent.vm_structs.as_ref() else {
+        log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        return;
+    };
+    match hotspot::init(vs, jni.0 as usize) {
+        Ok(_) => {
+            let fallback = javawalk::configure();
+            log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
+        }
+        Err(e) => log::info(&format!("Java frame types and the own stack walk are off: {e}")),
+    }
 }
 
 /// Stops the recording and writes the profiles. Used at VM death.
@@ -370,6 +402,7 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
 unsafe extern "C" fn on_vm_death(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv) {
     guard("VMDeath", (), || {
         if let Some(agent) = AGENT.get() {
+            live_report::vm_dying();
             finish(agent, Jni(jni));
         }
     })
@@ -411,10 +444,20 @@ unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thre
     })
 }
 
-unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread, _object: jobject, class: jclass, size: jlong) {
+unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread, object: jobject, class: jclass, size: jlong) {
     guard("SampledObjectAlloc", (), || {
         if let Some(agent) = AGENT.get() {
-            agent.profiler.alloc.on_sample(Jvmti(jvmti), thread, class, size, threads::current_tid());
+            agent.profiler.alloc.on_sample(Jvmti(jvmti), Jni(jni), thread, object, class, size, threads::current_tid());
+        }
+    })
+}
+
+/// Inside the GC pause: only counts and wakes the live sweeper (no JNI, no
+/// JVMTI, no allocation; see `LiveTracker::on_gc_finish`).
+unsafe extern "C" fn on_gc_finish(_jvmti: *mut jvmtiEnv) {
+    guard("GarbageCollectionFinish", (), || {
+        if let Some(agent) = AGENT.get() {
+            agent.profiler.alloc.live.on_gc_finish();
         }
     })
 }

@@ -102,6 +102,10 @@ pub struct Config {
     /// Mean bytes between allocation samples (JEP 331); `None` = no
     /// allocation profiling, `Some(0)` = every allocation.
     pub alloc: Option<u64>,
+    /// Whether `alloc=SIZE` named the interval. Without a size, a restart
+    /// reuses the interval of the previous allocation recording in this JVM
+    /// (as the JEP 331 CSR specifies for re-enabling), else the default.
+    pub alloc_interval_given: bool,
     /// Only sample allocations of threads whose name matches this glob.
     pub alloc_threads: Option<String>,
     /// Output file; `None` means the default name chosen at dump time.
@@ -123,6 +127,35 @@ pub struct Config {
     pub command: Option<Command>,
     /// Where to write the text reply to a command (created by the agent).
     pub reply: Option<PathBuf>,
+    /// Live objects and leak detection (see `live.rs`).
+    pub live: LiveOptions,
+}
+
+/// Options of live-object tracking (`live`, `livemem`, `nogc`, `gcroots`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveOptions {
+    /// Track sampled objects until they die (`live`).
+    pub enabled: bool,
+    /// Memory budget for tracked samples in bytes (`livemem=SIZE`).
+    pub budget: u64,
+    /// Force a full GC before a live report (off with `nogc`/`live_gc=no`).
+    pub force_gc: bool,
+    /// Time budget for paths to GC roots (`gcroots[=DURATION]`), in ns.
+    pub gc_roots_ns: Option<u64>,
+    /// Explicit `format=leaks`: the text leak report whatever the extension.
+    pub report_format: bool,
+}
+
+/// Default memory budget for tracked live samples: 16 MiB.
+pub const DEFAULT_LIVE_BUDGET: u64 = 16 << 20;
+const MIN_LIVE_BUDGET: u64 = 64 << 10;
+/// Default time budget for the search of paths to GC roots: 5 s.
+pub const DEFAULT_GC_ROOTS_NS: u64 = 5_000_000_000;
+
+impl Default for LiveOptions {
+    fn default() -> LiveOptions {
+        LiveOptions { enabled: false, budget: DEFAULT_LIVE_BUDGET, force_gc: true, gc_roots_ns: None, report_format: false }
+    }
 }
 
 impl Default for Config {
@@ -132,6 +165,7 @@ impl Default for Config {
             cpu: Some(Event::Cpu),
             interval_ns: DEFAULT_INTERVAL_NS,
             alloc: None,
+            alloc_interval_given: false,
             alloc_threads: None,
             file: None,
             format: None,
@@ -145,6 +179,7 @@ impl Default for Config {
             status: None,
             command: None,
             reply: None,
+            live: LiveOptions::default(),
         }
     }
 }
@@ -168,7 +203,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, file, collapsed, flamegraph, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -212,14 +247,34 @@ impl Config {
                     profiling_option = true;
                 }
                 "alloc" => {
+                    c.alloc_interval_given |= value.is_some();
                     c.alloc = Some(match value {
-                        None => DEFAULT_ALLOC_INTERVAL,
+                        None => c.alloc.unwrap_or(DEFAULT_ALLOC_INTERVAL),
                         Some(v) => parse_size_bytes(v).map_err(|p| {
                             err(item, format!("{p}; the allocation sampling interval is the mean number of bytes between samples (0 samples every allocation)"))
                         })?,
                     });
                     profiling_option = true;
                 }
+                "live" => c.live.enabled = parse_flag(item, value)?,
+                "livemem" => {
+                    let v = need("a memory budget such as 16m")?;
+                    c.live.budget = parse_size_bytes(v).map_err(|p| err(item, format!("{p}; livemem is the memory budget for tracked live samples")))?;
+                    if c.live.budget < MIN_LIVE_BUDGET {
+                        return Err(err(item, "livemem must be at least 64k"));
+                    }
+                }
+                "nogc" if value.is_none() => c.live.force_gc = false,
+                "live_gc" => c.live.force_gc = parse_flag(item, value)?,
+                "gcroots" => {
+                    c.live.gc_roots_ns = match value {
+                        None => Some(DEFAULT_GC_ROOTS_NS),
+                        Some("no" | "false" | "0") => None,
+                        Some(v) => Some(parse_wall_duration_ns(v).map_err(|p| err(item, format!("{p}; gcroots=DURATION bounds the time spent finding paths to GC roots")))?),
+                    }
+                }
+                "leaks" if value.is_none() => c.live.report_format = true,
+                "format" if value == Some("leaks") => c.live.report_format = true,
                 "alloc_threads" => c.alloc_threads = Some(need("a thread name pattern such as worker-*")?.to_string()),
                 "interval" => {
                     c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
@@ -267,6 +322,12 @@ impl Config {
         if c.alloc.is_some() && !cpu_asked {
             c.cpu = None;
         }
+        if c.live.enabled && c.alloc.is_none() {
+            return Err(err("live", "live needs allocation sampling: add event=alloc or alloc=SIZE"));
+        }
+        if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc || c.live.report_format) {
+            return Err(err("live", "livemem, nogc, live_gc, gcroots and format=leaks need live object tracking: add live"));
+        }
         if c.alloc_threads.is_some() && c.alloc.is_none() {
             return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
         }
@@ -290,6 +351,7 @@ fn parse_flag(item: &str, value: Option<&str>) -> Result<bool, OptionError> {
 }
 
 pub use oxprof_profile::units::parse_duration_ns as parse_duration;
+use oxprof_profile::units::parse_wall_duration_ns;
 
 #[cfg(test)]
 mod tests {
@@ -331,6 +393,10 @@ mod tests {
         assert_eq!((c.cpu, c.alloc), (Some(Event::Cpu), Some(256 * 1024)));
         let c = Config::parse("alloc=0").unwrap();
         assert_eq!((c.cpu, c.alloc, c.start), (None, Some(0), true));
+        assert!(!Config::parse("event=alloc").unwrap().alloc_interval_given);
+        assert!(!Config::parse("start,alloc").unwrap().alloc_interval_given);
+        let c = Config::parse("alloc=1m,event=alloc").unwrap();
+        assert_eq!((c.alloc, c.alloc_interval_given), (Some(1 << 20), true));
         let c = Config::parse("event=alloc,alloc=1m,alloc_threads=worker-*").unwrap();
         assert_eq!((c.alloc, c.alloc_threads.as_deref()), (Some(1 << 20), Some("worker-*")));
         assert_eq!(Config::parse("start").unwrap().cpu, Some(Event::Cpu));
@@ -340,6 +406,32 @@ mod tests {
             assert!(e.to_string().contains("e.g. 512k"), "{e}");
         }
         assert!(Config::parse("start,alloc_threads=x").is_err());
+    }
+
+    #[test]
+    fn live_options() {
+        let c = Config::parse("event=alloc,live").unwrap();
+        assert!(c.live.enabled && c.live.force_gc);
+        assert_eq!((c.live.budget, c.live.gc_roots_ns), (DEFAULT_LIVE_BUDGET, None));
+        let c = Config::parse("alloc=64k,live,livemem=1m,nogc,gcroots").unwrap();
+        assert_eq!((c.live.budget, c.live.force_gc, c.live.gc_roots_ns), (1 << 20, false, Some(DEFAULT_GC_ROOTS_NS)));
+        let c = Config::parse("event=alloc,live,live_gc=no,gcroots=2s,format=leaks").unwrap();
+        assert_eq!((c.live.force_gc, c.live.gc_roots_ns, c.live.report_format), (false, Some(2_000_000_000), true));
+        // A command may carry nogc/gcroots for its dump.
+        assert!(Config::parse("dump,nogc,gcroots=1s").is_ok());
+        for (bad, expected) in [
+            ("start,event=cpu,live", "invalid agent option 'live': live needs allocation sampling"),
+            ("event=alloc,nogc", "invalid agent option 'live': livemem, nogc"),
+            ("event=alloc,live,livemem=lots", "invalid agent option 'livemem=lots': 'lots' is not a size"),
+            ("event=alloc,live,livemem=1k", "invalid agent option 'livemem=1k': livemem must be at least 64k"),
+            ("event=alloc,live,gcroots=soon", "invalid agent option 'gcroots=soon': 'soon' is not a duration"),
+            ("event=alloc,live=maybe", "invalid agent option 'live=maybe'"),
+            ("event=alloc,format=leaks", "invalid agent option 'live': livemem, nogc, live_gc, gcroots and format=leaks need live"),
+        ] {
+            let e = Config::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

@@ -68,6 +68,23 @@ fn sibling(path: &Path, key: &str) -> PathBuf {
 pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, String> {
     let format = config.output_format();
     let wanted = config.file.clone().unwrap_or_else(|| default_path(format));
+    // With live tracking, `.txt` (or format=leaks) is the leak report, and
+    // collapsed output puts the live profile in the file asked for.
+    if let Some(live) = built.iter().find(|b| b.leak.is_some()) {
+        let txt = wanted.extension().is_some_and(|e| e.eq_ignore_ascii_case("txt"));
+        if config.live.report_format || (config.format.is_none() && txt) {
+            let mut paths = vec![write_leak_report(&wanted, live)?];
+            for b in built.iter().filter(|b| b.leak.is_none()) {
+                paths.push(write_one(&sibling(&wanted.with_extension("collapsed"), b.key), &[b], config, OutputFormat::Collapsed)?);
+            }
+            return Ok(paths);
+        }
+        if format == OutputFormat::Collapsed {
+            let mut ordered: Vec<&Built> = vec![live];
+            ordered.extend(built.iter().filter(|b| b.leak.is_none()));
+            return ordered.iter().enumerate().map(|(i, b)| write_one(&if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, &[b], config, format)).collect();
+        }
+    }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
         OutputFormat::FlameGraph => vec![(wanted, built.iter().collect())],
         OutputFormat::Collapsed | OutputFormat::Pprof => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
@@ -90,6 +107,30 @@ fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFor
         }
     }
     Err(format!("could not write the profile to {} ({first_error}), nor to a fallback file in the working or temp directory", wanted.display()))
+}
+
+/// Writes the text leak report, with the same fallback as profiles.
+fn write_leak_report(wanted: &Path, live: &Built) -> Result<PathBuf, String> {
+    let Some(report) = live.leak.as_deref() else { return Err("no leak report".into()) };
+    let write = |path: &Path| -> std::io::Result<()> {
+        let mut w = BufWriter::new(File::create(path)?);
+        report.write_text(crate::live_report::REPORT_SITES, &mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    let first_error = match write(wanted) {
+        Ok(()) => return Ok(wanted.to_path_buf()),
+        Err(e) => e,
+    };
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let name = format!("oxprof-{}-{stamp}-leaks.txt", std::process::id());
+    for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
+        let fallback = dir.join(&name);
+        if write(&fallback).is_ok() {
+            log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
+            return Ok(fallback);
+        }
+    }
+    Err(format!("could not write the leak report to {} ({first_error}), nor to a fallback file", wanted.display()))
 }
 
 /// Checks at start-up that the output path looks writable, so a typo fails

@@ -55,6 +55,8 @@ pub struct Built {
     pub profile: Profile,
     /// The log's one-line summary.
     pub summary_line: String,
+    /// The leak report, for the live profile (written as text for `.txt`).
+    pub leak: Option<Box<oxprof_profile::leak::LeakReport>>,
 }
 
 /// Counts gathered while building a profile.
@@ -140,10 +142,13 @@ impl Profiler {
     }
 
     /// Starts a recording. Returns one line per part started, for the log.
-    pub fn start(&'static self, config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
+    pub fn start(&'static self, mut config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
             return Err("profiling is already running; stop it first".into());
+        }
+        if let (Some(_), false, Some(last)) = (config.alloc, config.alloc_interval_given, self.alloc.last_interval()) {
+            config.alloc = Some(last);
         }
         let mut lines = Vec::new();
         let cpu = match config.cpu {
@@ -156,7 +161,21 @@ impl Profiler {
         };
         if let Some(interval) = config.alloc {
             match self.alloc.start(env.0, env.1, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
-                Ok(line) => lines.push(line),
+                Ok(line) => {
+                    lines.push(line);
+                    if config.live.enabled {
+                        match crate::live_report::start(&self.alloc.live, vm, env, interval, &config.live) {
+                            Ok(line) => lines.push(line),
+                            Err(e) => {
+                                self.alloc.stop(env.0, env.1);
+                                if let Some(run) = &cpu {
+                                    self.stop_cpu(run);
+                                }
+                                return Err(e);
+                            }
+                        }
+                    }
+                }
                 Err(e) => {
                     if let Some(run) = &cpu {
                         self.stop_cpu(run);
@@ -240,13 +259,20 @@ impl Profiler {
         if let Some((jvmti, jni)) = env {
             self.alloc.stop(jvmti, jni);
         }
+        self.alloc.live.stop();
         Some(rec)
     }
 
     /// The jmethodIDs present in the sample store.
     pub fn sampled_methods(&self) -> std::collections::HashSet<usize> {
-        let Some(store) = self.store.get() else { return Default::default() };
-        store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)).filter(|&m| m != 0).collect()
+        let mut methods: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        for store in [self.store.get().copied(), self.alloc.stored()].into_iter().flatten() {
+            methods.extend(store.snapshot().iter().flat_map(|t| t.frames.iter().map(|f| f.method)));
+        }
+        // Live sites keep the names of their methods while their objects live.
+        self.alloc.live.methods(&mut methods);
+        methods.remove(&0);
+        methods
     }
 
     /// Samples recorded so far, CPU and allocation (for status lines).
@@ -269,17 +295,17 @@ impl Profiler {
                 s.dropped,
                 run.engine.short()
             );
-            out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line });
+            out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None });
         }
         if let Some(interval) = rec.alloc {
             let (profile, st) = self.build_alloc(rec, interval, symbols, jvmti, jni);
             let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={}", st.samples, st.estimated_bytes, st.dropped, st.callback_ns);
-            out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line });
+            out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line, leak: None });
         }
         out
     }
 
-    fn meta(rec: &Recording, title: &str, event: &str, engine: &str, interval: u64, unit: &str) -> Meta {
+    pub(crate) fn meta(rec: &Recording, title: &str, event: &str, engine: &str, interval: u64, unit: &str) -> Meta {
         Meta {
             title: rec.config.title.clone().unwrap_or_else(|| title.to_string()),
             event: event.to_string(),
@@ -309,7 +335,7 @@ impl Profiler {
                 _ => (None, &t.frames[..]),
             };
             for f in stack.iter().rev() {
-                frames.push(self.java_frame(f.method, f.bci == -1, symbols, jvmti, jni));
+                frames.push(self.frame(f, symbols, jvmti, jni));
             }
             if let Some(id) = class {
                 frames.push(Frame::new(self.alloc.class_name(id), FrameKind::Alloc));
@@ -328,7 +354,7 @@ impl Profiler {
         Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
     }
 
-    fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+    pub(crate) fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         let name = symbols.resolve(jvmti, jni, method as jmethodID);
         Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
     }
@@ -386,9 +412,10 @@ impl Profiler {
         };
         // A JVM-internal thread (JIT compiler, service threads) is not in
         // Java and has no Java frame: AsyncGetCallTrace reports that as
-        // unknown_not_Java, but it is not a failed walk.
+        // unknown_not_Java (the own walk as no Java frame), but it is not a
+        // failed walk, nor a Java thread's sample.
         let marker = match marker {
-            Some(ticks::UNKNOWN_NOT_JAVA) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
+            Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
             m => m,
         };
         match marker {

@@ -4,7 +4,8 @@
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
-//!   thread-local set up by the JVM) and `AsyncGetCallTrace` (designed for it);
+//!   thread-local set up by the JVM), `AsyncGetCallTrace` (designed for it)
+//!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
@@ -21,6 +22,7 @@ use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTrac
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
 use crate::store::{RawFrame, SampleStore};
+use crate::{frametypes, javawalk};
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -215,11 +217,20 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
     if trace.num_frames == ticks::UNKNOWN_JAVA || trace.num_frames == ticks::NOT_WALKABLE_JAVA {
         recover(ctx, &mut trace, depth, ucontext);
     }
+    let asgct_ok = trace.num_frames >= 0;
+    if !asgct_ok {
+        // SAFETY: we own the buffer's `depth` frames (busy flag).
+        let all = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, depth) };
+        trace.num_frames = javawalk::on_failure(env as usize, ucontext, all, trace.num_frames);
+    }
     let n = trace.num_frames;
     let tid_key = if ctx.per_thread { tid } else { 0 };
     if n > 0 {
-        // SAFETY: AsyncGetCallTrace wrote `n <= depth` frames into our buffer.
-        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, (n as usize).min(depth)) };
+        // SAFETY: the walk wrote `n <= depth` frames into our buffer, which we own.
+        let frames = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, (n as usize).min(depth)) };
+        if asgct_ok {
+            frametypes::on_success(env as usize, ucontext, frames);
+        }
         ctx.store.record(tid_key, frames, ctx.weight);
     } else if n == 0 {
         record_marker(ctx, tid, MARK_NO_JAVA_FRAME);

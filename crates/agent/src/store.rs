@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 /// - other small values with `method == 0`: one-frame marker stacks (failed
 ///   walk codes and the `MARK_*` constants).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RawFrame {
     pub bci: i32,
     pub method: usize,

@@ -26,7 +26,10 @@ pub struct Field {
 #[derive(Default, Debug)]
 pub struct VmStructs {
     fields: HashMap<(String, String), Field>,
+    /// The C type of each field, e.g. `int` or `int16_t`.
+    field_types: HashMap<(String, String), String>,
     sizes: HashMap<String, u64>,
+    int_constants: HashMap<String, i64>,
 }
 
 fn symbol(name: &CStr) -> Option<usize> {
@@ -63,6 +66,7 @@ impl VmStructs {
         let static_off = read_var(c"gHotSpotVMStructEntryIsStaticOffset")? as usize;
         let offset_off = read_var(c"gHotSpotVMStructEntryOffsetOffset")? as usize;
         let address_off = read_var(c"gHotSpotVMStructEntryAddressOffset")? as usize;
+        let ctype_off = read_var(c"gHotSpotVMStructEntryTypeStringOffset").map(|o| o as usize);
         if base == 0 || stride == 0 {
             return None;
         }
@@ -79,6 +83,9 @@ impl VmStructs {
                     address: *((entry + address_off) as *const usize),
                     is_static: *((entry + static_off) as *const i32) != 0,
                 };
+                if let Some(ctype) = ctype_off.and_then(|o| string_at(entry + o)) {
+                    vs.field_types.insert((type_name.clone(), field_name.clone()), ctype);
+                }
                 vs.fields.insert((type_name, field_name), field);
             }
         }
@@ -97,7 +104,32 @@ impl VmStructs {
                 }
             }
         }
+        if let (Some(cbase), Some(cstride), Some(cname), Some(cvalue)) = (
+            read_var(c"gHotSpotVMIntConstants"),
+            read_var(c"gHotSpotVMIntConstantEntryArrayStride"),
+            read_var(c"gHotSpotVMIntConstantEntryNameOffset"),
+            read_var(c"gHotSpotVMIntConstantEntryValueOffset"),
+        ) {
+            for i in 0..100_000 {
+                let entry = cbase as usize + i * cstride as usize;
+                // SAFETY: as above, for the table of integer constants (int32 values).
+                unsafe {
+                    let Some(name) = string_at(entry + cname as usize) else { break };
+                    vs.int_constants.insert(name, *((entry + cvalue as usize) as *const i32) as i64);
+                }
+            }
+        }
         (!vs.fields.is_empty()).then_some(vs)
+    }
+
+    /// The C type of a field as the table spells it (`int`, `int16_t`, …).
+    pub fn field_type(&self, type_name: &str, field: &str) -> Option<&str> {
+        self.field_types.get(&(type_name.to_string(), field.to_string())).map(String::as_str)
+    }
+
+    /// An exported integer constant, e.g. `CodeBlobKind::Nmethod`.
+    pub fn int_constant(&self, name: &str) -> Option<i64> {
+        self.int_constants.get(name).copied()
     }
 
     pub fn field(&self, type_name: &str, field: &str) -> Option<Field> {

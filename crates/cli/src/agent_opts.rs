@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use oxprof_profile::units::{parse_duration_ns, parse_size_bytes, parse_wall_duration_ns};
 
 /// clap parser: a sampling interval such as `10ms` (kept as written).
@@ -14,6 +15,13 @@ pub fn parse_interval(s: &str) -> Result<String, String> {
 /// clap parser: a size such as `512k` (kept as written).
 pub fn parse_size(s: &str) -> Result<String, String> {
     parse_size_bytes(s).map(|_| s.to_string())
+}
+
+/// clap parser for `--alloc [SIZE]`: an empty value (the flag without SIZE)
+/// is kept empty and becomes a bare `alloc`, so the agent picks the interval
+/// (the last one used in that JVM, else 512 KiB).
+pub fn parse_optional_size(s: &str) -> Result<String, String> {
+    if s.is_empty() { Ok(String::new()) } else { parse_size(s) }
 }
 
 /// clap parser: a wall-clock duration such as `30s` (kept as written).
@@ -48,12 +56,102 @@ pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Op
         (None, None) => opts.push("event=cpu".into()),
         (None, Some(_)) => {}
     }
-    if let Some(size) = alloc {
-        opts.push(format!("alloc={size}"));
+    match alloc {
+        Some("") => opts.push("alloc".into()),
+        Some(size) => opts.push(format!("alloc={size}")),
+        None => {}
     }
     if let Some(glob) = alloc_threads {
         no_comma("thread pattern", glob)?;
         opts.push(format!("alloc_threads={glob}"));
     }
     Ok(opts)
+}
+
+/// Live-object and leak options, shared by `record` and `attach`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LiveArgs {
+    /// Track sampled objects until they die: leak report for .txt, live
+    /// flame graph for .html/.collapsed (implies --alloc 512k unless given)
+    #[arg(long)]
+    pub live: bool,
+    /// Memory budget for tracked objects; beyond it the tracked set is
+    /// thinned without bias [default: 16m]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub live_budget: Option<String>,
+    /// Do not force a full GC before the live report (it may then count garbage)
+    #[arg(long)]
+    pub no_gc: bool,
+    /// Find paths from GC roots to the top leak suspects, within DURATION
+    /// (the JVM is paused meanwhile) [default: 5s when given without a value]
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "5s", value_parser = parse_wall)]
+    pub gc_roots: Option<String>,
+}
+
+impl LiveArgs {
+    /// The allocation interval to use: the one given, or the default when
+    /// only --live was given.
+    pub fn alloc<'a>(&self, alloc: Option<&'a str>) -> Option<&'a str> {
+        alloc.or(if self.live { Some("512k") } else { None })
+    }
+
+    /// Agent options for starting a recording.
+    pub fn start_options(&self) -> Result<Vec<String>, String> {
+        if !self.live && (self.live_budget.is_some() || self.no_gc || self.gc_roots.is_some()) {
+            return Err("--live-budget, --no-gc and --gc-roots need --live".into());
+        }
+        let mut o = Vec::new();
+        if self.live {
+            o.push("live".to_string());
+        }
+        if let Some(b) = &self.live_budget {
+            o.push(format!("livemem={b}"));
+        }
+        o.extend(self.report_options());
+        Ok(o)
+    }
+
+    /// Agent options that shape a live report (also for `dump`/`stop`).
+    pub fn report_options(&self) -> Vec<String> {
+        let mut o = Vec::new();
+        if self.no_gc {
+            o.push("nogc".to_string());
+        }
+        if let Some(d) = &self.gc_roots {
+            o.push(format!("gcroots={d}"));
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        live: LiveArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<LiveArgs, String> {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        T::try_parse_from(v).map(|t| t.live).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn live_flags() {
+        let l = parse(&["--live", "--live-budget", "4m", "--no-gc", "--gc-roots"]).unwrap();
+        assert_eq!(l.start_options().unwrap(), ["live", "livemem=4m", "nogc", "gcroots=5s"]);
+        assert_eq!(l.alloc(None), Some("512k"));
+        assert_eq!(l.alloc(Some("64k")), Some("64k"));
+        let l = parse(&["--live", "--gc-roots", "2s"]).unwrap();
+        assert_eq!(l.start_options().unwrap(), ["live", "gcroots=2s"]);
+        assert!(parse(&["--live-budget", "lots"]).unwrap_err().contains("'lots' is not a size"));
+        assert!(parse(&["--gc-roots", "soon"]).unwrap_err().contains("'soon' is not a duration"));
+        assert!(parse(&["--no-gc"]).unwrap().start_options().unwrap_err().contains("need --live"));
+        assert_eq!(parse(&[]).unwrap().alloc(None), None);
+    }
 }

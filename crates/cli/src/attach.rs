@@ -16,7 +16,7 @@ use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, parse_wall, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, parse_wall, start_options, LiveArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -50,12 +50,15 @@ pub struct AttachArgs {
     /// Sampling interval, e.g. 10ms
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
-    /// Also sample allocations every SIZE bytes on average (512k without SIZE)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    /// Also sample allocations every SIZE bytes on average (without SIZE: the
+    /// interval last used in that JVM, else 512k)
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
     pub alloc: Option<String>,
     /// Sample allocations only on threads matching this pattern
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
@@ -65,8 +68,9 @@ pub struct AttachArgs {
     /// Output file (for --duration, stop and dump); format from the extension
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output format, overriding the extension: flamegraph, collapsed or pprof
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, pprof, or
+    /// leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "leaks"])]
     pub format: Option<String>,
     /// How long to wait for the JVM at each step of the attach
     #[arg(long, default_value = "10s", value_parser = parse_wall)]
@@ -79,7 +83,8 @@ fn wall(s: &str) -> Duration {
 
 /// Agent options for starting a recording.
 fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
-    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
+    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
+    opts.extend(args.live.start_options()?);
     if let Some(i) = &args.interval {
         opts.push(format!("interval={i}"));
     }
@@ -170,6 +175,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
         Some(action @ (Action::Dump | Action::Stop)) => {
             let mut o = vec![if action == Action::Dump { "dump" } else { "stop" }.to_string()];
             o.extend(output_options(&args)?);
+            o.extend(args.live.report_options());
             o
         }
         None => {

@@ -43,6 +43,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         event: Some("cpu".into()),
         alloc: None,
         alloc_threads: None,
+        live: Default::default(),
         total: false,
         interval: args.interval,
         output: args.output,

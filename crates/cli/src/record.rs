@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_size, start_options};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, start_options, LiveArgs};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -24,11 +24,13 @@ pub struct RecordArgs {
     pub event: Option<String>,
     /// Also sample allocations (JEP 331), every SIZE bytes on average (512k
     /// when no SIZE is given; 0 = every allocation)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "512k", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
     pub alloc: Option<String>,
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Show estimated totals (CPU time, allocated bytes) instead of sample counts
     #[arg(long)]
     pub total: bool,
@@ -38,8 +40,9 @@ pub struct RecordArgs {
     /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
-    /// Output format, overriding the extension: flamegraph, collapsed or pprof
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, pprof, or
+    /// leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "leaks"])]
     pub format: Option<String>,
     /// One root frame per thread
     #[arg(long)]
@@ -62,7 +65,8 @@ pub struct RecordArgs {
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
     no_comma("output", &output.to_string_lossy())?;
     no_comma("title", args.title.as_deref().unwrap_or(""))?;
-    let mut opts = start_options(args.event.as_deref(), args.alloc.as_deref(), args.alloc_threads.as_deref())?;
+    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
+    opts.extend(args.live.start_options()?);
     if args.total {
         opts.push("total".into());
     }
@@ -120,7 +124,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
     let agent_path = agent::find_agent()?;
     let output = absolute(&args.output);
     if let Some(f) = &args.format {
-        OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
+        if f != "leaks" {
+            OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
+        } else if !args.live.live {
+            return Err("--format leaks needs --live".into());
+        }
     }
     let tmp = TempFiles::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let log = tmp.dir.join("agent.log");
@@ -234,10 +242,13 @@ mod tests {
     fn allocation_flags() {
         let a = args(&["--alloc", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,alloc=512k,interval="), "{o}");
+        assert!(o.starts_with("start,alloc,interval="), "{o}");
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
+        let a = args(&["--live", "--gc-roots", "-o", "leaks.txt", "--", "java"]);
+        let o = agent_options(&a, Path::new("/leaks.txt"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,interval="), "{o}");
     }
 
     #[test]

@@ -107,6 +107,36 @@ fn start_status_dump_stop_in_separate_invocations() {
     assert!(jvm.alive());
 }
 
+/// JEP 331's CSR: re-enabling sampling uses the last interval set. A restart
+/// with a bare `--alloc` keeps the previous recording's interval; an explicit
+/// size still wins.
+#[test]
+fn restarting_allocation_sampling_keeps_the_last_interval() {
+    let s = Scratch::new("attach-alloc-restart");
+    compile(&s.0, &["Spin.java"]);
+    let mut jvm = Jvm::start(&s.0);
+    let pid = jvm.pid();
+    let out = s.path("a.collapsed");
+    let status_after_start = |args: &[&str]| {
+        let o = attach(pid, args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let st = attach(pid, &["status"]);
+        let line = text(&st.stdout);
+        let o = attach(pid, &["stop", "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "stop: {}", text(&o.stderr));
+        line
+    };
+    let first = status_after_start(&["start", "--alloc"]);
+    assert!(first.contains("mean interval 524288 bytes"), "no earlier recording: the default applies: {first}");
+    let explicit = status_after_start(&["start", "--alloc", "1m"]);
+    assert!(explicit.contains("mean interval 1048576 bytes"), "{explicit}");
+    let again = status_after_start(&["start", "--event", "cpu", "--alloc"]);
+    assert!(again.contains("mean interval 1048576 bytes"), "a bare --alloc must reuse the last interval: {again}");
+    let changed = status_after_start(&["start", "--alloc", "64k"]);
+    assert!(changed.contains("mean interval 65536 bytes"), "{changed}");
+    assert!(jvm.alive());
+}
+
 #[test]
 fn fifty_start_stop_cycles_without_crash_or_growth() {
     let s = Scratch::new("attach-cycles");

@@ -156,3 +156,32 @@ fn attach_works_on_every_supported_jdk() {
         assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 20, "{}", home.display());
     }
 }
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn live_leak_report_on_every_supported_jdk() {
+    let s = Scratch::new("jdks-live");
+    compile(&s.0, &["LeakChurn.java"]);
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let out = s.path("leaks.txt");
+        let collapsed = s.path("live.collapsed");
+        for (file, extra) in [(&out, ",gcroots"), (&collapsed, ",total")] {
+            let o = java_in(&home)
+                .arg(format!("-agentpath:{}=event=alloc,alloc=64k,live{extra},file={}", agent().display(), file.display()))
+                .args(["-Xmx256m", "-cp", s.0.to_str().unwrap(), "LeakChurn", "48"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{version}: {}", text(&o.stderr));
+        }
+        let report = std::fs::read_to_string(&out).unwrap();
+        let first = report.lines().find(|l| l.starts_with("#1 ")).unwrap_or_else(|| panic!("{version}: no sites\n{report}"));
+        assert!(first.starts_with("#1 byte[]"), "{version}: {report}");
+        assert!(report.contains("static field LeakChurn.RETAINED"), "{version}: {report}");
+        let stacks = read_collapsed(&collapsed);
+        let leak: u64 = stacks.iter().filter(|(st, _)| st.ends_with(&["LeakChurn.leakSite".to_string(), "byte[]".to_string()])).map(|(_, n)| n).sum();
+        let share = leak as f64 / total(&stacks) as f64;
+        assert!(share >= 0.90, "{version}: the leak site holds {:.1}% of live bytes", 100.0 * share);
+        eprintln!("ok: {} leak share {:.1}%", version.lines().next().unwrap_or(""), 100.0 * share);
+    }
+}

@@ -1,6 +1,7 @@
 //! Collapsed stacks (Brendan Gregg's "folded" format): one line per distinct
 //! stack, frames root first separated by `;`, then a space and the count.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::model::{Counter, Frame, FrameKind, Meta, Profile};
@@ -13,8 +14,12 @@ pub struct CollapsedOptions {
     pub annotate: bool,
 }
 
-/// Writes the profile as collapsed stacks. Stacks with a zero count are skipped.
+/// Writes the profile as collapsed stacks. Stacks with a zero count are
+/// skipped. Stacks that print the same (frames that differ only in their
+/// kind, without annotations) are merged into one line, in first-seen order.
 pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) -> io::Result<()> {
+    let mut lines: Vec<(String, u64)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     let mut line = String::new();
     for sample in profile.samples() {
         let value = Profile::value(sample, opts.counter);
@@ -32,6 +37,15 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
                 line.push_str(frame.kind.annotation());
             }
         }
+        match index.get(&line) {
+            Some(&i) => lines[i].1 += value,
+            None => {
+                index.insert(line.clone(), lines.len());
+                lines.push((line.clone(), value));
+            }
+        }
+    }
+    for (line, value) in &lines {
         writeln!(out, "{} {}", line, value)?;
     }
     out.flush()
@@ -94,5 +108,18 @@ mod tests {
         assert_eq!(back.sum(Counter::Samples), 75);
         assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
         assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
+    }
+
+    #[test]
+    fn stacks_differing_only_in_kind_merge_without_annotations() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([Frame::new("Main.main", FrameKind::Interpreted), Frame::new("Main.hot", FrameKind::Jit)], 3, 30);
+        p.add_frames([Frame::new("Main.main", FrameKind::Interpreted), Frame::new("Main.hot", FrameKind::Java)], 2, 20);
+        let mut plain = Vec::new();
+        write(&p, CollapsedOptions { counter: Counter::Samples, annotate: false }, &mut plain).unwrap();
+        assert_eq!(String::from_utf8(plain).unwrap(), "Main.main;Main.hot 5\n");
+        let mut annotated = Vec::new();
+        write(&p, CollapsedOptions { counter: Counter::Samples, annotate: true }, &mut annotated).unwrap();
+        assert_eq!(String::from_utf8(annotated).unwrap(), "Main.main_[0];Main.hot_[j] 3\nMain.main_[0];Main.hot 2\n");
     }
 }

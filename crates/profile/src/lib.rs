@@ -9,6 +9,7 @@ pub mod convert;
 pub mod flamegraph;
 pub mod format;
 pub mod jfr_read;
+pub mod leak;
 pub mod model;
 pub mod pprof;
 mod pprof_proto;

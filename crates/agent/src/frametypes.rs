@@ -1,0 +1,168 @@
+//! Frame types for a successful AsyncGetCallTrace walk. Signal-safe.
+//!
+//! AsyncGetCallTrace names the Java frames but not how each runs. The
+//! physical frames (see `javastack`) say it: an interpreted physical frame is
+//! one interpreted Java frame; a compiled physical frame is the compiled
+//! method plus the methods inlined into it, which AsyncGetCallTrace lists
+//! leaf first before it. So the two lists are aligned by `Method*` (a
+//! `jmethodID` points at its method's `Method*` slot): an interpreted frame
+//! must match the next Java frame; a compiled frame claims the next frames up
+//! to and including the one of its own method, the earlier ones inlined.
+//! Where the lists disagree, the remaining frames keep the unknown type.
+
+use std::ffi::c_void;
+
+use jvmti_sys::asgct::BCI_NATIVE_FRAME;
+
+use crate::hotspot::{self, Layout};
+use crate::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::store::{JavaFrameType, RawFrame};
+
+/// Inlining deeper than this is not believed (C2's MaxInlineLevel is 15).
+const MAX_INLINE: usize = 64;
+
+/// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
+/// that is not a Java frame (native/kernel code addresses are never read).
+fn method_of(f: &RawFrame) -> usize {
+    if f.method == 0 || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME) {
+        return 0;
+    }
+    // SAFETY: AsyncGetCallTrace only returns jmethodIDs the JVM created; they
+    // point at slots in JNI method blocks that are never freed.
+    unsafe { (f.method as *const usize).read_volatile() }
+}
+
+/// Sets the type of each frame of `frames` (AsyncGetCallTrace's, leaf
+/// first) that the physical walk accounts for. Returns the index after the
+/// last frame it could align.
+pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame]) -> usize {
+    let (start, stack) = JavaStack::new(l, thread, regs);
+    if start != Start::Frames {
+        return 0;
+    }
+    align(stack, frames, method_of)
+}
+
+/// The alignment itself, over any physical frames (`method_of` gives a
+/// stored frame's `Method*`).
+fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> usize {
+    let mut i = 0;
+    for (n, phys) in stack.enumerate() {
+        // The interrupted frame may be half built (a method's entry or exit)
+        // and seen differently by AsyncGetCallTrace: at the top only, a
+        // physical frame that matches nothing is skipped, and an interpreted
+        // one may match the second Java frame, leaving the first unknown.
+        let first = n == 0;
+        match phys {
+            PhysFrame::Interpreted { method, .. } => {
+                let at = if frames.get(i).is_some_and(|f| method_of(f) == method) {
+                    i
+                } else if first && frames.get(i + 1).is_some_and(|f| method_of(f) == method) {
+                    i + 1
+                } else if first {
+                    continue;
+                } else {
+                    break;
+                };
+                if let Some(f) = frames.get_mut(at) {
+                    f.set_type(JavaFrameType::Interpreted);
+                }
+                i = at + 1;
+            }
+            PhysFrame::Compiled { method } => {
+                let end = frames.len().min(i + MAX_INLINE);
+                let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
+                    if first {
+                        continue;
+                    }
+                    break;
+                };
+                for (k, f) in frames.iter_mut().enumerate().skip(i).take(own + 1) {
+                    f.set_type(if k == i + own { JavaFrameType::Compiled } else { JavaFrameType::Inlined });
+                }
+                i += own + 1;
+            }
+        }
+        if i >= frames.len() {
+            break;
+        }
+    }
+    i
+}
+
+/// After a successful AsyncGetCallTrace walk: types `frames` in place.
+/// `frames` must be AsyncGetCallTrace's Java frames, leaf first (types are
+/// set before any native or kernel frames are added around them).
+pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame]) {
+    if let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) {
+        annotate(l, l.thread(env), regs, frames);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use JavaFrameType::*;
+
+    /// Stored frames with fake jmethodIDs; the fake Method* is id * 10.
+    fn frames(ids: &[usize]) -> Vec<RawFrame> {
+        ids.iter().map(|&m| RawFrame { bci: 5, method: m }).collect()
+    }
+
+    fn types(f: &[RawFrame]) -> Vec<JavaFrameType> {
+        f.iter().map(|f| f.java_type()).collect()
+    }
+
+    fn run(phys: &[PhysFrame], ids: &[usize]) -> Vec<JavaFrameType> {
+        let mut f = frames(ids);
+        align(phys.iter().copied(), &mut f, |f| f.method * 10);
+        assert!(f.iter().all(|f| f.java_bci() == 5), "bci kept");
+        types(&f)
+    }
+
+    const fn interp(m: usize) -> PhysFrame {
+        PhysFrame::Interpreted { method: m * 10, bcp: 0 }
+    }
+
+    const fn comp(m: usize) -> PhysFrame {
+        PhysFrame::Compiled { method: m * 10 }
+    }
+
+    #[test]
+    fn compiled_frames_claim_their_inlined_callees() {
+        // leaf first: 1 and 2 inlined into 3 (compiled), 4 interpreted
+        assert_eq!(run(&[comp(3), interp(4)], &[1, 2, 3, 4]), [Inlined, Inlined, Compiled, Interpreted]);
+        assert_eq!(run(&[interp(1), comp(2), comp(3)], &[1, 2, 3]), [Interpreted, Compiled, Compiled]);
+    }
+
+    #[test]
+    fn a_mismatch_leaves_the_rest_unknown() {
+        assert_eq!(run(&[interp(1), interp(9), interp(3)], &[1, 2, 3]), [Interpreted, Unknown, Unknown]);
+        assert_eq!(run(&[interp(1), comp(9)], &[1, 2, 3]), [Interpreted, Unknown, Unknown]);
+    }
+
+    #[test]
+    fn a_half_built_top_frame_is_skipped() {
+        // the top physical frame is not among the Java frames
+        assert_eq!(run(&[comp(7), interp(1), comp(2)], &[1, 2]), [Interpreted, Compiled]);
+        // the top Java frame has no physical frame yet
+        assert_eq!(run(&[interp(2), interp(3)], &[1, 2, 3]), [Unknown, Interpreted, Interpreted]);
+    }
+
+    #[test]
+    fn code_address_frames_are_never_dereferenced() {
+        // A kernel address would fault if read: the guard must skip it.
+        assert_eq!(method_of(&RawFrame::kernel_pc(0xffff_ffff_8100_0000)), 0);
+        assert_eq!(method_of(&RawFrame::native_pc(8)), 0);
+        let method_slot: usize = 0x1234;
+        let jmid = &method_slot as *const usize as usize;
+        assert_eq!(method_of(&RawFrame::java(jmid, 3, Unknown)), 0x1234);
+        assert_eq!(method_of(&RawFrame { bci: BCI_NATIVE_FRAME, method: jmid }), 0x1234);
+    }
+
+    #[test]
+    fn more_physical_frames_than_stored_ones_stop_cleanly() {
+        assert_eq!(run(&[interp(1), interp(2), interp(3)], &[1, 2]), [Interpreted, Interpreted]);
+        assert_eq!(run(&[], &[1]), [Unknown]);
+    }
+}

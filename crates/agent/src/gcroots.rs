@@ -1,0 +1,369 @@
+//! Paths to GC roots: the chain of references from a GC root to given
+//! objects (one sampled instance per leak suspect), found with JVMTI
+//! `FollowReferences` within a time budget.
+//!
+//! The walk runs in a JVMTI environment of its own, so its tags (one per
+//! object reached: its node number) never mix with the allocation
+//! profiler's class tags, and disposing of the environment drops them all
+//! at once. Each node remembers the node it was first reached from and the
+//! kind of reference, which gives a path from a root to every node. The
+//! JVM is stopped while the walk runs (it is a VM operation), so the walk
+//! gives up at its deadline or once every target is found. Field names are
+//! found afterwards, by reading the referrer's fields with JNI and comparing
+//! them with the referee, which does not depend on JVMTI's field numbering.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use jvmti_sys::*;
+
+use crate::jvmti::{Jni, Jvmti};
+use crate::symbols::class_name_from_signature;
+
+/// Tags of targets before the walk: this bit plus the target's index.
+const TARGET_TAG: jlong = 1 << 48;
+const NO_PARENT: u32 = u32::MAX;
+/// At most this many objects are numbered (about 16 bytes each).
+const MAX_NODES: usize = 50_000_000;
+/// Steps printed per path; longer chains keep the root and the last steps.
+const MAX_STEPS: usize = 24;
+const ACC_STATIC: jint = 0x0008;
+
+#[derive(Clone, Copy)]
+struct Node {
+    parent: u32,
+    kind: jvmtiHeapReferenceKind,
+    index: jint,
+}
+
+struct Walk {
+    nodes: Vec<Node>,
+    found: Vec<Option<u32>>,
+    remaining: usize,
+    deadline: Instant,
+    calls: u64,
+    timed_out: bool,
+}
+
+/// The outcome: a path (root first) per target, and a note when some are
+/// missing.
+pub struct Paths {
+    pub paths: Vec<Option<Vec<String>>>,
+    pub note: Option<String>,
+}
+
+unsafe extern "C" fn on_reference(
+    kind: jvmtiHeapReferenceKind,
+    info: *const jvmtiHeapReferenceInfo,
+    _class_tag: jlong,
+    _referrer_class_tag: jlong,
+    _size: jlong,
+    tag_ptr: *mut jlong,
+    referrer_tag_ptr: *mut jlong,
+    _length: jint,
+    user_data: *mut std::ffi::c_void,
+) -> jint {
+    let abort = JVMTI_VISIT_ABORT as jint;
+    catch_unwind(AssertUnwindSafe(|| {
+        if tag_ptr.is_null() || user_data.is_null() {
+            return 0;
+        }
+        // SAFETY: user_data is the &mut Walk passed to FollowReferences,
+        // used by this callback only while the walk runs.
+        let walk = unsafe { &mut *(user_data as *mut Walk) };
+        walk.calls += 1;
+        if walk.calls % 4096 == 0 && Instant::now() > walk.deadline {
+            walk.timed_out = true;
+            return abort;
+        }
+        // SAFETY: the JVM passes valid tag pointers for the callback's duration.
+        let tag = unsafe { *tag_ptr };
+        if tag != 0 && tag & TARGET_TAG == 0 {
+            // Reached before: keep its first path, unless that was a thread's
+            // stack and this is a heap reference (see `prefer_heap_path`).
+            prefer_heap_path(walk, (tag - 1) as u32, kind, info, referrer_tag_ptr);
+            return 0;
+        }
+        if walk.nodes.len() >= MAX_NODES {
+            walk.timed_out = true;
+            return abort;
+        }
+        let parent = if referrer_tag_ptr.is_null() {
+            NO_PARENT
+        } else {
+            // SAFETY: as above; the referrer was numbered when it was reached.
+            match unsafe { *referrer_tag_ptr } {
+                t if t > 0 && t & TARGET_TAG == 0 => (t - 1) as u32,
+                _ => NO_PARENT,
+            }
+        };
+        let index = if info.is_null() {
+            -1
+        } else {
+            // SAFETY: the union's first member is an index for field, array
+            // element and constant pool references; other kinds ignore it.
+            unsafe { (*info).field.index }
+        };
+        let id = walk.nodes.len() as u32;
+        walk.nodes.push(Node { parent, kind, index });
+        // SAFETY: writing the object's tag in our own environment.
+        unsafe { *tag_ptr = id as jlong + 1 };
+        if tag & TARGET_TAG != 0 {
+            if let Some(slot) = walk.found.get_mut((tag & !TARGET_TAG) as usize) {
+                if slot.is_none() {
+                    *slot = Some(id);
+                    walk.remaining = walk.remaining.saturating_sub(1);
+                    if walk.remaining == 0 {
+                        return abort; // all found: stop early
+                    }
+                }
+            }
+        }
+        JVMTI_VISIT_OBJECTS as jint
+    }))
+    .unwrap_or(abort)
+}
+
+/// A reference held by a running method (stack or JNI local, thread) says
+/// less about a leak than the heap path that keeps the object alive after
+/// the method returns: roots are reported before the heap is walked, so
+/// an object first reached from a stack is moved under a heap referrer when
+/// one shows up, unless that referrer is reachable only through the object
+/// itself (which would make a cycle).
+fn prefer_heap_path(walk: &mut Walk, id: u32, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, referrer_tag_ptr: *mut jlong) {
+    let transient = |k| matches!(k, JVMTI_HEAP_REFERENCE_STACK_LOCAL | JVMTI_HEAP_REFERENCE_JNI_LOCAL | JVMTI_HEAP_REFERENCE_THREAD | JVMTI_HEAP_REFERENCE_OTHER);
+    let Some(node) = walk.nodes.get(id as usize) else { return };
+    if node.parent != NO_PARENT || !transient(node.kind) || referrer_tag_ptr.is_null() {
+        return;
+    }
+    // SAFETY: the JVM passes a valid referrer tag pointer for the callback's duration.
+    let parent = match unsafe { *referrer_tag_ptr } {
+        t if t > 0 && t & TARGET_TAG == 0 => (t - 1) as u32,
+        _ => return,
+    };
+    let mut up = parent;
+    for _ in 0..walk.nodes.len() {
+        if up == id {
+            return;
+        }
+        match walk.nodes.get(up as usize) {
+            Some(n) if n.parent != NO_PARENT => up = n.parent,
+            _ => break,
+        }
+    }
+    // SAFETY: as in on_reference: the union starts with an index.
+    let index = if info.is_null() { -1 } else { unsafe { (*info).field.index } };
+    if let Some(n) = walk.nodes.get_mut(id as usize) {
+        *n = Node { parent, kind, index };
+    }
+}
+
+/// Finds a path from a GC root to each target within `budget`. Targets are
+/// local references, which this deletes (null ones are skipped); the caller
+/// must hold no other references to objects of interest.
+pub fn find(vm: *mut JavaVM, jni: Jni, targets: &[jobject], budget: Duration) -> Paths {
+    let none = |note: String| Paths { paths: targets.iter().map(|_| None).collect(), note: Some(note) };
+    let env = match Jvmti::from_vm(vm) {
+        Ok(e) => e,
+        Err(e) => return none(format!("no JVMTI environment for the heap walk ({e})")),
+    };
+    let result = walk_in(env, jni, targets, budget);
+    env.dispose();
+    result.unwrap_or_else(none)
+}
+
+fn walk_in(env: Jvmti, jni: Jni, targets: &[jobject], budget: Duration) -> Result<Paths, String> {
+    // SAFETY: all-zero capabilities are valid; we set the one we need.
+    let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    caps.set_can_tag_objects(1);
+    env.add_capabilities(&caps).map_err(|e| format!("this JVM cannot tag objects for a heap walk ({e})"))?;
+    let mut wanted = 0;
+    for (i, &t) in targets.iter().enumerate() {
+        if !t.is_null() && env.set_tag(t, TARGET_TAG | i as jlong).is_ok() {
+            wanted += 1;
+        }
+        // Our own reference would be the shortest path (a JNI local root):
+        // drop it; the tag finds the object.
+        jni.delete_local(t);
+    }
+    let started = Instant::now();
+    let mut walk = Walk { nodes: Vec::new(), found: vec![None; targets.len()], remaining: wanted, deadline: started + budget, calls: 0, timed_out: false };
+    // SAFETY: an all-null callback table is valid; we set the reference callback.
+    let mut callbacks: jvmtiHeapCallbacks = unsafe { std::mem::zeroed() };
+    callbacks.heap_reference_callback = Some(on_reference);
+    env.follow_references(&callbacks, &mut walk as *mut Walk as *const std::ffi::c_void).map_err(|e| format!("FollowReferences failed ({e})"))?;
+    let found = walk.found.iter().filter(|f| f.is_some()).count();
+    crate::log::debug(&format!("gcroots: {} objects numbered, {found} of {wanted} targets found in {:?}", walk.nodes.len(), started.elapsed()));
+    let mut paths = Vec::with_capacity(targets.len());
+    for f in &walk.found {
+        paths.push(f.map(|id| describe(env, jni, &walk.nodes, id)));
+    }
+    let note = if found < wanted {
+        let why = if walk.timed_out { format!("the walk stopped at its {:.1} s budget (gcroots=DURATION raises it)", budget.as_secs_f64()) } else { "the others were not reachable from a root".into() };
+        Some(format!("found for {found} of {wanted} suspects; {why}"))
+    } else {
+        None
+    };
+    Ok(Paths { paths, note })
+}
+
+/// Node ids from the root to `id`.
+fn chain(nodes: &[Node], mut id: u32) -> Vec<u32> {
+    let mut out = vec![id];
+    while let Some(n) = nodes.get(id as usize) {
+        if n.parent == NO_PARENT || out.len() > nodes.len() {
+            break;
+        }
+        id = n.parent;
+        out.push(id);
+    }
+    out.reverse();
+    out
+}
+
+fn root_kind(kind: jvmtiHeapReferenceKind) -> &'static str {
+    match kind {
+        JVMTI_HEAP_REFERENCE_JNI_GLOBAL => "JNI global",
+        JVMTI_HEAP_REFERENCE_SYSTEM_CLASS => "system class",
+        JVMTI_HEAP_REFERENCE_MONITOR => "monitor",
+        JVMTI_HEAP_REFERENCE_STACK_LOCAL => "stack local",
+        JVMTI_HEAP_REFERENCE_JNI_LOCAL => "JNI local",
+        JVMTI_HEAP_REFERENCE_THREAD => "thread",
+        _ => "other",
+    }
+}
+
+/// The steps of the path to `id`, each `edge -> object`, the first naming the root.
+fn describe(env: Jvmti, jni: Jni, nodes: &[Node], id: u32) -> Vec<String> {
+    let ids = chain(nodes, id);
+    let tags: Vec<jlong> = ids.iter().map(|&i| i as jlong + 1).collect();
+    if !jni.push_frame(2 * tags.len() as jint + 16) {
+        return vec!["(no room for local references)".into()];
+    }
+    let objects = env.objects_with_tags(&tags).unwrap_or_default();
+    let object = |tag: jlong| objects.iter().find(|(_, t)| *t == tag).map(|(o, _)| *o).unwrap_or(std::ptr::null_mut());
+    let mut steps = Vec::with_capacity(ids.len());
+    for (pos, &i) in ids.iter().enumerate() {
+        let Some(node) = nodes.get(i as usize) else { break };
+        let obj = object(i as jlong + 1);
+        let what = object_name(env, jni, obj);
+        if pos == 0 {
+            steps.push(format!("GC root ({}): {what}", root_kind(node.kind)));
+            continue;
+        }
+        let parent = if pos > 0 { object(ids[pos - 1] as jlong + 1) } else { std::ptr::null_mut() };
+        let edge = match node.kind {
+            JVMTI_HEAP_REFERENCE_STATIC_FIELD => format!("static field {}", static_field_name(env, jni, parent, obj).unwrap_or_else(|| format!("#{}", node.index))),
+            JVMTI_HEAP_REFERENCE_FIELD => match instance_field_name(env, jni, parent, obj) {
+                // FollowReferences follows weak and soft referents too.
+                Some(f) if f == "java.lang.ref.Reference.referent" => format!("field {f} (weak or soft: does not keep it alive)"),
+                Some(f) => format!("field {f}"),
+                None => format!("field #{}", node.index),
+            },
+            JVMTI_HEAP_REFERENCE_ARRAY_ELEMENT => format!("element [{}]", node.index),
+            JVMTI_HEAP_REFERENCE_CLASS => "class".into(),
+            JVMTI_HEAP_REFERENCE_CLASS_LOADER => "class loader".into(),
+            JVMTI_HEAP_REFERENCE_CONSTANT_POOL => "constant pool".into(),
+            JVMTI_HEAP_REFERENCE_SUPERCLASS => "superclass".into(),
+            JVMTI_HEAP_REFERENCE_INTERFACE => "interface".into(),
+            JVMTI_HEAP_REFERENCE_PROTECTION_DOMAIN => "protection domain".into(),
+            JVMTI_HEAP_REFERENCE_SIGNERS => "signers".into(),
+            k => format!("reference kind {k}"),
+        };
+        steps.push(format!("{edge} -> {what}"));
+    }
+    jni.pop_frame();
+    if steps.len() > MAX_STEPS {
+        let cut = steps.len() - (MAX_STEPS - 1);
+        let mut short = vec![steps[0].clone(), format!("... {} steps ...", cut - 1)];
+        short.extend(steps.drain(cut..));
+        return short;
+    }
+    steps
+}
+
+fn class_name(env: Jvmti, class: jclass) -> String {
+    env.class_signature(class).map(|s| class_name_from_signature(&s)).unwrap_or_else(|_| "?".into())
+}
+
+/// `java.util.ArrayList`, or `class Foo` for a class object.
+fn object_name(env: Jvmti, jni: Jni, obj: jobject) -> String {
+    if obj.is_null() {
+        return "(object gone)".into();
+    }
+    let class = jni.object_class(obj);
+    let name = class_name(env, class);
+    jni.delete_local(class);
+    if name == "java.lang.Class" {
+        format!("class {}", class_name(env, obj as jclass))
+    } else {
+        name
+    }
+}
+
+fn is_reference(sig: &str) -> bool {
+    sig.starts_with('L') || sig.starts_with('[')
+}
+
+/// The static field of `class` that holds `value`.
+fn static_field_name(env: Jvmti, jni: Jni, class: jobject, value: jobject) -> Option<String> {
+    if class.is_null() || value.is_null() {
+        return None;
+    }
+    let class = class as jclass;
+    for f in env.class_fields(class).ok()? {
+        let Ok((name, sig, modifiers)) = env.field_info(class, f) else { continue };
+        if modifiers & ACC_STATIC == 0 || !is_reference(&sig) {
+            continue;
+        }
+        let v = jni.static_object_field(class, f);
+        let same = !v.is_null() && jni.is_same(v, value);
+        jni.delete_local(v);
+        if same {
+            return Some(format!("{}.{name}", class_name(env, class)));
+        }
+    }
+    None
+}
+
+/// The instance field of `obj` (or of a superclass) that holds `value`.
+fn instance_field_name(env: Jvmti, jni: Jni, obj: jobject, value: jobject) -> Option<String> {
+    if obj.is_null() || value.is_null() {
+        return None;
+    }
+    let mut class = jni.object_class(obj);
+    while !class.is_null() {
+        for f in env.class_fields(class).unwrap_or_default() {
+            let Ok((name, sig, modifiers)) = env.field_info(class, f) else { continue };
+            if modifiers & ACC_STATIC != 0 || !is_reference(&sig) {
+                continue;
+            }
+            let v = jni.object_field(obj, f);
+            let same = !v.is_null() && jni.is_same(v, value);
+            jni.delete_local(v);
+            if same {
+                let owner = class_name(env, class);
+                jni.delete_local(class);
+                return Some(format!("{owner}.{name}"));
+            }
+        }
+        let next = jni.superclass(class);
+        jni.delete_local(class);
+        class = next;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_run_from_the_root() {
+        let n = |parent| Node { parent, kind: 0, index: 0 };
+        let nodes = vec![n(NO_PARENT), n(0), n(1), n(NO_PARENT), n(3)];
+        assert_eq!(chain(&nodes, 2), vec![0, 1, 2]);
+        assert_eq!(chain(&nodes, 4), vec![3, 4]);
+        assert_eq!(chain(&nodes, 0), vec![0]);
+    }
+}

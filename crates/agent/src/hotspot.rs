@@ -1,0 +1,461 @@
+//! HotSpot's in-memory layout, as the Java stack walker needs it: where a
+//! thread keeps its last Java frame and stack bounds, how to find the code
+//! blob (compiled method, stub, interpreter) containing a PC, and how to turn
+//! a `Method*` into the `jmethodID` profiles are keyed by.
+//!
+//! [`Layout::from_vm_structs`] computes every offset off the signal path from
+//! the JVM's own structure table (see `vmstructs`); a name missing on some JDK
+//! disables the walker with a log line instead of guessing. The accessors are
+//! signal-safe: they read only
+//! - the current thread's own `JavaThread` (found from its `JNIEnv`),
+//! - the code cache's committed range, after checking the address against it,
+//! - `CodeHeap` objects (C heap, alive for the JVM's life),
+//! - metadata through [`safemem`] reads, which fail instead of faulting.
+
+use std::sync::OnceLock;
+
+use crate::safemem;
+use crate::vmstructs::VmStructs;
+
+/// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
+pub const THREAD_IN_JAVA: i32 = 8;
+pub const THREAD_IN_JAVA_TRANS: i32 = 9;
+const THREAD_IN_NATIVE: i32 = 4;
+const THREAD_IN_VM: i32 = 6;
+
+/// Interpreter frame slots, in words from `rbp`, on x86_64 (frame_x86.hpp;
+/// the same on JDK 11–25 and not in the structure table).
+const INTERP_SENDER_SP: isize = -1;
+const INTERP_METHOD: isize = -3;
+const INTERP_BCP: isize = -8;
+
+const MAX_HEAPS: usize = 8;
+/// Bytes of a code blob's header that lookups may read.
+const HEADER: usize = 256;
+
+/// Where a code blob's first instruction is recorded.
+#[derive(Clone, Copy, Debug)]
+enum CodeBounds {
+    /// JDK ≤ 22: `_code_begin` / `_code_end` pointers.
+    Pointers { begin: usize, end: usize },
+    /// JDK 23+: `_code_offset` / `_data_offset` ints from the blob start.
+    Offsets { begin: usize, end: usize },
+}
+
+/// How to tell a compiled Java method (`nmethod`) from other blobs.
+#[derive(Clone, Copy, Debug)]
+enum NmethodTest {
+    /// JDK 23+: a `CodeBlobKind` byte.
+    Kind { offset: usize, nmethod: u8 },
+    /// Earlier: the blob's `_name` is "nmethod".
+    Name { offset: usize },
+}
+
+/// Offsets and fixed addresses, all plain numbers.
+#[derive(Debug)]
+pub struct Layout {
+    env_offset: usize,
+    thread_state: usize,
+    anchor_sp: usize,
+    anchor_fp: usize,
+    anchor_pc: usize,
+    stack_base: usize,
+    stack_size: usize,
+
+    code_low: usize,
+    code_high: usize,
+    heaps: [usize; MAX_HEAPS],
+    heap_count: usize,
+    heap_mem_low: usize,
+    heap_mem_high: usize,
+    heap_segmap_low: usize,
+    heap_segmap_high: usize,
+    heap_log2_segment: usize,
+    block_size: usize,
+    block_used: usize,
+
+    blob_frame_size: usize,
+    blob_frame_complete: usize,
+    blob_frame_complete_16: bool,
+    code_bounds: CodeBounds,
+    nmethod_test: NmethodTest,
+    nmethod_method: usize,
+
+    interp_low: usize,
+    interp_high: usize,
+    call_stub_return: usize,
+    /// Entry frames: the `JavaCallWrapper*` slot (words from `rbp`) and the
+    /// offsets of its anchor's sp, fp, pc. `None`: walks end at entry frames.
+    entry: Option<(isize, [usize; 3])>,
+
+    method_const: usize,
+    /// `Method::_access_flags`, where exported (not on JDK 25).
+    method_flags: Option<usize>,
+    const_constants: usize,
+    const_idnum: usize,
+    const_code_size: usize,
+    const_size: usize,
+    pool_holder: usize,
+    jmethod_ids: usize,
+}
+
+/// A code blob found for a PC.
+#[derive(Clone, Copy, Debug)]
+pub struct Blob {
+    /// Frame size in bytes (0 for blobs without a fixed frame).
+    pub frame_bytes: usize,
+    /// First PC at which the frame is fully built.
+    pub frame_complete: usize,
+    pub code_begin: usize,
+    /// The `Method*` of a compiled Java method, 0 for stubs.
+    pub method: usize,
+}
+
+static LAYOUT: OnceLock<Layout> = OnceLock::new();
+/// The address of the "nmethod" name string, once one was seen.
+static NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The layout, once [`init`] succeeded. Signal-safe (an atomic load).
+pub fn layout() -> Option<&'static Layout> {
+    LAYOUT.get()
+}
+
+/// Computes the layout for this JVM. Call from a JVMTI callback on a Java
+/// thread (its `JNIEnv` finds where `JNIEnv` sits inside `JavaThread`), after
+/// the code cache and interpreter exist (VMInit or later). Returns why not.
+pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
+    if let Some(l) = LAYOUT.get() {
+        return Ok(l);
+    }
+    if !safemem::init() {
+        return Err("process_vm_readv on the own process is not allowed".into());
+    }
+    let l = Layout::from_vm_structs(vs, env)?;
+    Ok(LAYOUT.get_or_init(|| l))
+}
+
+fn need<T>(v: Option<T>, what: &str) -> Result<T, String> {
+    v.ok_or_else(|| format!("the JVM's structure table has no {what}"))
+}
+
+impl Layout {
+    fn from_vm_structs(vs: &VmStructs, env: usize) -> Result<Layout, String> {
+        let off = |t: &str, f: &str| need(vs.field(t, f).filter(|x| !x.is_static).map(|x| x.offset as usize), &format!("{t}::{f}"));
+        let stat = |t: &str, f: &str| need(vs.static_word(t, f), &format!("{t}::{f}"));
+        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM), ("_thread_in_Java_trans", THREAD_IN_JAVA_TRANS)] {
+            if vs.int_constant(name).is_some_and(|v| v != want as i64) {
+                return Err(format!("unexpected value of {name}"));
+            }
+        }
+        let anchor = off("JavaThread", "_anchor")?;
+        let growable_len = off("GrowableArrayBase", "_len").or_else(|_| off("GenericGrowableArray", "_len"))?;
+        let growable_data = off("GrowableArray<int>", "_data")?;
+        let vs_low = off("VirtualSpace", "_low")?;
+        let vs_high = off("VirtualSpace", "_high")?;
+        let memory = off("CodeHeap", "_memory")?;
+        let segmap = off("CodeHeap", "_segmap")?;
+        let code_bounds = match (off("CodeBlob", "_code_begin"), off("CodeBlob", "_code_end")) {
+            (Ok(begin), Ok(end)) => CodeBounds::Pointers { begin, end },
+            _ => CodeBounds::Offsets { begin: off("CodeBlob", "_code_offset")?, end: off("CodeBlob", "_data_offset")? },
+        };
+        let nmethod_test = match (off("CodeBlob", "_kind"), vs.int_constant("CodeBlobKind::Nmethod")) {
+            (Ok(offset), Some(k)) => NmethodTest::Kind { offset, nmethod: k as u8 },
+            _ => NmethodTest::Name { offset: off("CodeBlob", "_name")? },
+        };
+        let stub_queue = stat("AbstractInterpreter", "_code")?;
+        let (code_low, code_high) = need(vs.code_cache_bounds(), "code cache bounds")?;
+        let mut l = Layout {
+            env_offset: 0,
+            thread_state: off("JavaThread", "_thread_state")?,
+            anchor_sp: anchor + off("JavaFrameAnchor", "_last_Java_sp")?,
+            anchor_fp: anchor + off("JavaFrameAnchor", "_last_Java_fp")?,
+            anchor_pc: anchor + off("JavaFrameAnchor", "_last_Java_pc")?,
+            stack_base: off("JavaThread", "_stack_base").or_else(|_| off("Thread", "_stack_base"))?,
+            stack_size: off("JavaThread", "_stack_size").or_else(|_| off("Thread", "_stack_size"))?,
+            code_low,
+            code_high,
+            heaps: [0; MAX_HEAPS],
+            heap_count: 0,
+            heap_mem_low: memory + vs_low,
+            heap_mem_high: memory + vs_high,
+            heap_segmap_low: segmap + vs_low,
+            heap_segmap_high: segmap + vs_high,
+            heap_log2_segment: off("CodeHeap", "_log2_segment_size")?,
+            block_size: need(vs.size("HeapBlock"), "HeapBlock size")? as usize,
+            block_used: off("HeapBlock::Header", "_used")?,
+            blob_frame_size: off("CodeBlob", "_frame_size")?,
+            blob_frame_complete: off("CodeBlob", "_frame_complete_offset")?,
+            blob_frame_complete_16: vs.field_type("CodeBlob", "_frame_complete_offset") == Some("int16_t"),
+            code_bounds,
+            nmethod_test,
+            nmethod_method: off("nmethod", "_method").or_else(|_| off("CompiledMethod", "_method"))?,
+            interp_low: 0,
+            interp_high: 0,
+            call_stub_return: stat("StubRoutines", "_call_stub_return_address")?,
+            entry: match (vs.int_constant("frame::entry_frame_call_wrapper_offset"), off("JavaCallWrapper", "_anchor")) {
+                (Some(slot), Ok(a)) => Some((slot as isize, [a + off("JavaFrameAnchor", "_last_Java_sp")?, a + off("JavaFrameAnchor", "_last_Java_fp")?, a + off("JavaFrameAnchor", "_last_Java_pc")?])),
+                _ => None,
+            },
+            method_const: off("Method", "_constMethod")?,
+            method_flags: off("Method", "_access_flags").ok(),
+            const_constants: off("ConstMethod", "_constants")?,
+            const_idnum: off("ConstMethod", "_method_idnum")?,
+            const_code_size: off("ConstMethod", "_code_size")?,
+            const_size: need(vs.size("ConstMethod"), "ConstMethod size")? as usize,
+            pool_holder: off("ConstantPool", "_pool_holder")?,
+            jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
+        };
+        // find_blob reads blob headers only within their first HEADER bytes.
+        let (CodeBounds::Pointers { begin, end } | CodeBounds::Offsets { begin, end }) = l.code_bounds;
+        let (NmethodTest::Kind { offset: test, .. } | NmethodTest::Name { offset: test }) = l.nmethod_test;
+        if [l.blob_frame_size, l.blob_frame_complete, l.nmethod_method, begin, end, test].iter().any(|&o| o + 8 > HEADER) {
+            return Err("code blob fields beyond the expected header".into());
+        }
+        let heaps = stat("CodeCache", "_heaps")?;
+        let count = safemem::read_word(heaps + growable_len).map(|w| w as u32 as usize).unwrap_or(0);
+        let data = safemem::read_word(heaps + growable_data).unwrap_or(0);
+        if count == 0 || count > MAX_HEAPS || data == 0 {
+            return Err(format!("unexpected code heap list ({count} heaps)"));
+        }
+        for i in 0..count {
+            l.heaps[i] = need(safemem::read_word(data + 8 * i), "code heap")?;
+        }
+        l.heap_count = count;
+        let buffer = need(safemem::read_word(stub_queue + off("StubQueue", "_stub_buffer")?), "interpreter code")?;
+        // `_buffer_limit` is an int: the low half of the word.
+        let limit = need(safemem::read_word(stub_queue + off("StubQueue", "_buffer_limit")?), "interpreter size")? as u32 as usize;
+        l.interp_low = buffer;
+        l.interp_high = buffer + limit;
+        if buffer == 0 || limit == 0 {
+            return Err("the interpreter is not generated yet".into());
+        }
+        l.env_offset = l.find_env_offset(env)?;
+        Ok(l)
+    }
+
+    /// Finds where the `JNIEnv` sits inside `JavaThread` (not in the
+    /// structure table): the offset at which the candidate thread's stack
+    /// bounds contain our own stack and its state is "in native" or "in VM".
+    fn find_env_offset(&self, env: usize) -> Result<usize, String> {
+        let local = 0u8;
+        let here = &local as *const u8 as usize;
+        for off in (8..4096).step_by(8) {
+            let Some(thread) = env.checked_sub(off) else { break };
+            let (Some(base), Some(size), Some(state)) =
+                (safemem::read_word(thread + self.stack_base), safemem::read_word(thread + self.stack_size), safemem::read_word(thread + self.thread_state))
+            else {
+                continue;
+            };
+            // JVMTI callbacks run "in native"; an attach may run "in VM".
+            let state = state as u32 as i32;
+            if base > here && size < (1 << 32) && base.saturating_sub(size) < here && (state == THREAD_IN_NATIVE || state == THREAD_IN_VM) {
+                return Ok(off);
+            }
+        }
+        Err("cannot find the JNIEnv inside JavaThread".into())
+    }
+
+    /// The current thread's `JavaThread*`, from its `JNIEnv`.
+    pub fn thread(&self, env: usize) -> usize {
+        env.wrapping_sub(self.env_offset)
+    }
+
+    /// Reads a word of the current thread's own `JavaThread`.
+    fn thread_word(thread: usize, offset: usize) -> usize {
+        // SAFETY: `thread` is the current thread's JavaThread (from its own
+        // JNIEnv), alive while it runs; offsets come from the JVM's table.
+        unsafe { ((thread + offset) as *const usize).read_volatile() }
+    }
+
+    /// The thread's state (`_thread_in_Java`, …).
+    pub fn thread_state(&self, thread: usize) -> i32 {
+        // SAFETY: as in thread_word; the state is a 4-byte enum.
+        unsafe { ((thread + self.thread_state) as *const i32).read_volatile() }
+    }
+
+    /// The last Java frame the thread recorded when it left Java: (sp, fp, pc).
+    pub fn anchor(&self, thread: usize) -> (usize, usize, usize) {
+        (Self::thread_word(thread, self.anchor_sp), Self::thread_word(thread, self.anchor_fp), Self::thread_word(thread, self.anchor_pc))
+    }
+
+    /// The thread's stack: [lowest, base).
+    pub fn stack(&self, thread: usize) -> (usize, usize) {
+        let base = Self::thread_word(thread, self.stack_base);
+        (base.saturating_sub(Self::thread_word(thread, self.stack_size)), base)
+    }
+
+    pub fn in_code_cache(&self, pc: usize) -> bool {
+        pc >= self.code_low && pc < self.code_high
+    }
+
+    pub fn in_interpreter(&self, pc: usize) -> bool {
+        pc >= self.interp_low && pc < self.interp_high
+    }
+
+    /// Whether `pc` is where the call stub resumes after Java returns: the
+    /// frame below is the VM's, not Java's.
+    pub fn is_call_stub_return(&self, pc: usize) -> bool {
+        pc == self.call_stub_return
+    }
+
+    /// The code blob containing `pc`, found through the code heap's segment
+    /// map as HotSpot's `CodeHeap::find_start` does.
+    pub fn find_blob(&self, pc: usize) -> Option<Blob> {
+        if !self.in_code_cache(pc) {
+            return None;
+        }
+        let heap = self.heaps.get(..self.heap_count)?.iter().copied().find(|&h| {
+            let (low, high) = heap_range(h, self.heap_mem_low, self.heap_mem_high);
+            pc >= low && pc < high
+        })?;
+        let (low, high) = heap_range(heap, self.heap_mem_low, self.heap_mem_high);
+        let (map_low, map_high) = heap_range(heap, self.heap_segmap_low, self.heap_segmap_high);
+        // SAFETY: CodeHeap objects live as long as the JVM.
+        let log2 = unsafe { ((heap + self.heap_log2_segment) as *const i32).read_volatile() };
+        if !(0..32).contains(&log2) {
+            return None;
+        }
+        let mut seg = (pc - low) >> log2;
+        let map_byte = |i: usize| -> Option<u8> {
+            let a = map_low.checked_add(i)?;
+            // SAFETY: a is inside the segment map's committed range.
+            (a < map_high).then(|| unsafe { (a as *const u8).read_volatile() })
+        };
+        let mut b = map_byte(seg)?;
+        if b == 0xff {
+            return None; // free segment
+        }
+        let mut hops = 0;
+        while b > 0 {
+            seg = seg.checked_sub(b as usize)?;
+            b = map_byte(seg)?;
+            hops += 1;
+            if hops > 100_000 || b == 0xff {
+                return None;
+            }
+        }
+        let block = low + (seg << log2);
+        let blob = block + self.block_size;
+        let header_end = blob + HEADER;
+        if header_end > high {
+            return None;
+        }
+        let word = |o: usize| -> usize {
+            // SAFETY: blob + o < header_end <= committed end of this heap.
+            unsafe { ((blob + o) as *const usize).read_volatile() }
+        };
+        let int = |o: usize| -> i32 {
+            // SAFETY: as above.
+            unsafe { ((blob + o) as *const i32).read_volatile() }
+        };
+        // SAFETY: as above.
+        let used = unsafe { ((block + self.block_used) as *const u8).read_volatile() };
+        if used == 0 {
+            return None;
+        }
+        let (code_begin, code_end) = match self.code_bounds {
+            CodeBounds::Pointers { begin, end } => (word(begin), word(end)),
+            CodeBounds::Offsets { begin, end } => (blob + int(begin) as u32 as usize, blob + int(end) as u32 as usize),
+        };
+        if pc < code_begin || pc >= code_end {
+            return None;
+        }
+        let complete = if self.blob_frame_complete_16 {
+            // SAFETY: as above.
+            unsafe { ((blob + self.blob_frame_complete) as *const i16).read_volatile() as i32 }
+        } else {
+            int(self.blob_frame_complete)
+        };
+        let frame_words = int(self.blob_frame_size);
+        let method = if self.is_nmethod(blob, &word) { word(self.nmethod_method) } else { 0 };
+        Some(Blob {
+            frame_bytes: if (0..1 << 20).contains(&frame_words) { frame_words as usize * 8 } else { 0 },
+            frame_complete: if complete >= 0 { code_begin.wrapping_add(complete as usize) } else { code_begin },
+            code_begin,
+            method,
+        })
+    }
+
+    fn is_nmethod(&self, blob: usize, word: &dyn Fn(usize) -> usize) -> bool {
+        use std::sync::atomic::Ordering;
+        match self.nmethod_test {
+            NmethodTest::Kind { offset, nmethod } => {
+                // SAFETY: inside the blob header checked by the caller.
+                unsafe { ((blob + offset) as *const u8).read_volatile() == nmethod }
+            }
+            NmethodTest::Name { offset } => {
+                let name = word(offset);
+                if name != 0 && name == NMETHOD_NAME.load(Ordering::Relaxed) {
+                    return true;
+                }
+                if safemem::read_bytes8(name) == Some(*b"nmethod\0") {
+                    NMETHOD_NAME.store(name, Ordering::Relaxed);
+                    return true;
+                }
+                false
+            }
+        }
+    }
+
+    /// Where an entry frame with frame pointer `fp` keeps its
+    /// `JavaCallWrapper*`, and the offsets of the wrapper's anchor (sp, fp,
+    /// pc): the Java frames that called into the VM before it called Java.
+    pub fn entry_frame(&self, fp: usize) -> Option<(usize, [usize; 3])> {
+        self.entry.map(|(slot, anchor)| (fp.wrapping_add_signed(slot * 8), anchor))
+    }
+
+    /// The `Method*` an interpreted frame with frame pointer `fp` runs.
+    pub fn interpreted_method_slot(fp: usize) -> usize {
+        fp.wrapping_add_signed(INTERP_METHOD * 8)
+    }
+
+    pub fn interpreted_bcp_slot(fp: usize) -> usize {
+        fp.wrapping_add_signed(INTERP_BCP * 8)
+    }
+
+    pub fn interpreted_sender_sp_slot(fp: usize) -> usize {
+        fp.wrapping_add_signed(INTERP_SENDER_SP * 8)
+    }
+
+    /// The `jmethodID` of a `Method*`, through its class's jmethodID cache,
+    /// checked by reading it back. `None` if any step is implausible.
+    pub fn jmethod_id(&self, method: usize) -> Option<usize> {
+        let cm = safemem::read_word(method.wrapping_add(self.method_const))?;
+        let cp = safemem::read_word(cm.wrapping_add(self.const_constants))?;
+        let holder = safemem::read_word(cp.wrapping_add(self.pool_holder))?;
+        let idnum = safemem::read_u16(cm.wrapping_add(self.const_idnum))? as usize;
+        let ids = safemem::read_word(holder.wrapping_add(self.jmethod_ids))?;
+        let len = safemem::read_word(ids)?;
+        if idnum >= len || len > 1 << 16 {
+            return None;
+        }
+        let id = safemem::read_word(ids.wrapping_add(8 * (idnum + 1)))?;
+        (id != 0 && safemem::read_word(id)? == method).then_some(id)
+    }
+
+    /// The `bci` to store for a compiled frame of `method` without scope
+    /// decoding: 0, or the native-method marker for a JNI wrapper.
+    pub fn compiled_bci(&self, method: usize) -> i32 {
+        const ACC_NATIVE: usize = 0x0100;
+        match self.method_flags.and_then(|o| safemem::read_word(method.wrapping_add(o))) {
+            Some(flags) if flags as u32 as usize & ACC_NATIVE != 0 => jvmti_sys::asgct::BCI_NATIVE_FRAME,
+            _ => 0,
+        }
+    }
+
+    /// The bytecode index of `bcp` in `method`, or 0 if it is not inside
+    /// the method's bytecodes.
+    pub fn bci(&self, method: usize, bcp: usize) -> i32 {
+        let Some(cm) = safemem::read_word(method.wrapping_add(self.method_const)) else { return 0 };
+        let Some(size) = safemem::read_u16(cm.wrapping_add(self.const_code_size)) else { return 0 };
+        let start = cm.wrapping_add(self.const_size);
+        if bcp >= start && bcp < start.wrapping_add(size as usize) { (bcp - start) as i32 } else { 0 }
+    }
+}
+
+/// The [low, high) pointers of a `VirtualSpace` inside a `CodeHeap`.
+fn heap_range(heap: usize, low_off: usize, high_off: usize) -> (usize, usize) {
+    // SAFETY: CodeHeap objects live as long as the JVM; the fields are
+    // pointer-sized VirtualSpace bounds.
+    unsafe { (((heap + low_off) as *const usize).read_volatile(), ((heap + high_off) as *const usize).read_volatile()) }
+}

@@ -1,0 +1,84 @@
+//! oxprof's own Java stack walk, used when AsyncGetCallTrace gives up.
+//! Signal-safe.
+//!
+//! AsyncGetCallTrace refuses while a GC runs, when the thread's last Java
+//! frame is not marked walkable (a thread inside the VM), or when the
+//! interrupted PC is in code without a complete frame. The physical frames
+//! (see `javastack`) are usually still there; this module turns them into
+//! stored frames: an interpreted frame gives its method and bytecode index,
+//! a compiled frame gives the method it was compiled for, marked compiled,
+//! without the methods inlined into it (decoding the compiler's scope data
+//! is left out: those samples are attributed to the compiled root). Each
+//! `Method*` is turned into its `jmethodID` through its class's jmethodID
+//! cache and checked by reading it back; the walk stops at the first frame
+//! it cannot name.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
+
+use crate::hotspot::{self, Layout};
+use crate::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::store::{JavaFrameType, RawFrame};
+
+/// What the walk found.
+pub enum Walked {
+    /// `n` frames were written, leaf first.
+    Frames(usize),
+    /// The thread is outside Java with no Java frame on its stack.
+    NoJavaFrame,
+    /// Nothing usable.
+    Failed,
+}
+
+/// Walks the current thread's Java frames into `out`.
+pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
+    let (start, stack) = JavaStack::new(l, thread, regs);
+    match start {
+        Start::Frames => {}
+        Start::NoJavaFrame => return Walked::NoJavaFrame,
+        Start::Unknown => return Walked::Failed,
+    }
+    let mut n = 0;
+    for phys in stack {
+        let Some(slot) = out.get_mut(n) else { break };
+        let (method, bci, ty) = match phys {
+            // The interpreter's native-method entry keeps no bytecode pointer.
+            PhysFrame::Interpreted { method, bcp: 0 } => (method, BCI_NATIVE_FRAME, JavaFrameType::Interpreted),
+            PhysFrame::Interpreted { method, bcp } => (method, l.bci(method, bcp), JavaFrameType::Interpreted),
+            PhysFrame::Compiled { method } => (method, l.compiled_bci(method), JavaFrameType::Compiled),
+        };
+        let Some(id) = l.jmethod_id(method) else { break };
+        *slot = RawFrame::java(id, bci, ty);
+        n += 1;
+    }
+    if n > 0 { Walked::Frames(n) } else { Walked::Failed }
+}
+
+/// Off by `OXPROF_DISABLE_JAVA_WALKER=1` (to measure plain AsyncGetCallTrace).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Reads the environment switch. Call off the signal path.
+pub fn configure() -> bool {
+    let on = std::env::var_os("OXPROF_DISABLE_JAVA_WALKER").map_or(true, |v| v.is_empty() || v == "0");
+    ENABLED.store(on, Ordering::Relaxed);
+    on
+}
+
+/// After AsyncGetCallTrace failed with `code`: walks the stack itself into
+/// `out` and returns the new frame count (0 = no Java frame), or `code`.
+pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code: i32) -> i32 {
+    // Only the refusals the physical frames can answer; not a thread that
+    // is exiting, not yet started, or being deoptimized.
+    let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
+    if !answerable || !ENABLED.load(Ordering::Relaxed) {
+        return code;
+    }
+    let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return code };
+    match walk(l, l.thread(env), regs, out) {
+        Walked::Frames(n) => n as i32,
+        Walked::NoJavaFrame => 0,
+        Walked::Failed => code,
+    }
+}

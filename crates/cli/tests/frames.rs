@@ -1,0 +1,131 @@
+//! Java frame types (interpreted, JIT-compiled, inlined) and the agent's own
+//! stack walk when AsyncGetCallTrace fails, on the default JDK and on every
+//! extra JDK `scripts/test.sh` installs (OXPROF_EXTRA_JDKS).
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Samples of frames named `method` plus one of the annotations, and of all.
+fn typed(stacks: &[(Vec<String>, u64)], method: &str, annotation: &str) -> u64 {
+    samples_with(stacks, &format!("{method}{annotation}"))
+}
+
+fn any_type(stacks: &[(Vec<String>, u64)], method: &str) -> u64 {
+    ["", "_[0]", "_[j]", "_[i]"].iter().map(|a| typed(stacks, method, a)).sum()
+}
+
+/// Runs FrameTypes (one method kept interpreted, one hot compiled method
+/// with an inlined callee) and checks each method's annotation.
+fn check_frame_types(java: &Path, classes: &Path, out: &Path) {
+    let o = Command::new(java)
+        .arg(format!("-agentpath:{}=start,interval=1ms,ann,file={}", agent().display(), out.display()))
+        .args(["-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,FrameTypes::cold"])
+        .args(["-cp", classes.to_str().unwrap(), "FrameTypes", "3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
+    let s = read_collapsed(out);
+    let who = java.display();
+
+    let cold = any_type(&s, "FrameTypes.cold");
+    assert!(cold >= 50, "{who}: only {cold} samples in the interpreted method");
+    assert!(typed(&s, "FrameTypes.cold", "_[0]") * 100 >= cold * 95, "{who}: cold is not shown interpreted: {s:?}");
+    assert_eq!(typed(&s, "FrameTypes.cold", "_[j]") + typed(&s, "FrameTypes.cold", "_[i]"), 0, "{who}: an excluded method shown compiled");
+
+    let hot = any_type(&s, "FrameTypes.hot");
+    assert!(hot >= 200, "{who}: only {hot} samples in the hot method");
+    assert!(typed(&s, "FrameTypes.hot", "_[j]") * 10 >= hot * 8, "{who}: hot is not shown compiled: {s:?}");
+
+    let callee = any_type(&s, "FrameTypes.callee");
+    let inlined = typed(&s, "FrameTypes.callee", "_[i]");
+    assert!(callee >= 100, "{who}: only {callee} samples in the inlined callee");
+    assert!(inlined * 10 >= callee * 8, "{who}: callee inlined in {inlined} of {callee} samples: {s:?}");
+
+    // The thread's root runs interpreted (or as an on-stack-replacement
+    // compilation). A walk interrupted where the frames cannot be matched
+    // (a frame half built) leaves the types unknown: rare.
+    let main = any_type(&s, "FrameTypes.main");
+    let untyped = typed(&s, "FrameTypes.main", "");
+    assert!(untyped * 50 <= main, "{who}: main without a type in {untyped} of {main} samples");
+}
+
+/// Runs Upcall (hot code in a static initializer, which the VM calls on
+/// behalf of main): the walk crosses the VM's entry frame, so main is typed.
+fn check_upcall(java: &Path, classes: &Path, out: &Path) {
+    let o = Command::new(java)
+        .arg(format!("-agentpath:{}=start,interval=1ms,ann,file={}", agent().display(), out.display()))
+        .args(["-Dseconds=1.5", "-cp", classes.to_str().unwrap(), "Upcall"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
+    let s = read_collapsed(out);
+    let work = any_type(&s, "Upcall$Holder.work");
+    let typed_main: u64 = s.iter().filter(|(st, _)| st.iter().any(|f| f.starts_with("Upcall$Holder.work")) && st.first().is_some_and(|f| f == "Upcall.main_[0]")).map(|(_, n)| n).sum();
+    assert!(work >= 200, "{}: only {work} samples in the static initializer's work", java.display());
+    assert!(typed_main * 10 >= work * 9, "{}: main typed under {typed_main} of {work} samples: {s:?}", java.display());
+}
+
+/// Runs VmHeavy under -Xint (its CPU goes to allocations the VM performs,
+/// where AsyncGetCallTrace cannot walk) with and without the own walk;
+/// returns (failed_pct plain, failed_pct with the walk).
+fn check_own_walk(java: &Path, classes: &Path, out: &Path) -> (f64, f64) {
+    let run = |disable: &str| {
+        let o = Command::new(java)
+            .env("OXPROF_DISABLE_JAVA_WALKER", disable)
+            .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-Xint", "-Xmx64m", "-cp", classes.to_str().unwrap(), "VmHeavy", "2"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
+        let sum = summary(&text(&o.stderr));
+        let field = |k: &str| sum[k].parse::<f64>().unwrap();
+        (field("failed_pct"), field("failed"), field("java_samples"), read_collapsed(out))
+    };
+    let who = java.display();
+    let (plain_pct, plain_failed, _, _) = run("1");
+    let (own_pct, _, java_samples, stacks) = run("");
+    assert!(plain_failed >= 50.0 && plain_pct >= 20.0, "{who}: the scenario did not make AsyncGetCallTrace fail ({plain_pct}%)");
+    assert!(own_pct * 4.0 < plain_pct && own_pct < 5.0, "{who}: {own_pct}% failed with the own walk, {plain_pct}% without");
+    let allocate = samples_with(&stacks, "VmHeavy.allocate") as f64;
+    assert!(allocate >= 0.8 * java_samples, "{who}: VmHeavy.allocate in {allocate} of {java_samples} samples: {stacks:?}");
+    (plain_pct, own_pct)
+}
+
+fn compiled(s: &Scratch) -> PathBuf {
+    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java"]);
+    s.0.clone()
+}
+
+#[test]
+fn frame_types_are_told_apart() {
+    let s = Scratch::new("frametypes");
+    let classes = compiled(&s);
+    check_frame_types(&java(), &classes, &s.path("ft.collapsed"));
+    check_upcall(&java(), &classes, &s.path("up.collapsed"));
+}
+
+#[test]
+fn own_walk_recovers_what_asyncgetcalltrace_refuses() {
+    let s = Scratch::new("ownwalk");
+    let (plain, own) = check_own_walk(&java(), &compiled(&s), &s.path("vm.collapsed"));
+    eprintln!("failed walks: {plain}% plain AsyncGetCallTrace, {own}% with the own walk");
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn frame_types_and_own_walk_on_every_supported_jdk() {
+    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
+    let s = Scratch::new("frametypes-jdks");
+    let classes = compiled(&s);
+    for home in std::env::split_paths(&v) {
+        let java = home.join("bin/java");
+        assert!(java.is_file(), "{} has no bin/java", home.display());
+        check_frame_types(&java, &classes, &s.path("ft.collapsed"));
+        check_upcall(&java, &classes, &s.path("up.collapsed"));
+        let (plain, own) = check_own_walk(&java, &classes, &s.path("vm.collapsed"));
+        eprintln!("{}: failed walks {plain}% plain, {own}% with the own walk", home.display());
+    }
+}
