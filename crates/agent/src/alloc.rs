@@ -134,7 +134,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl AllocSampler {
-    fn store(&self) -> Result<&'static SampleStore, String> {
+    pub fn store(&self) -> Result<&'static SampleStore, String> {
         if let Some(s) = self.store.get() {
             return Ok(s);
         }

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::jvmti::Jni;
 use crate::options::{Command, Config};
 use crate::output;
+use oxprof_profile::OutputFormat;
 use crate::profiler::{fmt_interval, Recording};
 use crate::Agent;
 
@@ -20,10 +21,10 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
         Some(Command::Start) => crate::start(agent, config, jni),
         Some(Command::Stop) => {
             let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
-            write_recording(agent, &rec, &config, jni)
+            write_recording(agent, &rec, &config, jni, true)
         }
         Some(Command::Dump) => agent.profiler.with_recording(|rec| match rec {
-            Some(rec) => write_recording(agent, rec, &config, jni),
+            Some(rec) => write_recording(agent, rec, &config, jni, false),
             None => Err("profiling is not running; nothing to dump".into()),
         }),
         Some(Command::Status) => Ok(vec![agent.profiler.with_recording(|rec| status_line(agent, rec))]),
@@ -55,8 +56,10 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 }
 
 /// Builds and writes a recording's profiles. A command's `file=`/format
-/// overrides the one given at start.
-pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni) -> Result<Vec<String>, String> {
+/// overrides the one given at start. A JFR recording is flushed (`last` =
+/// false, for dump) or finished (stop); a command naming another format
+/// also gets that format, from the same samples.
+pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
     let mut built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
@@ -73,6 +76,37 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
         out.counter = command.counter;
     }
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
+    let jfr = crate::jfr_stream::is_active();
+    if jfr {
+        let streamed = if last { crate::jfr_stream::finish(agent, jni) } else { crate::jfr_stream::flush(agent, jni) };
+        match streamed {
+            Ok(l) => lines.extend(l),
+            Err(e) if out.output_format() == OutputFormat::Jfr => {
+                // The recording could not be written (disk full...): keep
+                // the samples in a flame graph instead.
+                crate::log::error(&e);
+                let html = out.file.as_deref().unwrap_or(Path::new("profile.jfr")).with_extension("html");
+                lines.push(format!("warning: {e}; writing the samples to {} instead", html.display()));
+                out.file = Some(html);
+                out.format = Some(OutputFormat::FlameGraph);
+            }
+            Err(e) => lines.push(format!("warning: {e}")),
+        }
+    }
+    if out.output_format() == OutputFormat::Jfr {
+        if jfr {
+            if let Some(asked) = command.file.as_deref().filter(|f| !lines.iter().any(|l| l.ends_with(&*f.to_string_lossy()))) {
+                lines.push(format!("note: a JFR recording streams to the file chosen at start; {} was not written", asked.display()));
+            }
+            return Ok(lines);
+        }
+        // JFR is streamed from the start; this recording was not. Keep its
+        // samples in a flame graph rather than lose them.
+        let html = out.file.as_deref().unwrap_or(Path::new("profile.jfr")).with_extension("html");
+        lines.push(format!("JFR output must be chosen when profiling starts (file=....jfr with start); writing {} instead", html.display()));
+        out.file = Some(html);
+        out.format = Some(OutputFormat::FlameGraph);
+    }
     for path in output::write_profiles(&built, &out)? {
         lines.push(format!("profile written to {}", path.display()));
     }

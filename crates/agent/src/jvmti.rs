@@ -183,6 +183,15 @@ impl Jvmti {
         Ok((self.take_string(name), self.take_string(sig)))
     }
 
+    /// A method's line number table: (first bytecode index, line), in the
+    /// JVM's order. Empty for native and abstract methods.
+    pub fn line_number_table(self, method: jmethodID) -> JvmtiResult<Vec<(i64, i32)>> {
+        let mut n: jint = 0;
+        let mut p: *mut jvmtiLineNumberEntry = ptr::null_mut();
+        check(jvmti_call!(self.0, GetLineNumberTable, method, &mut n, &mut p))?;
+        Ok(self.take_array(p, n).iter().map(|e| (e.start_location, e.line_number)).collect())
+    }
+
     pub fn method_declaring_class(self, method: jmethodID) -> JvmtiResult<jclass> {
         let mut class: jclass = ptr::null_mut();
         check(jvmti_call!(self.0, GetMethodDeclaringClass, method, &mut class))?;

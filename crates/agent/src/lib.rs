@@ -16,11 +16,14 @@
 pub mod alloc;
 pub mod commands;
 pub mod engine;
+pub mod event_log;
 pub mod frametypes;
 pub mod gcroots;
 pub mod hotspot;
 pub mod javastack;
 pub mod javawalk;
+pub mod jfr_frames;
+pub mod jfr_stream;
 pub mod jvmti;
 pub mod live;
 pub mod live_report;
@@ -345,7 +348,22 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if config.cpu.is_some() {
         init_java_walker(agent, jni);
     }
-    let lines = agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag)?;
+    let jfr = jfr_stream::wanted(&config);
+    if jfr {
+        jfr_stream::prepare(agent, &config)?;
+    }
+    let lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag) {
+        Ok(lines) => lines,
+        Err(e) => {
+            if jfr {
+                jfr_stream::abort();
+            }
+            return Err(e);
+        }
+    };
+    if jfr {
+        jfr_stream::begin(agent);
+    }
     for line in &lines {
         log::info(line);
     }
@@ -371,7 +389,7 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
 /// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
     let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
-    match commands::write_recording(agent, &rec, &rec.config, jni) {
+    match commands::write_recording(agent, &rec, &rec.config, jni, true) {
         Ok(lines) => lines.iter().for_each(|l| log::info(l)),
         Err(e) => log::error(&e),
     }

@@ -203,7 +203,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -290,7 +290,7 @@ impl Config {
                     let v = need(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
                 }
-                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" if value.is_none() => c.format = OutputFormat::from_word(key),
+                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" if value.is_none() => c.format = OutputFormat::from_word(key),
                 "threads" => c.threads = parse_flag(item, value)?,
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,

@@ -31,6 +31,7 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             Some(b) => pprof::write(&b.profile, out),
             None => Ok(()),
         },
+        OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
     }
 }
 
@@ -86,7 +87,7 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
         }
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
-        OutputFormat::FlameGraph => vec![(wanted, built.iter().collect())],
+        OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
         OutputFormat::Collapsed | OutputFormat::Pprof => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
     };
     groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()

@@ -127,7 +127,7 @@ impl Profiler {
         self.recording.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn store(&self) -> Result<&'static SampleStore, String> {
+    pub fn store(&self) -> Result<&'static SampleStore, String> {
         if let Some(s) = self.store.get() {
             return Ok(s);
         }

@@ -14,7 +14,9 @@
 //! module guarantees that).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::event_log::EventLog;
 
 /// One raw frame as the walker produced it: `bci` (or a marker code) and the
 /// `jmethodID` (or 0 for synthetic frames).
@@ -179,6 +181,8 @@ pub struct SampleStore {
     used_slots: AtomicUsize,
     recorded: AtomicU64,
     dropped: AtomicU64,
+    /// Where each recorded sample is also logged with its time (JFR), or null.
+    log: AtomicPtr<EventLog>,
 }
 
 // SAFETY: all shared mutation goes through atomics; arena ranges are written
@@ -229,6 +233,7 @@ impl SampleStore {
             used_slots: AtomicUsize::new(0),
             recorded: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            log: AtomicPtr::new(std::ptr::null_mut()),
         })
     }
 
@@ -247,6 +252,29 @@ impl SampleStore {
     /// Records one sample. Async-signal-safe: no allocation, no lock, no panic.
     /// Returns false when the sample was dropped.
     pub fn record(&self, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
+        self.record_slot(tid, frames, weight).is_some()
+    }
+
+    /// Records one sample and returns its stack's slot (a stable stack id
+    /// until [`SampleStore::reset`]), or `None` when it was dropped. When an
+    /// event log is attached, the sample is also logged there with its time
+    /// and thread. Async-signal-safe, like [`SampleStore::record`].
+    pub fn record_slot(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
+        let slot = self.insert(tid, frames, weight)?;
+        let log = self.log.load(Ordering::Acquire);
+        if !log.is_null() {
+            // SAFETY: an attached log is leaked ('static) and never freed.
+            unsafe { &*log }.push(slot, weight);
+        }
+        Some(slot)
+    }
+
+    /// Also log every sample recorded from now on (`None` stops logging).
+    pub fn set_log(&self, log: Option<&'static EventLog>) {
+        self.log.store(log.map_or(std::ptr::null_mut(), |l| l as *const EventLog as *mut EventLog), Ordering::Release);
+    }
+
+    fn insert(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
         let key = hash(tid, frames);
         let mut i = key as usize;
         for _ in 0..MAX_PROBE {
@@ -258,19 +286,39 @@ impl SampleStore {
                 }
                 if slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                     self.used_slots.fetch_add(1, Ordering::Relaxed);
-                    return self.fill(slot, tid, frames, weight);
+                    return self.fill(slot, tid, frames, weight).then_some(self.index(i));
                 }
                 // Lost the race: look at what the winner put there.
                 if slot.key.load(Ordering::Acquire) == key && self.matches(slot, tid, frames) {
-                    return self.count(slot, weight);
+                    return self.count(slot, weight).then_some(self.index(i));
                 }
             } else if k == key && self.matches(slot, tid, frames) {
-                return self.count(slot, weight);
+                return self.count(slot, weight).then_some(self.index(i));
             }
             i = i.wrapping_add(1);
         }
         self.dropped.fetch_add(1, Ordering::Relaxed);
-        false
+        None
+    }
+
+    fn index(&self, i: usize) -> u32 {
+        (i & (self.slot_count - 1)) as u32
+    }
+
+    /// The stack in slot `slot` (from [`SampleStore::record_slot`]), if published.
+    pub fn trace(&self, slot: u32) -> Option<StoredTrace> {
+        let slot_ref = self.slot(slot as usize);
+        if slot_ref.state.load(Ordering::Acquire) != READY {
+            return None;
+        }
+        let n = slot_ref.num_frames.load(Ordering::Relaxed) as usize;
+        let at = slot_ref.frames_at.load(Ordering::Relaxed) as usize;
+        if at + n > self.frame_capacity {
+            return None;
+        }
+        // SAFETY: published slot, range inside the arena (checked above).
+        let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
+        Some(StoredTrace { tid: slot_ref.tid.load(Ordering::Relaxed), frames, samples: slot_ref.samples.load(Ordering::Relaxed), total: slot_ref.total.load(Ordering::Relaxed) })
     }
 
     fn fill(&self, slot: &Slot, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
@@ -413,6 +461,18 @@ mod tests {
         assert_eq!(snap[1].total, 10);
         assert_eq!(snap[1].frames, vec![f(1, 10), f(2, 20)]);
         assert_eq!(s.stats(), StoreStats { recorded: 4, dropped: 0, distinct: 3 });
+    }
+
+    #[test]
+    fn slots_name_stacks() {
+        let s = SampleStore::new(64, 1024).unwrap();
+        let a = s.record_slot(1, &[f(1, 10), f(2, 20)], 5).unwrap();
+        let b = s.record_slot(1, &[f(1, 11)], 5).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(s.record_slot(1, &[f(1, 10), f(2, 20)], 5), Some(a));
+        let t = s.trace(a).unwrap();
+        assert_eq!((t.frames.clone(), t.samples, t.total), (vec![f(1, 10), f(2, 20)], 2, 10));
+        assert!(s.trace((a + 1) % 64).is_none() || (a + 1) % 64 == b);
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct MethodName {
     /// Class in Java form, e.g. `java.util.HashMap` or `Foo$$Lambda$14`.
     pub class: Arc<str>,
     pub method: String,
+    /// The JVM method descriptor, e.g. `(I)V` (empty when unknown).
+    pub descriptor: String,
 }
 
 impl MethodName {
@@ -137,8 +139,8 @@ impl Symbols {
             let Ok(sig) = jvmti.class_signature(class) else { return };
             let class_name: Arc<str> = class_name_from_signature(&sig).into();
             for &m in &methods {
-                if let Ok((name, _)) = jvmti.method_name(m) {
-                    early.push((m as usize, Arc::new(MethodName { class: class_name.clone(), method: name })));
+                if let Ok((name, descriptor)) = jvmti.method_name(m) {
+                    early.push((m as usize, Arc::new(MethodName { class: class_name.clone(), method: name, descriptor })));
                 }
             }
         }
@@ -220,7 +222,7 @@ impl Symbols {
                 return n.clone();
             }
         }
-        let name = Arc::new(Self::ask_jvm(jvmti, jni, method).unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into() }));
+        let name = Arc::new(Self::ask_jvm(jvmti, jni, method).unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into(), descriptor: String::new() }));
         self.lock().cache.insert(key, name.clone());
         name
     }
@@ -230,11 +232,17 @@ impl Symbols {
         // The local reference to the class keeps it from unloading while we look.
         let result = (|| {
             let sig = jvmti.class_signature(class).ok()?;
-            let (name, _) = jvmti.method_name(method).ok()?;
-            Some(MethodName { class: class_name_from_signature(&sig).into(), method: name })
+            let (name, descriptor) = jvmti.method_name(method).ok()?;
+            Some(MethodName { class: class_name_from_signature(&sig).into(), method: name, descriptor })
         })();
         jni.delete_local(class);
         result
+    }
+
+    /// Whether the method's class may unload (its name was copied early):
+    /// such methods must not be passed to the JVM later.
+    pub fn may_unload(&self, method: usize) -> bool {
+        self.lock().early.contains_key(&method)
     }
 
     /// (classes prepared, of which could unload, early names kept).

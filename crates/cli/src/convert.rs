@@ -53,6 +53,9 @@ fn target(args: &ConvertArgs) -> Result<Target, String> {
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     let target = target(&args)?;
+    if target == Target::Format(OutputFormat::Jfr) {
+        return Err("convert writes .html, .collapsed, .pb.gz/.pprof or --format text; JFR is written by the agent while recording (file=rec.jfr)".into());
+    }
     let input = input::load(&args.input)?;
     let profiles = args.selection.profiles(&input)?;
     if profiles.iter().all(|(_, p)| p.is_empty()) {

@@ -31,8 +31,8 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     let format = OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph);
-    if format == OutputFormat::Pprof {
-        return Err("diff writes .html or .collapsed; pprof has no diff form (use `go tool pprof -diff_base` on two converted files)".into());
+    if format == OutputFormat::Pprof || format == OutputFormat::Jfr {
+        return Err("diff writes .html or .collapsed; pprof and JFR have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }
     let before = input::load(&args.before)?;
     let after = input::load(&args.after)?;

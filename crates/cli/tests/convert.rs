@@ -41,7 +41,8 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
             if frame == "]" {
                 continue; // an empty stack trace
             }
-            let method = frame.split('(').next().unwrap().to_string();
+            // oxprof's JVM-thread frames have no class: jfr print shows ".[GC Thread]".
+            let method = frame.split('(').next().unwrap().trim_start_matches('.').to_string();
             *leaves.entry(method).or_insert(0) += 1;
         }
     }
@@ -63,6 +64,12 @@ fn leaves(stacks: &[(Vec<String>, u64)], skip_last: bool) -> HashMap<String, u64
 /// counts `jfr print` shows, for CPU and allocation samples.
 fn check_jdk_recording(java: &Path, jfr_tool: &Path, s: &Scratch, tag: &str) {
     let rec = jdk_recording(java, s, &format!("rec{tag}.jfr"), "2");
+    check_against_jfr_print(&rec, jfr_tool, s, tag);
+}
+
+/// Converting `rec` gives the leaf methods and counts `jfr print` shows.
+fn check_against_jfr_print(rec: &Path, jfr_tool: &Path, s: &Scratch, tag: &str) {
+    let rec = rec.to_path_buf();
     let cpu = s.path(&format!("cpu{tag}.collapsed"));
     oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", cpu.to_str().unwrap(), "--cpu"]);
     let stacks = read_collapsed(&cpu);
@@ -112,6 +119,23 @@ fn jdk_recordings_of_11_21_25_convert_to_the_methods_jfr_print_shows() {
     }
 }
 
+#[test]
+fn agent_jfr_converts_to_the_methods_jfr_print_shows() {
+    let s = Scratch::new("convert-agent-jfr");
+    compile(&s.0, &["Convert.java"]);
+    let rec = s.path("agent.jfr");
+    let o = run_java(&s.0, &format!("start,event=cpu,alloc=64k,interval=5ms,file={}", rec.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    check_against_jfr_print(&rec, &tool("jfr"), &s, "agent");
+    // The recorded interval is the CPU period: 5 ms per sample.
+    let o = oxprof_ok(&["report", rec.to_str().unwrap(), "--cpu", "--top", "1"]);
+    let rep = text(&o.stdout);
+    let first = rep.lines().next().unwrap();
+    let n: f64 = first.split('(').nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let secs: f64 = first.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((secs - n * 0.005).abs() < 0.01, "{first}");
+}
+
 fn go() -> PathBuf {
     tool("go")
 }
@@ -155,6 +179,16 @@ fn agent_pprof_is_read_by_go_pprof_with_go_sample_types() {
     assert_eq!(top_function(&space), "byte[]", "{space}");
     let cum = pprof_top(&alloc, "-top -cum -focus=byte");
     assert!(cum.contains("Convert.allocBytes"), "{cum}");
+
+    // Live objects: inuse sample types, the retained int[] under Convert.main.
+    let live = s.path("live.pb.gz");
+    let o = run_java(&s.0, &format!("start,event=alloc,live,file={}", live.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let live = s.path("live.live.pb.gz");
+    let raw = pprof_top(&live, "-raw");
+    assert!(raw.contains("inuse_objects/count inuse_space/bytes"), "{raw}");
+    let top = pprof_top(&live, "-top");
+    assert_eq!(top_function(&top), "int[]", "{top}");
 
     // oxprof reads its own pprof back.
     let back = s.path("back.collapsed");

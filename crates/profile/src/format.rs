@@ -12,11 +12,13 @@ pub enum OutputFormat {
     FlameGraph,
     /// Gzipped pprof `profile.proto` (Go's pprof, Pyroscope, Grafana).
     Pprof,
+    /// A JDK Flight Recorder file, streamed while recording.
+    Jfr,
 }
 
 impl OutputFormat {
     /// The explicit words accepted on the command line / in agent options.
-    pub const WORDS: &'static str = "collapsed, flamegraph, pprof";
+    pub const WORDS: &'static str = "collapsed, flamegraph, pprof, jfr";
 
     /// Parses an explicit format word.
     pub fn from_word(word: &str) -> Option<OutputFormat> {
@@ -24,6 +26,7 @@ impl OutputFormat {
             "collapsed" | "folded" => Some(OutputFormat::Collapsed),
             "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
             "pprof" => Some(OutputFormat::Pprof),
+            "jfr" => Some(OutputFormat::Jfr),
             _ => None,
         }
     }
@@ -37,6 +40,8 @@ impl OutputFormat {
             Some(OutputFormat::Collapsed)
         } else if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
             Some(OutputFormat::Pprof)
+        } else if name.ends_with(".jfr") {
+            Some(OutputFormat::Jfr)
         } else {
             None
         }
@@ -48,6 +53,7 @@ impl OutputFormat {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "html",
             OutputFormat::Pprof => "pb.gz",
+            OutputFormat::Jfr => "jfr",
         }
     }
 }
@@ -58,6 +64,7 @@ impl fmt::Display for OutputFormat {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "flamegraph",
             OutputFormat::Pprof => "pprof",
+            OutputFormat::Jfr => "jfr",
         })
     }
 }
@@ -77,5 +84,7 @@ mod tests {
         assert_eq!(OutputFormat::from_path(Path::new("cpu.pb.gz")), Some(OutputFormat::Pprof));
         assert_eq!(OutputFormat::from_path(Path::new("cpu.pprof")), Some(OutputFormat::Pprof));
         assert_eq!(OutputFormat::from_word("pprof"), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_path(Path::new("rec.JFR")), Some(OutputFormat::Jfr));
+        assert_eq!(OutputFormat::from_word("jfr"), Some(OutputFormat::Jfr));
     }
 }

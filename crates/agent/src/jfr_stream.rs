@@ -1,0 +1,407 @@
+//! JFR output: a recording streamed to disk while profiling runs.
+//!
+//! When the output format is JFR (`file=rec.jfr` or `format=jfr`), the
+//! sample stores log every sample with its time and thread into an
+//! [`EventLog`] (see `store.rs`). A background thread, attached to the JVM as
+//! a daemon, drains the logs every [`DRAIN_PERIOD`], resolves the stacks it
+//! has not written in the current chunk, and appends `jdk.ExecutionSample`
+//! and `jdk.ObjectAllocationSample` events to the file. Chunks end when they
+//! pass the size limit, at `dump` (so the file on disk is complete up to
+//! then) and at stop: the recording never sits in memory, only the current
+//! chunk's pools do. Each chunk starts with `jdk.ActiveRecording` and
+//! `jdk.ActiveSetting` events saying what was sampled, how often, and with
+//! which engine. Events lost because a log was full are counted and
+//! reported in the summary line.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use oxprof_profile::jfr::writer::event_type;
+use oxprof_profile::jfr::{JfrWriter, ThreadState};
+use oxprof_profile::OutputFormat;
+
+use crate::alloc::MARK_ALLOC_CLASS;
+use crate::event_log::{now_ticks, EventLog};
+use crate::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
+use crate::jvmti::{self, Jni};
+use crate::log;
+use crate::options::Config;
+use crate::output;
+use crate::profiler::fmt_interval;
+use crate::store::SampleStore;
+use crate::threads;
+use crate::Agent;
+
+/// How often the background thread drains the logs.
+const DRAIN_PERIOD: Duration = Duration::from_millis(100);
+/// Events each log holds between drains (32 bytes each).
+const LOG_CAPACITY: usize = 1 << 16;
+/// A chunk ends when it grows past this many bytes (the JDK uses 12 MB).
+/// `OXPROF_JFR_CHUNK_BYTES` overrides it.
+const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
+/// Allocation stacks get ids of their own beside the CPU stacks' slots.
+const ALLOC_STACK_BIT: u64 = 1 << 40;
+
+/// A store and the log it writes its samples to.
+#[derive(Clone, Copy)]
+struct Source {
+    store: &'static SampleStore,
+    log: &'static EventLog,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    cpu: u64,
+    alloc: u64,
+    alloc_bytes: u64,
+    /// Logged events whose stack was no longer in the store.
+    missing: u64,
+}
+
+struct Inner {
+    writer: JfrWriter<File>,
+    cpu: Option<Source>,
+    alloc: Option<Source>,
+    /// (event type, name, value) written at the start of every chunk.
+    settings: Vec<(u64, &'static str, String)>,
+    lines: Lines,
+    counts: Counts,
+    chunk_limit: u64,
+    start_wall_ms: i64,
+    start_ticks: u64,
+    destination: String,
+    /// A write error; the recording stops writing and reports it.
+    failed: Option<String>,
+}
+
+struct Stream {
+    path: PathBuf,
+    inner: Mutex<Inner>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// CPU time the streaming thread used, in nanoseconds (set when it ends).
+    thread_cpu_ns: Arc<AtomicU64>,
+}
+
+static STREAM: Mutex<Option<Arc<Stream>>> = Mutex::new(None);
+static CPU_LOG: OnceLock<&'static EventLog> = OnceLock::new();
+static ALLOC_LOG: OnceLock<&'static EventLog> = OnceLock::new();
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn leaked_log(cell: &OnceLock<&'static EventLog>) -> &'static EventLog {
+    cell.get_or_init(|| Box::leak(Box::new(EventLog::new(LOG_CAPACITY))))
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn wall_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+/// Whether this configuration asks for JFR output.
+pub fn wanted(config: &Config) -> bool {
+    config.output_format() == OutputFormat::Jfr
+}
+
+/// Whether a JFR recording is streaming.
+pub fn is_active() -> bool {
+    lock(&STREAM).is_some()
+}
+
+/// Creates the file (or a fallback beside it, never losing the recording)
+/// and attaches event logs to the stores. Call before sampling starts.
+pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
+    let mut slot = lock(&STREAM);
+    if slot.is_some() {
+        return Err("a JFR recording is already being written; stop it first".into());
+    }
+    let wanted = config.file.clone().unwrap_or_else(|| output::default_path(OutputFormat::Jfr));
+    let (path, file) = create(&wanted)?;
+    let cpu = match config.cpu {
+        Some(_) => Some(Source { store: agent.profiler.store()?, log: leaked_log(&CPU_LOG) }),
+        None => None,
+    };
+    let alloc = match config.alloc {
+        Some(_) => Some(Source { store: agent.profiler.alloc.store()?, log: leaked_log(&ALLOC_LOG) }),
+        None => None,
+    };
+    for s in cpu.iter().chain(alloc.iter()) {
+        s.log.reset(); // nothing writes to it: it is attached to no store
+        s.store.set_log(Some(s.log));
+    }
+    let chunk_limit = std::env::var("OXPROF_JFR_CHUNK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_CHUNK_BYTES).max(4096);
+    let inner = Inner {
+        writer: JfrWriter::new(file),
+        cpu,
+        alloc,
+        settings: Vec::new(),
+        lines: Lines::default(),
+        counts: Counts::default(),
+        chunk_limit,
+        start_wall_ms: wall_ns() / 1_000_000,
+        start_ticks: now_ticks(),
+        destination: path.display().to_string(),
+        failed: None,
+    };
+    *slot = Some(Arc::new(Stream { path, inner: Mutex::new(inner), stop: Arc::new(AtomicBool::new(false)), thread: Mutex::new(None), thread_cpu_ns: Arc::new(AtomicU64::new(0)) }));
+    Ok(())
+}
+
+fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
+    let first_error = match File::create(wanted) {
+        Ok(f) => return Ok((wanted.to_path_buf(), f)),
+        Err(e) => e,
+    };
+    let name = format!("oxprof-{}-{}.jfr", std::process::id(), wall_ns() / 1_000_000_000);
+    for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
+        let p = dir.join(&name);
+        if let Ok(f) = File::create(&p) {
+            log::warn(&format!("cannot create {}: {first_error}; writing the JFR recording to {} instead", wanted.display(), p.display()));
+            return Ok((p, f));
+        }
+    }
+    Err(format!("cannot create the JFR recording {} ({first_error}), nor a fallback file in the working or temp directory", wanted.display()))
+}
+
+fn current() -> Option<Arc<Stream>> {
+    lock(&STREAM).clone()
+}
+
+fn detach_logs(inner: &Inner) {
+    for s in inner.cpu.iter().chain(inner.alloc.iter()) {
+        s.store.set_log(None);
+    }
+}
+
+/// Sampling has started: note the settings and start the streaming thread.
+pub fn begin(agent: &'static Agent) {
+    let Some(stream) = current() else { return };
+    {
+        let mut inner = lock(&stream.inner);
+        let settings = agent.profiler.with_recording(|rec| {
+            let mut s = Vec::new();
+            let Some(rec) = rec else { return s };
+            if let Some(cpu) = &rec.cpu {
+                s.push((event_type::EXECUTION_SAMPLE, "enabled", "true".to_string()));
+                s.push((event_type::EXECUTION_SAMPLE, "period", fmt_interval(rec.config.interval_ns).replace("ms", " ms").replace("us", " us")));
+                s.push((event_type::EXECUTION_SAMPLE, "engine", cpu.engine.describe().to_string()));
+                s.push((event_type::EXECUTION_SAMPLE, "event", cpu.event.name().to_string()));
+            }
+            if let Some(interval) = rec.alloc {
+                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "enabled", "true".to_string()));
+                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "interval", format!("{interval} bytes")));
+                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "engine", "JVMTI SampledObjectAlloc (JEP 331)".to_string()));
+            }
+            s
+        });
+        inner.settings = settings;
+    }
+    let stop = stream.stop.clone();
+    let cpu_ns = stream.thread_cpu_ns.clone();
+    let vm = agent.vm as usize;
+    let spawned = std::thread::Builder::new().name("oxprof-jfr".into()).spawn(move || {
+        let vm = vm as *mut jvmti_sys::JavaVM;
+        let Some(jni) = jvmti::attach_daemon(vm, c"oxprof-jfr") else {
+            log::warn("the JFR thread cannot attach to the JVM; events are written at dump and stop only");
+            return;
+        };
+        agent.profiler.threads.exclude(threads::current_tid());
+        while !stop.load(Ordering::SeqCst) {
+            let mut slept = Duration::ZERO;
+            while slept < DRAIN_PERIOD && !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                slept += Duration::from_millis(20);
+            }
+            if let Some(stream) = current() {
+                lock(&stream.inner).drain(agent, jni);
+            }
+        }
+        cpu_ns.store(thread_cpu_ns(), Ordering::SeqCst);
+        jvmti::detach(vm);
+    });
+    match spawned {
+        Ok(h) => *lock(&stream.thread) = Some(h),
+        Err(e) => log::warn(&format!("no JFR streaming thread ({e}); events are written at dump and stop only")),
+    }
+}
+
+/// Sampling could not start: forget the recording and its file.
+pub fn abort() {
+    if let Some(stream) = lock(&STREAM).take() {
+        detach_logs(&lock(&stream.inner));
+        let _ = std::fs::remove_file(&stream.path);
+    }
+}
+
+/// `dump`: writes everything logged so far and ends the chunk, so the file
+/// is a complete recording up to now; recording goes on.
+pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
+    let stream = current().ok_or("no JFR recording is running")?;
+    let mut inner = lock(&stream.inner);
+    inner.drain(agent, jni);
+    inner.end_chunk(agent, false);
+    Ok(vec![inner.summary(&stream.path, None)])
+}
+
+/// Stop: ends the streaming thread, writes what is left and the last chunk.
+/// Sampling must already be stopped.
+pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
+    let stream = current().ok_or("no JFR recording is running")?;
+    stream.stop.store(true, Ordering::SeqCst);
+    if let Some(h) = lock(&stream.thread).take() {
+        let _ = h.join();
+    }
+    let mut inner = lock(&stream.inner);
+    detach_logs(&inner);
+    inner.drain(agent, jni);
+    inner.end_chunk(agent, true);
+    *lock(&STREAM) = None;
+    match &inner.failed {
+        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", stream.path.display())),
+        None => Ok(vec![inner.summary(&stream.path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", stream.path.display())]),
+    }
+}
+
+impl Inner {
+    /// The `jfr summary:` line; `thread_cpu_ns` is the streaming thread's
+    /// CPU time, known once it has ended.
+    fn summary(&self, path: &Path, thread_cpu_ns: Option<u64>) -> String {
+        let c = self.counts;
+        let dropped: u64 = self.cpu.iter().chain(self.alloc.iter()).map(|s| s.log.dropped()).sum();
+        let stats = self.writer.stats();
+        format!(
+            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            c.cpu,
+            c.alloc,
+            c.alloc_bytes,
+            dropped,
+            c.missing,
+            stats.chunks,
+            stats.bytes,
+            thread_cpu_ns.map(|ns| format!(" writer_cpu_ms={}", ns / 1_000_000)).unwrap_or_default(),
+            path.display()
+        )
+    }
+
+    fn fail(&mut self, e: std::io::Error) {
+        if self.failed.is_none() {
+            log::error(&format!("cannot write the JFR recording: {e}"));
+            self.failed = Some(e.to_string());
+        }
+    }
+
+    fn begin_chunk(&mut self) {
+        if self.writer.in_chunk() {
+            return;
+        }
+        let ticks = now_ticks() as i64;
+        let wall = wall_ns();
+        if let Err(e) = self.writer.begin_chunk(ticks, wall) {
+            return self.fail(e);
+        }
+        // The writing thread is named with the others when the chunk ends.
+        let tid = threads::current_tid() as u64;
+        let elapsed_ms = (ticks as u64).saturating_sub(self.start_ticks) as i64 / 1_000_000;
+        let r = self.writer.recording(ticks, tid, "oxprof", &self.destination, self.start_wall_ms, elapsed_ms);
+        let r = r.and_then(|()| self.settings.iter().try_for_each(|(id, k, v)| self.writer.setting(ticks, tid, *id, k, v)));
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    fn end_chunk(&mut self, agent: &Agent, last: bool) {
+        if self.failed.is_some() && !self.writer.in_chunk() {
+            return;
+        }
+        self.begin_chunk(); // an empty recording is still a valid file
+        for tid in self.writer.unnamed_threads() {
+            self.name_thread(agent, tid as u32);
+        }
+        if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
+            self.fail(e);
+        }
+    }
+
+    /// Names a thread in the current chunk by its name now (the first time
+    /// the chunk sees it), so a thread renamed later keeps this name here.
+    fn name_thread(&mut self, agent: &Agent, tid: u32) {
+        if self.writer.has_thread(tid as u64) {
+            return;
+        }
+        let name = agent.profiler.threads.name(tid).unwrap_or_else(|| format!("tid {tid}"));
+        let java = agent.profiler.threads.is_java_visible(tid);
+        self.writer.thread(tid as u64, &name, java.then_some(name.as_str()));
+    }
+
+    /// Moves every logged event into the file.
+    fn drain(&mut self, agent: &Agent, jni: Jni) {
+        if self.failed.is_some() {
+            return;
+        }
+        let cx = Context { jvmti: agent.jvmti, jni, symbols: &agent.symbols, threads: &agent.profiler.threads };
+        self.begin_chunk();
+        if let Some(src) = self.cpu {
+            while let Some(e) = src.log.pop() {
+                let id = e.slot as u64;
+                if !self.writer.has_stack(id) {
+                    let Some(t) = src.store.trace(e.slot) else {
+                        self.counts.missing += 1;
+                        continue;
+                    };
+                    let frames = cpu_stack(&cx, &mut self.lines, t.tid, &t.frames);
+                    self.writer.stack(id, &frames, false);
+                }
+                self.name_thread(agent, e.tid);
+                if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, ThreadState::Runnable) {
+                    return self.fail(err);
+                }
+                self.counts.cpu += 1;
+                self.rotate(agent);
+            }
+        }
+        if let Some(src) = self.alloc {
+            while let Some(e) = src.log.pop() {
+                let Some(t) = src.store.trace(e.slot) else {
+                    self.counts.missing += 1;
+                    continue;
+                };
+                let (class, stack) = match t.frames.split_first() {
+                    Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (agent.profiler.alloc.class_name(c.method), rest),
+                    _ => ("[unknown class]".to_string(), &t.frames[..]),
+                };
+                let id = ALLOC_STACK_BIT | e.slot as u64;
+                if !self.writer.has_stack(id) {
+                    let frames = alloc_stack(&cx, &mut self.lines, stack);
+                    self.writer.stack(id, &frames, false);
+                }
+                self.name_thread(agent, e.tid);
+                if let Err(err) = self.writer.allocation_sample(e.ticks as i64, e.tid as u64, id, &class, e.weight) {
+                    return self.fail(err);
+                }
+                self.counts.alloc += 1;
+                self.counts.alloc_bytes += e.weight;
+                self.rotate(agent);
+            }
+        }
+    }
+
+    fn rotate(&mut self, agent: &Agent) {
+        if self.writer.chunk_bytes() >= self.chunk_limit {
+            self.end_chunk(agent, false);
+            self.begin_chunk();
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! JFR output read back by the JDK's own tools: the `jfr` command and
+//! `jdk.jfr.consumer.RecordingFile` (tests/java/JfrCheck.java), compared
+//! with oxprof's own collapsed output of the same samples.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What JfrCheck printed, by line kind.
+struct Check {
+    counts: BTreeMap<String, u64>,
+    cpu: BTreeMap<String, u64>,
+    alloc: BTreeMap<String, u64>,
+    weight: u64,
+    lines: BTreeMap<String, i64>,
+    frame_types: BTreeMap<String, u64>,
+    threads: BTreeMap<String, u64>,
+    settings: BTreeMap<String, String>,
+}
+
+fn jfr_check(java: &Path, classes: &Path, file: &Path) -> Check {
+    let o = Command::new(java).args(["-cp", classes.to_str().unwrap(), "JfrCheck", file.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "JfrCheck failed on {}: {}", file.display(), text(&o.stderr));
+    let mut c = Check { counts: BTreeMap::new(), cpu: BTreeMap::new(), alloc: BTreeMap::new(), weight: 0, lines: BTreeMap::new(), frame_types: BTreeMap::new(), threads: BTreeMap::new(), settings: BTreeMap::new() };
+    for l in text(&o.stdout).lines() {
+        let (kind, rest) = l.split_once(' ').unwrap();
+        match kind {
+            "COUNT" => {
+                let (k, n) = rest.rsplit_once(' ').unwrap();
+                c.counts.insert(k.into(), n.parse().unwrap());
+            }
+            "CPU" | "ALLOC" => {
+                let (n, stack) = rest.split_once(' ').unwrap();
+                let map = if kind == "CPU" { &mut c.cpu } else { &mut c.alloc };
+                map.insert(stack.into(), n.parse().unwrap());
+            }
+            "WEIGHT" => c.weight = rest.parse().unwrap(),
+            "LINE" | "FRAMETYPE" | "THREAD" => {
+                let (k, n) = rest.rsplit_once(' ').unwrap();
+                match kind {
+                    "LINE" => c.lines.insert(k.into(), n.parse().unwrap()).map(|_| ()),
+                    "FRAMETYPE" => c.frame_types.insert(k.into(), n.parse().unwrap()).map(|_| ()),
+                    _ => c.threads.insert(k.into(), n.parse().unwrap()).map(|_| ()),
+                };
+            }
+            "SETTING" => {
+                let (k, v) = rest.split_once('=').unwrap();
+                c.settings.insert(k.into(), v.into());
+            }
+            _ => panic!("unexpected JfrCheck line {l:?}"),
+        }
+    }
+    c
+}
+
+/// Collapsed stacks with identical text merged (frames differing only in
+/// kind print the same without annotations).
+fn collapsed_map(path: &Path) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for (stack, n) in read_collapsed(path) {
+        *m.entry(stack.join(";")).or_default() += n;
+    }
+    m
+}
+
+/// Event counts from `jfr summary`.
+fn jfr_summary(jfr: &Path, file: &Path) -> (BTreeMap<String, u64>, String) {
+    let o = Command::new(jfr).arg("summary").arg(file).output().unwrap();
+    assert!(o.status.success(), "jfr summary {}: {}", file.display(), text(&o.stderr));
+    let out = text(&o.stdout);
+    let counts = out
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (name, n) = (it.next()?, it.next()?.parse().ok()?);
+            name.starts_with("jdk.").then(|| (name.to_string(), n))
+        })
+        .collect();
+    (counts, out)
+}
+
+/// key=value pairs of a `PREFIX summary:` line.
+fn kv_line(text: &str, prefix: &str) -> BTreeMap<String, String> {
+    let line = text.lines().find(|l| l.contains(&format!("{prefix} summary:"))).unwrap_or_else(|| panic!("no '{prefix} summary:' line in:\n{text}"));
+    line.split("summary:").nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Lines of `JfrWork.spin`'s body in the source.
+fn spin_lines() -> std::ops::RangeInclusive<i64> {
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/JfrWork.java")).unwrap();
+    let at = |needle: &str| src.lines().position(|l| l.contains(needle)).unwrap() as i64 + 1;
+    at("static double spin")..=at("return x;")
+}
+
+#[test]
+fn jfr_holds_the_same_samples_as_the_collapsed_profile_of_the_same_run() {
+    let s = Scratch::new("jfr-same");
+    compile(&s.0, &["JfrWork.java", "JfrCheck.java"]);
+    let rec = s.path("rec.jfr");
+    let mut child = Command::new(java())
+        .arg(format!("-agentpath:{}=start,event=cpu,alloc=64k,interval=1ms,file={}", agent().display(), rec.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "JfrWork", "2", "wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "done");
+    let pid = child.id().to_string();
+
+    // dump: the file on disk is a complete recording while profiling goes on.
+    let o = oxprof_cmd().args(["attach", &pid, "dump"]).output().unwrap();
+    assert!(o.status.success(), "dump: {}", text(&o.stderr));
+    let (mid, _) = jfr_summary(&tool("jfr"), &rec);
+    assert!(mid.get("jdk.ExecutionSample").copied().unwrap_or(0) > 100, "{mid:?}");
+
+    // stop, also asking for collapsed stacks of the same samples.
+    let same = s.path("same.collapsed");
+    let o = oxprof_cmd().args(["attach", &pid, "stop", "-o", same.to_str().unwrap()]).output().unwrap();
+    let reply = text(&o.stdout);
+    assert!(o.status.success(), "stop: {}{}", reply, text(&o.stderr));
+    child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    assert!(child.wait().unwrap().success());
+
+    let jfr = kv_line(&reply, "jfr");
+    assert_eq!(jfr["dropped"], "0", "{reply}");
+    assert_eq!(jfr["missing"], "0", "{reply}");
+    let cpu_collapsed = collapsed_map(&same);
+    let alloc_collapsed = collapsed_map(&s.path("same.alloc.collapsed"));
+    let check = jfr_check(&java(), &s.0, &rec);
+
+    // Every sample, stack by stack, as the collapsed profile has it.
+    assert_eq!(check.cpu, cpu_collapsed, "CPU stacks differ");
+    assert_eq!(check.alloc, alloc_collapsed, "allocation stacks differ");
+    let cpu_total: u64 = cpu_collapsed.values().sum();
+    let alloc_total: u64 = alloc_collapsed.values().sum();
+    assert_eq!(jfr["execution_samples"].parse::<u64>().unwrap(), cpu_total);
+    let cpu_summary = reply.lines().find(|l| l.starts_with("summary:")).unwrap_or_else(|| panic!("no CPU summary in {reply}"));
+    assert!(cpu_summary.contains(&format!(" samples={cpu_total} ")), "{cpu_summary}");
+    // Allocation weights are the agent's unbiased estimates, summed.
+    assert_eq!(check.weight.to_string(), kv_line(&reply, "alloc")["estimated_bytes"], "{reply}");
+    assert_eq!(check.counts["jdk.ObjectAllocationSample"], alloc_total);
+    assert!(check.alloc.keys().any(|k| k.ends_with("JfrWork.allocBytes;byte[]")), "{:?}", check.alloc.keys().collect::<Vec<_>>());
+    assert!(check.alloc.keys().any(|k| k.contains("JfrWork.allocStrings;")), "{:?}", check.alloc.keys().collect::<Vec<_>>());
+
+    // The JDK's jfr tool counts the same.
+    let (counts, _) = jfr_summary(&tool("jfr"), &rec);
+    assert_eq!(counts["jdk.ExecutionSample"], cpu_total);
+    assert_eq!(counts["jdk.ObjectAllocationSample"], alloc_total);
+
+    // Frames carry line numbers inside the sampled methods, threads their names.
+    let spin = check.lines["JfrWork.spin"];
+    assert!(spin_lines().contains(&spin), "JfrWork.spin at line {spin}, body is {:?}", spin_lines());
+    assert!(check.threads.get("jfr-worker").copied().unwrap_or(0) > 50, "{:?}", check.threads);
+    assert_eq!(check.settings.get("period").map(String::as_str), Some("1 ms"));
+    assert!(check.settings.contains_key("engine"), "{:?}", check.settings);
+    assert!(!check.frame_types.is_empty());
+
+    // jfr print --json names methods and classes as the JDK does.
+    let o = Command::new(tool("jfr")).args(["print", "--json", "--events", "jdk.ExecutionSample"]).arg(&rec).output().unwrap();
+    let json = text(&o.stdout);
+    assert!(o.status.success());
+    assert!(json.contains("\"name\": \"spin\""), "no spin method in the JSON");
+    assert!(json.contains("\"name\": \"JfrWork\""), "no JfrWork class in the JSON");
+    assert!(json.contains("\"lineNumber\""));
+}
+
+#[test]
+fn long_recordings_stream_in_chunks() {
+    let s = Scratch::new("jfr-chunks");
+    compile(&s.0, &["JfrWork.java", "JfrCheck.java"]);
+    let rec = s.path("rec.jfr");
+    let o = Command::new(java())
+        .env("OXPROF_JFR_CHUNK_BYTES", "20000")
+        .arg(format!("-agentpath:{}=start,event=cpu,alloc=64k,interval=1ms,file={}", agent().display(), rec.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "JfrWork", "2"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let jfr = kv_line(&err, "jfr");
+    let chunks: u64 = jfr["chunks"].parse().unwrap();
+    assert!(chunks >= 3, "{err}");
+    let (counts, out) = jfr_summary(&tool("jfr"), &rec);
+    assert!(out.contains(&format!("Chunks: {chunks}")), "{out}");
+    assert_eq!(counts["jdk.ExecutionSample"].to_string(), jfr["execution_samples"]);
+    assert_eq!(counts["jdk.ExecutionSample"].to_string(), summary(&err)["samples"]);
+    assert_eq!(counts["jdk.ObjectAllocationSample"].to_string(), jfr["allocation_samples"]);
+    let check = jfr_check(&java(), &s.0, &rec);
+    assert_eq!(check.counts["jdk.ExecutionSample"], counts["jdk.ExecutionSample"]);
+    assert_eq!(check.weight.to_string(), jfr["allocation_bytes"]);
+    // Every chunk says how it was recorded.
+    assert_eq!(counts["jdk.ActiveRecording"], chunks);
+}
+
+#[test]
+fn record_and_attach_write_jfr() {
+    let s = Scratch::new("jfr-cli");
+    compile(&s.0, &["JfrWork.java", "JfrCheck.java", "Spin.java"]);
+    let rec = s.path("rec.jfr");
+    let o = oxprof_cmd()
+        .args(["record", "--event", "cpu", "--alloc", "--interval", "2ms", "-o", rec.to_str().unwrap(), "--"])
+        .arg(java())
+        .args(["-cp", s.0.to_str().unwrap(), "JfrWork", "1"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("profile written to {}", rec.display())), "{err}");
+    let check = jfr_check(&java(), &s.0, &rec);
+    let cpu: u64 = check.cpu.values().sum();
+    let spin: u64 = check.cpu.iter().filter(|(k, _)| k.contains("JfrWork.spin")).map(|(_, n)| n).sum();
+    assert!(spin * 2 > cpu, "JfrWork.spin has {spin} of {cpu} samples");
+    assert!(check.counts.get("jdk.ObjectAllocationSample").copied().unwrap_or(0) > 10, "{:?}", check.counts);
+
+    let mut jvm = Command::new(java()).args(["-cp", s.0.to_str().unwrap(), "Spin", "forever"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(jvm.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let attached = s.path("attached.jfr");
+    let o = oxprof_cmd().args(["attach", &jvm.id().to_string(), "--duration", "1s", "--interval", "2ms", "-o", attached.to_str().unwrap()]).output().unwrap();
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let check = jfr_check(&java(), &s.0, &attached);
+    let cpu: u64 = check.cpu.values().sum();
+    let spin: u64 = check.cpu.iter().filter(|(k, _)| k.contains("Spin.loop")).map(|(_, n)| n).sum();
+    assert!(cpu > 100 && spin * 10 > cpu * 8, "Spin.loop has {spin} of {cpu} samples");
+}
+
+fn extra_jdks() -> Vec<PathBuf> {
+    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
+    std::env::split_paths(&v).collect()
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn every_supported_jdk_reads_the_recording() {
+    let s = Scratch::new("jfr-jdks");
+    compile(&s.0, &["JfrWork.java", "JfrCheck.java"]);
+    for home in extra_jdks() {
+        let java = home.join("bin/java");
+        let version = text(&Command::new(&java).arg("-version").output().unwrap().stderr);
+        let rec = s.path("rec.jfr");
+        let o = Command::new(&java)
+            .arg(format!("-agentpath:{}=start,event=cpu,alloc=64k,interval=1ms,file={}", agent().display(), rec.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "JfrWork", "1.5"])
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{version}: {err}");
+        let jfr = kv_line(&err, "jfr");
+        // This JDK's RecordingFile reads what oxprof wrote on this JDK.
+        let check = jfr_check(&java, &s.0, &rec);
+        assert_eq!(check.counts["jdk.ExecutionSample"].to_string(), summary(&err)["samples"], "{version}");
+        assert_eq!(check.counts["jdk.ObjectAllocationSample"].to_string(), jfr["allocation_samples"], "{version}");
+        assert_eq!(check.weight.to_string(), kv_line(&err, "alloc")["estimated_bytes"], "{version}");
+        assert!(check.cpu.keys().any(|k| k.ends_with("JfrWork.spin")), "{version}");
+        // And so does its jfr tool.
+        let (counts, _) = jfr_summary(&home.join("bin/jfr"), &rec);
+        assert_eq!(counts["jdk.ExecutionSample"], check.counts["jdk.ExecutionSample"], "{version}");
+        eprintln!("ok: {}", version.lines().next().unwrap_or(""));
+    }
+}

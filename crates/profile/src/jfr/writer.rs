@@ -1,0 +1,547 @@
+//! Streaming JFR writer: chunks of events with their constant pools and the
+//! metadata, each written out whole when it ends.
+//!
+//! A chunk is: a 68-byte header, events, one checkpoint event holding every
+//! constant pool the chunk's events refer to (threads, stack traces, frames,
+//! methods, classes, packages, symbols, frame types, thread states), and the
+//! metadata event. Pool keys are only valid inside their chunk, so each
+//! chunk is self-contained and pools are forgotten when it ends: memory is
+//! bounded by one chunk (the caller ends chunks at a size limit), not by the
+//! recording's length. A chunk is built in memory and appended to the output
+//! only when complete, so the file on disk always holds whole chunks and is
+//! readable at any time (the JDK's readers wait forever on a chunk whose
+//! header says it is still being written).
+//!
+//! Timestamps are ticks of the caller's clock with [`TICKS_PER_SECOND`]; the
+//! chunk header maps its start tick to wall-clock nanoseconds.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use super::encoding::Buf;
+use super::metadata::{id, metadata_body};
+
+/// Ticks are nanoseconds of a monotonic clock.
+pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
+const HEADER_SIZE: usize = 68;
+const MAGIC: &[u8; 4] = b"FLR\0";
+/// Chunk format 2.0: read by JDK 11 and every later JDK.
+const VERSION: (u16, u16) = (2, 0);
+const FLAG_COMPRESSED_INTS: u8 = 1;
+const FLAG_FINAL_CHUNK: u8 = 2;
+
+/// How a frame was executing, as the JDK names it in `jdk.types.FrameType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameType {
+    Interpreted,
+    Jit,
+    Inlined,
+    Native,
+    /// A Java frame whose execution mode the sampler could not tell (plain
+    /// AsyncGetCallTrace, JVMTI stack traces). Not a JDK frame type: readers
+    /// show the description as it is.
+    Unknown,
+}
+
+impl FrameType {
+    const ALL: [FrameType; 5] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown];
+
+    fn key(self) -> u64 {
+        self as u64
+    }
+
+    /// The description readers show (`RecordedFrame.getType()`).
+    pub fn description(self) -> &'static str {
+        match self {
+            FrameType::Interpreted => "Interpreted",
+            FrameType::Jit => "JIT compiled",
+            FrameType::Inlined => "Inlined",
+            FrameType::Native => "Native",
+            FrameType::Unknown => "Java",
+        }
+    }
+}
+
+/// One stack frame for the writer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JfrFrame {
+    /// Class in Java form (`java.util.HashMap`); empty for a frame that is no
+    /// Java method (a native function, a marker).
+    pub class: String,
+    pub method: String,
+    /// JVM method descriptor, e.g. `(I)V`.
+    pub descriptor: String,
+    /// Source line, or -1.
+    pub line: i32,
+    /// Bytecode index, or -1.
+    pub bci: i32,
+    pub kind: FrameType,
+}
+
+/// The thread states `jdk.ExecutionSample` can report (the pool keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadState {
+    Runnable,
+    Native,
+}
+
+impl ThreadState {
+    const ALL: [ThreadState; 2] = [ThreadState::Runnable, ThreadState::Native];
+
+    fn name(self) -> &'static str {
+        match self {
+            ThreadState::Runnable => "STATE_RUNNABLE",
+            ThreadState::Native => "STATE_IN_NATIVE",
+        }
+    }
+}
+
+/// A live (or leaked) object for `jdk.OldObjectSample`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OldObject<'a> {
+    /// When it was allocated, in ticks.
+    pub allocation_ticks: i64,
+    pub address: u64,
+    /// Its class in Java form.
+    pub class: &'a str,
+    /// Array length, or `i32::MIN` when it is no array.
+    pub array_elements: i32,
+    /// Heap in use when it was last seen, in bytes (0 when unknown).
+    pub heap_used: u64,
+    pub description: Option<&'a str>,
+}
+
+/// Constant pools of the current chunk: keys per value and the encoded entries.
+#[derive(Default)]
+struct Pools {
+    threads: HashMap<u64, ()>,
+    thread_entries: (u64, Buf),
+    referenced_threads: Vec<u64>,
+    stacks: HashMap<u64, ()>,
+    stack_entries: (u64, Buf),
+    methods: HashMap<(u64, u64, u64), u64>,
+    method_entries: (u64, Buf),
+    classes: HashMap<String, u64>,
+    class_entries: (u64, Buf),
+    packages: HashMap<String, u64>,
+    package_entries: (u64, Buf),
+    symbols: HashMap<String, u64>,
+    symbol_entries: (u64, Buf),
+    old_objects: (u64, Buf),
+}
+
+impl Pools {
+    fn symbol(&mut self, s: &str) -> u64 {
+        if let Some(&k) = self.symbols.get(s) {
+            return k;
+        }
+        let k = self.symbols.len() as u64 + 1;
+        self.symbols.insert(s.to_string(), k);
+        let (n, b) = &mut self.symbol_entries;
+        *n += 1;
+        b.varint(k);
+        b.string(s);
+        k
+    }
+
+    fn package(&mut self, name: &str) -> u64 {
+        if let Some(&k) = self.packages.get(name) {
+            return k;
+        }
+        let sym = self.symbol(name);
+        let k = self.packages.len() as u64 + 1;
+        self.packages.insert(name.to_string(), k);
+        let (n, b) = &mut self.package_entries;
+        *n += 1;
+        b.varint(k);
+        b.varint(sym); // name
+        b.varint(0); // module: none
+        b.boolean(true); // exported
+        k
+    }
+
+    /// A class by its Java name; stored in the JVM's internal form as the
+    /// JDK does (`java/util/HashMap`), which readers turn back into dots.
+    fn class(&mut self, name: &str) -> u64 {
+        if let Some(&k) = self.classes.get(name) {
+            return k;
+        }
+        let internal = name.replace('.', "/");
+        let package = match internal.rfind('/') {
+            Some(i) => self.package(&internal[..i]),
+            None => 0,
+        };
+        let sym = self.symbol(&internal);
+        let k = self.classes.len() as u64 + 1;
+        self.classes.insert(name.to_string(), k);
+        let (n, b) = &mut self.class_entries;
+        *n += 1;
+        b.varint(k);
+        b.varint(0); // class loader: none recorded
+        b.varint(sym);
+        b.varint(package);
+        b.int(1); // modifiers: public
+        b.boolean(false); // hidden
+        k
+    }
+
+    fn method(&mut self, f: &JfrFrame) -> u64 {
+        // Every method gets a class, even a native function's (empty name):
+        // readers print `class.method` and expect the class to exist.
+        let class = self.class(&f.class);
+        let name = self.symbol(&f.method);
+        let descriptor = self.symbol(if f.descriptor.is_empty() { "()V" } else { &f.descriptor });
+        if let Some(&k) = self.methods.get(&(class, name, descriptor)) {
+            return k;
+        }
+        let k = self.methods.len() as u64 + 1;
+        self.methods.insert((class, name, descriptor), k);
+        let (n, b) = &mut self.method_entries;
+        *n += 1;
+        b.varint(k);
+        b.varint(class);
+        b.varint(name);
+        b.varint(descriptor);
+        b.int(if f.kind == FrameType::Native { 0x0100 | 1 } else { 1 }); // ACC_NATIVE | ACC_PUBLIC
+        b.boolean(false);
+        k
+    }
+}
+
+fn pool(out: &mut Buf, type_id: u64, entries: &(u64, Buf)) -> u32 {
+    if entries.0 == 0 {
+        return 0;
+    }
+    out.varint(type_id);
+    out.varint(entries.0);
+    out.raw(&entries.1.bytes);
+    1
+}
+
+/// Statistics of what was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    pub chunks: u64,
+    pub events: u64,
+    pub bytes: u64,
+}
+
+/// Writes a JFR recording to `W` (a file).
+pub struct JfrWriter<W: Write> {
+    out: W,
+    open: bool,
+    start_ticks: i64,
+    start_nanos: i64,
+    /// The open chunk: header placeholder and events so far.
+    chunk: Buf,
+    body: Buf,
+    pools: Pools,
+    stats: WriterStats,
+}
+
+impl<W: Write> JfrWriter<W> {
+    /// A writer appending chunks to `out`.
+    pub fn new(out: W) -> JfrWriter<W> {
+        JfrWriter { out, open: false, start_ticks: 0, start_nanos: 0, chunk: Buf::new(), body: Buf::new(), pools: Pools::default(), stats: WriterStats::default() }
+    }
+
+    pub fn stats(&self) -> WriterStats {
+        self.stats
+    }
+
+    /// Bytes in the open chunk so far (0 when none is open); callers end a
+    /// chunk when it grows past their limit.
+    pub fn chunk_bytes(&self) -> u64 {
+        if self.open { self.chunk.len() as u64 } else { 0 }
+    }
+
+    pub fn in_chunk(&self) -> bool {
+        self.open
+    }
+
+    /// Opens a chunk starting at `ticks`, which is `wall_nanos` since the
+    /// Unix epoch.
+    pub fn begin_chunk(&mut self, ticks: i64, wall_nanos: i64) -> io::Result<()> {
+        if self.open {
+            return Ok(());
+        }
+        self.start_ticks = ticks;
+        self.start_nanos = wall_nanos;
+        self.chunk.clear();
+        self.chunk.raw(&[0u8; HEADER_SIZE]); // completed in end_chunk
+        self.open = true;
+        self.pools = Pools::default();
+        Ok(())
+    }
+
+    fn header(&self, size: u64, cp: u64, meta: u64, duration: i64, state: u8, flags: u8) -> [u8; HEADER_SIZE] {
+        let mut h = [0u8; HEADER_SIZE];
+        h[0..4].copy_from_slice(MAGIC);
+        h[4..6].copy_from_slice(&VERSION.0.to_be_bytes());
+        h[6..8].copy_from_slice(&VERSION.1.to_be_bytes());
+        let longs = [size as i64, cp as i64, meta as i64, self.start_nanos, duration, self.start_ticks, TICKS_PER_SECOND];
+        for (i, v) in longs.iter().enumerate() {
+            h[8 + i * 8..16 + i * 8].copy_from_slice(&v.to_be_bytes());
+        }
+        h[64] = state;
+        h[67] = flags;
+        h
+    }
+
+    fn emit(&mut self) -> io::Result<()> {
+        if !self.open {
+            return Err(io::Error::other("no open JFR chunk: call begin_chunk first"));
+        }
+        self.chunk.event(&self.body.bytes);
+        self.stats.events += 1;
+        Ok(())
+    }
+
+    /// Names a thread for this chunk (first call wins within a chunk).
+    pub fn thread(&mut self, tid: u64, os_name: &str, java_name: Option<&str>) {
+        if self.pools.threads.insert(tid, ()).is_some() {
+            return;
+        }
+        let (n, b) = &mut self.pools.thread_entries;
+        *n += 1;
+        b.varint(tid);
+        b.string(os_name);
+        b.long(tid as i64);
+        match java_name {
+            Some(j) => {
+                b.string(j);
+                b.long(tid as i64);
+            }
+            None => {
+                b.null_string();
+                b.long(-1);
+            }
+        }
+        b.varint(0); // no thread group
+    }
+
+    /// Whether thread `tid` has a name in this chunk.
+    pub fn has_thread(&self, tid: u64) -> bool {
+        self.pools.threads.contains_key(&tid)
+    }
+
+    /// Threads referred to by events of this chunk that have no name yet.
+    pub fn unnamed_threads(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.pools.referenced_threads.iter().copied().filter(|t| !self.pools.threads.contains_key(t)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn refer_thread(&mut self, tid: u64) {
+        if !self.pools.threads.contains_key(&tid) {
+            self.pools.referenced_threads.push(tid);
+        }
+    }
+
+    /// Whether stack `id` is already in this chunk's pool.
+    pub fn has_stack(&self, id: u64) -> bool {
+        self.pools.stacks.contains_key(&id)
+    }
+
+    /// Adds stack `id` (frames leaf first, as JFR stores them).
+    pub fn stack(&mut self, id: u64, frames: &[JfrFrame], truncated: bool) {
+        if self.pools.stacks.insert(id, ()).is_some() {
+            return;
+        }
+        let methods: Vec<u64> = frames.iter().map(|f| self.pools.method(f)).collect();
+        let (n, b) = &mut self.pools.stack_entries;
+        *n += 1;
+        b.varint(id + 1);
+        b.boolean(truncated);
+        b.varint(frames.len() as u64);
+        for (f, m) in frames.iter().zip(methods) {
+            b.varint(m);
+            b.int(f.line);
+            b.int(f.bci);
+            b.varint(f.kind.key());
+        }
+    }
+
+    /// `jdk.ExecutionSample`: a CPU sample of thread `tid` with stack `stack`.
+    pub fn execution_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState) -> io::Result<()> {
+        self.refer_thread(tid);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::EXECUTION_SAMPLE);
+        b.long(ticks);
+        b.varint(tid);
+        b.varint(stack + 1);
+        b.varint(state as u64);
+        self.emit()
+    }
+
+    /// `jdk.ObjectAllocationSample`: `weight` bytes allocated as `class`.
+    pub fn allocation_sample(&mut self, ticks: i64, tid: u64, stack: u64, class: &str, weight: u64) -> io::Result<()> {
+        self.refer_thread(tid);
+        let class = self.pools.class(class);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::OBJECT_ALLOCATION_SAMPLE);
+        b.long(ticks);
+        b.varint(tid);
+        b.varint(stack + 1);
+        b.varint(class);
+        b.long(weight as i64);
+        self.emit()
+    }
+
+    /// `jdk.OldObjectSample`: an object still alive at `ticks`.
+    pub fn old_object_sample(&mut self, ticks: i64, tid: u64, stack: u64, object: &OldObject<'_>) -> io::Result<()> {
+        self.refer_thread(tid);
+        let class = self.pools.class(object.class);
+        let (n, pool) = &mut self.pools.old_objects;
+        *n += 1;
+        let key = *n;
+        pool.varint(key);
+        pool.long(object.address as i64);
+        pool.varint(class);
+        match object.description {
+            Some(d) => pool.string(d),
+            None => pool.null_string(),
+        }
+        pool.varint(0); // no referrer chain
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::OLD_OBJECT_SAMPLE);
+        b.long(ticks);
+        b.long(0); // duration
+        b.varint(tid);
+        b.varint(stack + 1);
+        b.long(object.allocation_ticks);
+        b.long(ticks.saturating_sub(object.allocation_ticks).max(0));
+        b.long(object.heap_used as i64);
+        b.varint(key);
+        b.int(object.array_elements);
+        b.varint(0); // no GC root
+        self.emit()
+    }
+
+    /// `jdk.ActiveSetting`: a setting of event type `event_id` (one of the
+    /// [`event_type`] ids).
+    pub fn setting(&mut self, ticks: i64, tid: u64, event_id: u64, name: &str, value: &str) -> io::Result<()> {
+        self.refer_thread(tid);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::ACTIVE_SETTING);
+        b.long(ticks);
+        b.long(0);
+        b.varint(tid);
+        b.varint(0);
+        b.long(event_id as i64);
+        b.string(name);
+        b.string(value);
+        self.emit()
+    }
+
+    /// `jdk.ActiveRecording`: what this recording is and where it goes.
+    pub fn recording(&mut self, ticks: i64, tid: u64, name: &str, destination: &str, start_millis: i64, duration_millis: i64) -> io::Result<()> {
+        self.refer_thread(tid);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::ACTIVE_RECORDING);
+        b.long(ticks);
+        b.long(0);
+        b.varint(tid);
+        b.varint(0);
+        b.long(1);
+        b.string(name);
+        b.string(destination);
+        b.long(0);
+        b.long(0);
+        b.long(start_millis);
+        b.long(duration_millis);
+        self.emit()
+    }
+
+    /// Closes the open chunk at `end_ticks`: writes its constant pools and
+    /// metadata and completes its header. `last` marks the recording's final
+    /// chunk. Threads still unnamed get a placeholder name.
+    pub fn end_chunk(&mut self, end_ticks: i64, last: bool) -> io::Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        for tid in self.unnamed_threads() {
+            self.thread(tid, &format!("tid {tid}"), None);
+        }
+        let duration = end_ticks.saturating_sub(self.start_ticks).max(0);
+        // The checkpoint: every pool in one event.
+        let cp_offset = self.chunk.len() as u64;
+        let mut pools = Buf::new();
+        let mut count = 0;
+        let mut fixed = Buf::new();
+        fixed.varint(FrameType::ALL.len() as u64);
+        for t in FrameType::ALL {
+            fixed.varint(t.key());
+            fixed.string(t.description());
+        }
+        pools.varint(id::FRAME_TYPE);
+        pools.raw(&fixed.bytes);
+        count += 1;
+        pools.varint(id::THREAD_STATE);
+        pools.varint(ThreadState::ALL.len() as u64);
+        for s in ThreadState::ALL {
+            pools.varint(s as u64);
+            pools.string(s.name());
+        }
+        count += 1;
+        let p = &self.pools;
+        count += pool(&mut pools, id::THREAD, &p.thread_entries);
+        count += pool(&mut pools, id::STACK_TRACE, &p.stack_entries);
+        count += pool(&mut pools, id::METHOD, &p.method_entries);
+        count += pool(&mut pools, id::CLASS, &p.class_entries);
+        count += pool(&mut pools, id::PACKAGE, &p.package_entries);
+        count += pool(&mut pools, id::SYMBOL, &p.symbol_entries);
+        count += pool(&mut pools, id::OLD_OBJECT, &p.old_objects);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(1); // checkpoint event
+        b.long(end_ticks);
+        b.long(0); // duration
+        b.long(0); // delta to the previous checkpoint: none
+        b.u8(0); // checkpoint type: plain
+        b.varint(count as u64);
+        b.raw(&pools.bytes);
+        self.chunk.event(&self.body.bytes);
+        // The metadata.
+        let meta_offset = self.chunk.len() as u64;
+        let b = &mut self.body;
+        b.clear();
+        b.varint(0); // metadata event
+        b.long(end_ticks);
+        b.long(0);
+        b.long(0); // metadata id: the same in every chunk
+        metadata_body(b);
+        self.chunk.event(&self.body.bytes);
+        let size = self.chunk.len() as u64;
+        let flags = FLAG_COMPRESSED_INTS | if last { FLAG_FINAL_CHUNK } else { 0 };
+        let header = self.header(size, cp_offset, meta_offset, duration, 0, flags);
+        self.chunk.bytes[..HEADER_SIZE].copy_from_slice(&header);
+        self.open = false;
+        self.pools = Pools::default();
+        let written = self.out.write_all(&self.chunk.bytes).and_then(|()| self.out.flush());
+        self.chunk.clear();
+        if self.chunk.bytes.capacity() > 1 << 20 {
+            self.chunk.bytes.shrink_to(1 << 20);
+        }
+        written?;
+        self.stats.chunks += 1;
+        self.stats.bytes += size;
+        Ok(())
+    }
+
+    /// Gives the output back (an open chunk, if any, is dropped).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// Event type ids for [`JfrWriter::setting`].
+pub mod event_type {
+    pub use super::id::{EXECUTION_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE};
+}

@@ -1,0 +1,107 @@
+//! The JFR writer's output read back by the JDK's own `jfr` tool: every
+//! event kind, two chunks, names, frames, weights and times.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use oxprof_profile::jfr::writer::event_type;
+use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
+
+/// The `jfr` tool of the JDK the tests run with (JAVA_HOME, then PATH).
+fn jfr_tool() -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(home).join("bin/jfr");
+        if p.exists() {
+            return p;
+        }
+    }
+    PathBuf::from("jfr")
+}
+
+fn run_jfr(args: &[&str]) -> String {
+    let out = Command::new(jfr_tool()).args(args).output().expect("the JDK's `jfr` tool must be installed (set JAVA_HOME or PATH) for this test");
+    assert!(out.status.success(), "jfr {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn frame(class: &str, method: &str, line: i32, kind: FrameType) -> JfrFrame {
+    JfrFrame { class: class.into(), method: method.into(), descriptor: "(I)V".into(), line, bci: 7, kind }
+}
+
+#[test]
+fn the_jdk_reads_what_the_writer_wrote() {
+    let dir = std::env::temp_dir().join(format!("oxprof-jfr-writer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("w.jfr");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = JfrWriter::new(file);
+    let t0: i64 = 5_000_000_000;
+    let wall0: i64 = 1_700_000_000_000_000_000;
+    let hot = vec![frame("com.example.Hot", "spin", 42, FrameType::Jit), frame("com.example.Hot", "run", 10, FrameType::Inlined), frame("com.example.Main", "main", 3, FrameType::Interpreted)];
+    let alloc = vec![frame("com.example.Alloc", "make", 20, FrameType::Jit), frame("com.example.Main", "main", 4, FrameType::Interpreted)];
+    // Chunk 1: settings, 3 CPU samples on two threads, 2 allocations.
+    w.begin_chunk(t0, wall0).unwrap();
+    w.thread(100, "main", Some("main"));
+    w.setting(t0, 100, event_type::EXECUTION_SAMPLE, "period", "10 ms").unwrap();
+    w.recording(t0, 100, "oxprof", "w.jfr", wall0 / 1_000_000, 0).unwrap();
+    w.stack(1, &hot, false);
+    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Runnable).unwrap();
+    assert_eq!(w.unnamed_threads(), vec![101]);
+    w.thread(101, "worker-1", Some("worker-1"));
+    w.stack(2, &alloc, false);
+    w.allocation_sample(t0 + 40_000_000, 100, 2, "byte[]", 1000).unwrap();
+    w.allocation_sample(t0 + 41_000_000, 100, 2, "java.lang.String", 24).unwrap();
+    w.end_chunk(t0 + 50_000_000, false).unwrap();
+    // Chunk 2: pools start afresh; one CPU sample, one old object.
+    w.begin_chunk(t0 + 50_000_000, wall0 + 50_000_000).unwrap();
+    assert!(!w.has_stack(1));
+    w.stack(1, &hot, true);
+    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    // While a chunk is open the file holds only complete chunks: readers
+    // never meet a half-written one.
+    let first_chunk = w.stats().bytes;
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), first_chunk);
+    let partial = run_jfr(&["summary", path.to_str().unwrap()]);
+    assert!(partial.contains("Chunks: 1"), "{partial}");
+    w.stack(2, &alloc, false);
+    let obj = OldObject { allocation_ticks: t0 + 40_000_000, address: 0x7f00_1000, class: "byte[]", array_elements: 1000, heap_used: 1 << 20, description: None };
+    w.old_object_sample(t0 + 70_000_000, 100, 2, &obj).unwrap();
+    w.end_chunk(t0 + 80_000_000, true).unwrap();
+    let stats = w.stats();
+    assert_eq!(stats.chunks, 2);
+    drop(w);
+
+    let summary = run_jfr(&["summary", path.to_str().unwrap()]);
+    let count = |name: &str| -> u64 {
+        summary.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some(name)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
+        }).unwrap_or(0)
+    };
+    assert_eq!(count("jdk.ExecutionSample"), 4, "{summary}");
+    assert_eq!(count("jdk.ObjectAllocationSample"), 2, "{summary}");
+    assert_eq!(count("jdk.OldObjectSample"), 1, "{summary}");
+    assert_eq!(count("jdk.ActiveSetting"), 1, "{summary}");
+    assert!(summary.contains("Chunks: 2"), "{summary}");
+
+    let text = run_jfr(&["print", "--events", "jdk.ExecutionSample", path.to_str().unwrap()]);
+    assert_eq!(text.matches("com.example.Hot.spin(int)").count(), 4, "{text}");
+    assert!(text.contains("line: 42"), "{text}");
+    assert!(text.contains("\"worker-1\""), "{text}");
+
+    let json = run_jfr(&["print", "--json", path.to_str().unwrap()]);
+    assert!(json.contains("\"type\": \"JIT compiled\""), "{json}");
+    assert!(json.contains("\"type\": \"Inlined\""), "{json}");
+    assert!(json.contains("\"type\": \"Interpreted\""), "{json}");
+    assert!(json.contains("\"name\": \"byte[]\"") || json.contains("\"name\": \"[B\"") , "{json}");
+    assert!(json.contains("\"weight\": 1000"), "{json}");
+    assert!(json.contains("\"arrayElements\": 1000"), "{json}");
+    assert!(json.contains("\"package\""), "{json}");
+    // Times: the first sample is 10 ms after the chunk's wall-clock start.
+    assert!(json.contains("2023-11-14T22:13:20.01"), "{json}");
+    if std::env::var_os("OXPROF_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
