@@ -132,7 +132,13 @@ fn agent_jfr_converts_to_the_methods_jfr_print_shows() {
     let rep = text(&o.stdout);
     let first = rep.lines().next().unwrap();
     let n: f64 = first.split('(').nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-    let secs: f64 = first.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let mut q = first.split(", ").nth(1).unwrap().split(' ');
+    let value: f64 = q.next().unwrap().parse().unwrap();
+    let secs = match q.next().unwrap().trim_end_matches(')') {
+        "s" => value,
+        "ms" => value / 1e3,
+        unit => panic!("unexpected unit {unit} in {first}"),
+    };
     assert!((secs - n * 0.005).abs() < 0.01, "{first}");
 }
 
