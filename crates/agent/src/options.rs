@@ -327,7 +327,7 @@ impl Config {
                     let v = need(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
                 }
-                "collapsed" | "flamegraph" | "folded" | "html" | "jfr" if value.is_none() => c.format = OutputFormat::from_word(key),
+                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" if value.is_none() => c.format = OutputFormat::from_word(key),
                 "threads" => c.threads = parse_flag(item, value)?,
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,
@@ -417,6 +417,9 @@ mod tests {
         assert_eq!(c.interval_ns, DEFAULT_INTERVAL_NS);
         assert_eq!(c.output_format(), OutputFormat::FlameGraph);
         assert!(Config::parse("file=x.html").unwrap().start);
+        assert_eq!(Config::parse("file=x.pb.gz").unwrap().output_format(), OutputFormat::Pprof);
+        assert_eq!(Config::parse("file=x.pprof").unwrap().output_format(), OutputFormat::Pprof);
+        assert_eq!(Config::parse("file=x.out,pprof").unwrap().output_format(), OutputFormat::Pprof);
         assert!(Config::parse("event=itimer").unwrap().start);
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
-use oxprof_profile::OutputFormat;
+use oxprof_profile::{pprof, OutputFormat};
 
 use crate::log;
 use crate::options::Config;
@@ -27,6 +27,10 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             let title = built.first().map(|b| b.profile.meta.title.clone()).unwrap_or_default();
             flamegraph::write_html_multi(&views, &HtmlOptions { title, counter: config.counter, ..HtmlOptions::default() }, out)
         }
+        OutputFormat::Pprof => match built.first() {
+            Some(b) => pprof::write(&b.profile, out),
+            None => Ok(()),
+        },
         OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
     }
 }
@@ -46,6 +50,9 @@ pub fn default_path(format: OutputFormat) -> PathBuf {
 /// `dir/name.ext` → `dir/name.KEY.ext`, for the second profile of a
 /// collapsed recording.
 fn sibling(path: &Path, key: &str) -> PathBuf {
+    if let Some(stem) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".pb.gz")) {
+        return path.with_file_name(format!("{stem}.{key}.pb.gz"));
+    }
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let name = match path.extension() {
         Some(ext) => format!("{stem}.{key}.{}", ext.to_string_lossy()),
@@ -55,8 +62,10 @@ fn sibling(path: &Path, key: &str) -> PathBuf {
 }
 
 /// Writes the profiles; returns the paths actually written. HTML puts all of
-/// them in one page; collapsed stacks write the first to the chosen file and
-/// each further one beside it (`profile.alloc.collapsed`).
+/// them in one page; collapsed stacks and pprof write the first to the chosen
+/// file and each further one beside it (`profile.alloc.collapsed`,
+/// `profile.alloc.pb.gz`): one pprof file per kind is what Go's pprof and
+/// Pyroscope expect (one period type per file).
 pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, String> {
     let format = config.output_format();
     let wanted = config.file.clone().unwrap_or_else(|| default_path(format));
@@ -79,7 +88,7 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
         OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
-        OutputFormat::Collapsed => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
+        OutputFormat::Collapsed | OutputFormat::Pprof => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
     };
     groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()
 }

@@ -71,9 +71,9 @@ pub struct AttachArgs {
     /// Output file (for --duration, stop and dump); format from the extension
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output format, overriding the extension: flamegraph, collapsed, jfr,
-    /// or leaks (the text leak report of --live)
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "jfr", "leaks"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, pprof,
+    /// jfr, or leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "leaks"])]
     pub format: Option<String>,
     /// How long to wait for the JVM at each step of the attach
     #[arg(long, default_value = "10s", value_parser = parse_wall)]

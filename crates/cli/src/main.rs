@@ -2,13 +2,17 @@
 //!
 //! Subcommands: `record` runs a Java command with the agent loaded, `attach`
 //! and `list` work on running JVMs, `demo` compiles and profiles the bundled
-//! demo program. Each lives in its own module.
+//! demo program; `convert`, `diff` and `report` work on recorded files. Each lives in its own module.
 
 mod agent;
 mod agent_opts;
 mod attach;
+mod convert;
 mod demo;
+mod diff;
+mod input;
 mod record;
+mod report;
 
 use std::process::ExitCode;
 
@@ -28,6 +32,9 @@ enum Command {
     /// List the running JVMs: pid, JDK version, whether oxprof is loaded, main class
     List,
     Demo(demo::DemoArgs),
+    Convert(convert::ConvertArgs),
+    Diff(diff::DiffArgs),
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +44,9 @@ fn main() -> ExitCode {
         Command::Attach(args) => attach::run(args),
         Command::List => attach::list(),
         Command::Demo(args) => demo::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Diff(args) => diff::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

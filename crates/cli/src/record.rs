@@ -37,12 +37,12 @@ pub struct RecordArgs {
     /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
     #[arg(short, long, default_value = "10ms", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: String,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt, .jfr)
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .jfr)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
-    /// Output format, overriding the extension: flamegraph, collapsed, jfr,
-    /// or leaks (the text leak report of --live)
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "jfr", "leaks"])]
+    /// Output format, overriding the extension: flamegraph, collapsed, pprof,
+    /// jfr, or leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "leaks"])]
     pub format: Option<String>,
     /// One root frame per thread
     #[arg(long)]

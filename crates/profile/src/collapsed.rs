@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::model::{Counter, FrameKind, Profile};
+use crate::model::{Counter, Frame, FrameKind, Meta, Profile};
 
 /// Options for the collapsed writer.
 #[derive(Clone, Copy, Debug, Default)]
@@ -52,6 +52,30 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
     out.flush()
 }
 
+/// Reads collapsed stacks (`a;b;c 12` lines; async-profiler's frame-type
+/// suffixes become frame kinds). Counts become both counters.
+pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
+    let mut p = Profile::new(meta);
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
+        let count: u64 = count.parse().map_err(|_| format!("line {}: '{count}' is not a count", i + 1))?;
+        let frames = stack.split(';').map(|name| {
+            for kind in [FrameKind::Interpreted, FrameKind::Jit, FrameKind::Inlined, FrameKind::Kernel, FrameKind::Alloc] {
+                if let Some(base) = name.strip_suffix(kind.annotation()) {
+                    return Frame::new(base, kind);
+                }
+            }
+            Frame::new(name, FrameKind::Java)
+        });
+        p.add_frames(frames, count, count);
+    }
+    Ok(p)
+}
+
 /// Frame names must not contain the separators of the format.
 fn push_sanitized(line: &mut String, name: &str) {
     for c in name.chars() {
@@ -80,6 +104,11 @@ mod tests {
         let mut out = Vec::new();
         write(&p, CollapsedOptions { counter: Counter::Total, annotate: true }, &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "Main.main_[0];Main.hot_[j] 70\n");
+
+        let back = read("Main.main_[0];Main.hot_[j] 70\nMain.main_[0] 5\n", Meta::default()).unwrap();
+        assert_eq!(back.sum(Counter::Samples), 75);
+        assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
+        assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
     }
 
     #[test]

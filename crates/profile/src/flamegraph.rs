@@ -155,6 +155,75 @@ pub fn write_html_multi<W: Write>(views: &[View<'_>], opts: &HtmlOptions, out: W
     out.flush()
 }
 
+/// Writes a differential flame graph: frames as wide as in `after`, coloured
+/// by how their share of the total changed from `before` (red grew, blue
+/// shrank; both profiles normalised by their totals). Frames only in
+/// `before` have no width; the tooltip shows both values.
+pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Counter, opts: &HtmlOptions, out: W) -> io::Result<()> {
+    let merged = merge_for_diff(before, after, counter);
+    let view = View { label: default_label(after, counter), profile: &merged, counter };
+    let views = [view];
+    let page = Page::build_with(&views, |v| Tree::build_diff(v.profile));
+    let title = if opts.title.trim().is_empty() { "Differential flame graph".to_string() } else { opts.title.clone() };
+    let unit = match counter {
+        Counter::Samples => "samples".to_string(),
+        Counter::Total => after.meta.total_unit.clone(),
+    };
+    let sub = if opts.subtitle.is_empty() {
+        format!(
+            "before: {} · after: {} · width: after · red: larger share than before, blue: smaller",
+            format_quantity(before.sum(counter), &unit),
+            format_quantity(after.sum(counter), &unit)
+        )
+    } else {
+        opts.subtitle.clone()
+    };
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    render_template(TEMPLATE, &mut out, |key, out| {
+        match key {
+            "TITLE" => write_escaped_html(out, &title),
+            "TABS" => Ok(()),
+            "SUBTITLES" => {
+                out.write_all(b"<div class=\"sub\" data-view=\"0\">")?;
+                write_escaped_html(out, &sub)?;
+                out.write_all(b"</div>")
+            }
+            "EMPTY" => page.write_empty_notes(out),
+            "CONFIG" => out.write_all(page.config_json(&views).as_bytes()),
+            "NAMES" => page.write_names_json(out),
+            "TREE" => page.write_trees(out),
+            _ => return Ok(false),
+        }
+        .map(|()| true)
+    })?;
+    out.flush()
+}
+
+/// One profile holding both: `samples` = the value in `after`, `total` = in
+/// `before`. Frames match by name only (a method JIT-compiled in one run and
+/// interpreted in the other is the same method); the first kind seen is kept.
+pub fn merge_for_diff(before: &Profile, after: &Profile, counter: Counter) -> Profile {
+    let mut merged = Profile::new(after.meta.clone());
+    let mut by_name: HashMap<String, u32> = HashMap::new();
+    for (p, is_after) in [(after, true), (before, false)] {
+        let ids: Vec<u32> = p
+            .frames()
+            .iter()
+            .map(|f| *by_name.entry(f.name.clone()).or_insert_with(|| merged.intern(crate::model::Frame::new(f.name.clone(), f.kind))))
+            .collect();
+        for s in p.samples() {
+            let v = Profile::value(s, counter);
+            let stack = s.stack.iter().map(|&f| ids[f as usize]).collect();
+            if is_after {
+                merged.add(stack, v, 0);
+            } else {
+                merged.add(stack, 0, v);
+            }
+        }
+    }
+    merged
+}
+
 /// The frames and trees of all views of a page.
 #[derive(Debug)]
 struct Page<'p> {
@@ -166,12 +235,16 @@ struct Page<'p> {
 
 impl<'p> Page<'p> {
     fn build(views: &[View<'p>]) -> Page<'p> {
+        Page::build_with(views, |view| Tree::build(view.profile, view.counter))
+    }
+
+    fn build_with(views: &[View<'p>], make: impl Fn(&View<'p>) -> Tree) -> Page<'p> {
         let mut frames: Vec<(&'p str, FrameKind)> = Vec::new();
         let mut index: HashMap<(&'p str, FrameKind), u32> = HashMap::new();
         let mut trees = Vec::with_capacity(views.len());
         for view in views {
             let profile: &'p Profile = view.profile;
-            let mut tree = Tree::build(profile, view.counter);
+            let mut tree = make(view);
             for id in &mut tree.frames {
                 let frame = profile.frame(*id);
                 let key = (frame.name.as_str(), frame.kind);
@@ -218,6 +291,9 @@ impl<'p> Page<'p> {
             push_json_string(&mut json, &view.display_label());
             json.push_str(",\"unit\":");
             push_json_string(&mut json, view.unit());
+            if self.trees.get(i).is_some_and(|t| t.diff) {
+                json.push_str(",\"diff\":true");
+            }
             json.push('}');
         }
         json.push_str("]}");
@@ -305,6 +381,8 @@ struct Node {
     value: u64,
     /// Number of direct children (they follow in preorder).
     children: u32,
+    /// Diff pages: the baseline's value for this node.
+    before: u64,
 }
 
 /// The call tree of a profile, in preorder, root first.
@@ -314,24 +392,45 @@ struct Tree {
     /// ids once [`Page::build`] has mapped them).
     frames: Vec<u32>,
     nodes: Vec<Node>,
+    /// Each node also carries a baseline value (a diff page).
+    diff: bool,
 }
 
 impl Tree {
     /// Merges the profile's stacks (skipping zero values) into a tree whose
     /// children are sorted by frame name, then kind.
     fn build(profile: &Profile, counter: Counter) -> Tree {
+        let stacks = sorted_stacks(profile, counter).into_iter().map(|(s, v)| (s, v, 0)).collect();
+        Tree::build_pairs(profile, stacks)
+    }
+
+    /// A diff tree from a merged profile whose `samples` counter holds the
+    /// new values and `total` the baseline's.
+    fn build_diff(merged: &Profile) -> Tree {
+        let rank = frame_ranks(merged);
+        let mut stacks: Vec<(&[u32], u64, u64)> = merged.samples().iter().filter(|s| s.samples > 0 || s.total > 0).map(|s| (s.stack.as_slice(), s.samples, s.total)).collect();
+        stacks.sort_by_cached_key(|&(stack, _, _)| stack.iter().map(|&f| rank[f as usize]).collect::<Vec<_>>());
+        let mut tree = Tree::build_pairs(merged, stacks);
+        tree.diff = true;
+        tree
+    }
+
+    /// Merges sorted stacks with (value, baseline) into a tree.
+    fn build_pairs(profile: &Profile, stacks: Vec<(&[u32], u64, u64)>) -> Tree {
         let mut tree = Tree {
             frames: Vec::new(),
             nodes: vec![Node {
                 frame: 0,
                 value: 0,
                 children: 0,
+                before: 0,
             }],
+            diff: false,
         };
         let mut local = vec![u32::MAX; profile.frames().len()];
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u32] = &[];
-        for (stack, value) in sorted_stacks(profile, counter) {
+        for (stack, value, before) in stacks {
             let common = prev.iter().zip(stack).take_while(|(a, b)| a == b).count();
             path.truncate(common + 1);
             for &id in &stack[common..] {
@@ -340,6 +439,7 @@ impl Tree {
             }
             for &n in &path {
                 tree.nodes[n].value += value;
+                tree.nodes[n].before += before;
             }
             prev = stack;
         }
@@ -366,11 +466,12 @@ impl Tree {
             frame,
             value: 0,
             children: 0,
+            before: 0,
         });
     }
 
     fn is_empty(&self) -> bool {
-        self.nodes[0].value == 0
+        self.nodes[0].value == 0 && self.nodes[0].before == 0
     }
 
     /// Makes the nodes refer to page frames: `frames` must already hold the
@@ -393,6 +494,9 @@ impl Tree {
             push_varint(&mut buf, node.frame as u64);
             push_varint(&mut buf, node.value);
             push_varint(&mut buf, node.children as u64);
+            if self.diff {
+                push_varint(&mut buf, node.before);
+            }
             if buf.len() > (1 << 16) - 64 {
                 out.write_all(&buf)?;
                 buf.clear();
@@ -524,7 +628,7 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
 }
 
 /// Formats a quantity for people: ns as ns/µs/ms/s, bytes as B/KiB/MiB/GiB.
-fn format_quantity(v: u64, unit: &str) -> String {
+pub fn format_quantity(v: u64, unit: &str) -> String {
     match unit {
         "ns" => scaled(v, 1000.0, &["ns", "µs", "ms", "s"]),
         "bytes" | "B" => scaled(v, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB"]),
@@ -643,6 +747,11 @@ mod tests {
 
     /// Decodes the `fg-tree` varints back into nodes.
     fn decode_tree(text: &str) -> Vec<Node> {
+        decode_tree_with(text, false)
+    }
+
+    /// Decodes a tree; diff trees carry a fourth varint per node.
+    fn decode_tree_with(text: &str, diff: bool) -> Vec<Node> {
         let mut digits = text
             .bytes()
             .map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
@@ -663,6 +772,7 @@ mod tests {
                 frame: next() as u32,
                 value: next(),
                 children: next() as u32,
+                before: if diff { next() } else { 0 },
             })
             .collect();
         assert!(digits.next().is_none(), "trailing tree data");
@@ -809,7 +919,8 @@ mod tests {
                 vec![Node {
                     frame: 0,
                     value: 0,
-                    children: 0
+                    children: 0,
+                    before: 0,
                 }]
             );
         }
@@ -1043,6 +1154,30 @@ mod tests {
         assert_eq!(page_title(&both, &opts), "My App");
         let same = [View::new(&cpu, Counter::Samples), View::new(&cpu, Counter::Total)];
         assert_eq!(page_title(&same, &HtmlOptions::default()), "CPU profile");
+    }
+
+    #[test]
+    fn diff_page_carries_both_values_per_node() {
+        let mut before = Profile::new(Meta { event: "cpu".into(), ..Meta::default() });
+        before.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("a", FrameKind::Jit)], 6, 0);
+        before.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("gone", FrameKind::Jit)], 4, 0);
+        let mut after = Profile::new(Meta { event: "cpu".into(), ..Meta::default() });
+        // Same method, other kind: still matched by name.
+        after.add_frames([Frame::new("main", FrameKind::Interpreted), Frame::new("a", FrameKind::Jit)], 2, 0);
+        after.add_frames([Frame::new("main", FrameKind::Interpreted), Frame::new("new", FrameKind::Jit)], 8, 0);
+        let mut out = Vec::new();
+        write_html_diff(&before, &after, Counter::Samples, &HtmlOptions::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        assert!(script_body(&page, "fg-config").contains("\"diff\":true"));
+        let names: Vec<String> = names_of(&page);
+        let nodes = decode_tree_with(script_body(&page, "fg-tree"), true);
+        let node = |name: &str| nodes.iter().find(|n| names[n.frame as usize] == name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!((nodes[0].value, nodes[0].before), (10, 10));
+        assert_eq!((node("main").value, node("main").before), (10, 10));
+        assert_eq!((node("a").value, node("a").before), (2, 6));
+        assert_eq!((node("new").value, node("new").before), (8, 0));
+        assert_eq!((node("gone").value, node("gone").before), (0, 4));
+        assert!(page.contains("before: 10 samples · after: 10 samples"));
     }
 
     /// A deterministic xorshift generator for synthetic profiles.

@@ -10,19 +10,22 @@ pub enum OutputFormat {
     Collapsed,
     /// A self-contained interactive HTML flame graph.
     FlameGraph,
+    /// Gzipped pprof `profile.proto` (Go's pprof, Pyroscope, Grafana).
+    Pprof,
     /// A JDK Flight Recorder file, streamed while recording.
     Jfr,
 }
 
 impl OutputFormat {
     /// The explicit words accepted on the command line / in agent options.
-    pub const WORDS: &'static str = "collapsed, flamegraph, jfr";
+    pub const WORDS: &'static str = "collapsed, flamegraph, pprof, jfr";
 
     /// Parses an explicit format word.
     pub fn from_word(word: &str) -> Option<OutputFormat> {
         match word {
             "collapsed" | "folded" => Some(OutputFormat::Collapsed),
             "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
+            "pprof" => Some(OutputFormat::Pprof),
             "jfr" => Some(OutputFormat::Jfr),
             _ => None,
         }
@@ -35,6 +38,8 @@ impl OutputFormat {
             Some(OutputFormat::FlameGraph)
         } else if name.ends_with(".collapsed") || name.ends_with(".txt") || name.ends_with(".folded") {
             Some(OutputFormat::Collapsed)
+        } else if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
+            Some(OutputFormat::Pprof)
         } else if name.ends_with(".jfr") {
             Some(OutputFormat::Jfr)
         } else {
@@ -47,6 +52,7 @@ impl OutputFormat {
         match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "html",
+            OutputFormat::Pprof => "pb.gz",
             OutputFormat::Jfr => "jfr",
         }
     }
@@ -57,6 +63,7 @@ impl fmt::Display for OutputFormat {
         f.write_str(match self {
             OutputFormat::Collapsed => "collapsed",
             OutputFormat::FlameGraph => "flamegraph",
+            OutputFormat::Pprof => "pprof",
             OutputFormat::Jfr => "jfr",
         })
     }
@@ -74,6 +81,9 @@ mod tests {
         assert_eq!(OutputFormat::from_path(Path::new("p.bin")), None);
         assert_eq!(OutputFormat::from_word("flamegraph"), Some(OutputFormat::FlameGraph));
         assert_eq!(OutputFormat::from_word("nope"), None);
+        assert_eq!(OutputFormat::from_path(Path::new("cpu.pb.gz")), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_path(Path::new("cpu.pprof")), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_word("pprof"), Some(OutputFormat::Pprof));
         assert_eq!(OutputFormat::from_path(Path::new("rec.JFR")), Some(OutputFormat::Jfr));
         assert_eq!(OutputFormat::from_word("jfr"), Some(OutputFormat::Jfr));
     }

@@ -5,11 +5,15 @@
 //! stacks, HTML flame graph, and later JFR and pprof) reads only this model.
 
 pub mod collapsed;
+pub mod convert;
 pub mod flamegraph;
 pub mod format;
 pub mod jfr;
+pub mod jfr_read;
 pub mod leak;
 pub mod model;
+pub mod pprof;
+mod pprof_proto;
 pub mod units;
 
 pub use format::OutputFormat;

@@ -78,16 +78,25 @@ impl FrameKind {
     }
 }
 
-/// One frame: a display name and its kind.
+/// One frame: a display name, its kind and, where a source told it, the
+/// source line (0 = unknown). Frames differing only in line are distinct;
+/// writers that show methods rather than lines use [`Profile::without_lines`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub name: String,
     pub kind: FrameKind,
+    pub line: u32,
 }
 
 impl Frame {
     pub fn new(name: impl Into<String>, kind: FrameKind) -> Frame {
-        Frame { name: name.into(), kind }
+        Frame { name: name.into(), kind, line: 0 }
+    }
+
+    /// The same frame at a source line (0 = unknown).
+    pub fn with_line(mut self, line: u32) -> Frame {
+        self.line = line;
+        self
     }
 }
 
@@ -214,6 +223,36 @@ impl Profile {
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()
     }
+
+    /// Whether any frame carries a source line.
+    pub fn has_lines(&self) -> bool {
+        self.frames.iter().any(|f| f.line != 0)
+    }
+
+    /// The same profile with line numbers dropped, so that frames of one
+    /// method merge (what flame graphs and collapsed stacks show).
+    pub fn without_lines(&self) -> Profile {
+        if !self.has_lines() {
+            return self.clone();
+        }
+        let mut out = Profile::new(self.meta.clone());
+        let map: Vec<u32> = self.frames.iter().map(|f| out.intern(Frame::new(f.name.clone(), f.kind))).collect();
+        for s in &self.samples {
+            out.add(s.stack.iter().map(|&f| map[f as usize]).collect(), s.samples, s.total);
+        }
+        out
+    }
+
+    /// Keeps only the stacks for which `keep` is true (frame ids as given).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Profile, &Sample) -> bool) {
+        let samples = std::mem::take(&mut self.samples);
+        self.stack_ids.clear();
+        for s in samples {
+            if keep(self, &s) {
+                self.add(s.stack, s.samples, s.total);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +274,32 @@ mod tests {
         assert_eq!(p.sum(Counter::Samples), 6);
         assert_eq!(p.sum(Counter::Total), 60);
         assert_eq!(p.samples_with_kind(FrameKind::Inlined), 5);
+    }
+
+    #[test]
+    fn lines_are_distinct_until_dropped() {
+        let mut p = Profile::new(Meta::default());
+        let main = Frame::new("A.main", FrameKind::Jit);
+        p.add_frames([main.clone(), Frame::new("A.f", FrameKind::Jit).with_line(3)], 1, 10);
+        p.add_frames([main.clone(), Frame::new("A.f", FrameKind::Jit).with_line(4)], 2, 20);
+        assert_eq!(p.samples().len(), 2);
+        assert!(p.has_lines());
+        let q = p.without_lines();
+        assert!(!q.has_lines());
+        assert_eq!(q.samples().len(), 1);
+        assert_eq!(q.samples()[0].samples, 3);
+        assert_eq!(q.sum(Counter::Total), 30);
+    }
+
+    #[test]
+    fn retain_drops_stacks() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([Frame::new("A.main", FrameKind::Jit)], 1, 10);
+        p.add_frames([Frame::new("B.main", FrameKind::Jit)], 2, 20);
+        p.retain(|p, s| p.frame(s.stack[0]).name.starts_with('B'));
+        assert_eq!(p.sum(Counter::Samples), 2);
+        p.add_frames([Frame::new("B.main", FrameKind::Jit)], 1, 1);
+        assert_eq!(p.samples().len(), 1);
     }
 
     #[test]

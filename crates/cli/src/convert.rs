@@ -1,0 +1,110 @@
+//! `oxprof convert IN -o OUT`: a JFR recording (the JDK's or oxprof's), a
+//! pprof file or collapsed stacks into an HTML flame graph, collapsed
+//! stacks, pprof or a text summary, with the shared selection filters.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use oxprof_profile::collapsed::{self, CollapsedOptions};
+use oxprof_profile::flamegraph::{self, HtmlOptions, View};
+use oxprof_profile::{pprof, Counter, OutputFormat, Profile};
+
+use crate::input::{self, Selection};
+use crate::report;
+
+/// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/text out
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs.")]
+pub struct ConvertArgs {
+    /// A JFR recording, a pprof file or collapsed stacks
+    pub input: PathBuf,
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof); - for stdout
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Output format, overriding the extension
+    #[arg(long, value_parser = ["flamegraph", "html", "collapsed", "pprof", "text"])]
+    pub format: Option<String>,
+    /// Widths show estimated totals (CPU time, bytes) instead of sample counts
+    #[arg(long)]
+    pub total: bool,
+    #[command(flatten)]
+    pub selection: Selection,
+}
+
+/// An output format of the converter: the profile formats plus a text summary.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Target {
+    Format(OutputFormat),
+    Text,
+}
+
+fn target(args: &ConvertArgs) -> Result<Target, String> {
+    match args.format.as_deref() {
+        Some("text") => Ok(Target::Text),
+        Some(w) => OutputFormat::from_word(w).map(Target::Format).ok_or_else(|| format!("unknown format '{w}'")),
+        None => OutputFormat::from_path(&args.output).map(Target::Format).ok_or_else(|| {
+            format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz or .pprof, or --format", args.output.display())
+        }),
+    }
+}
+
+pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
+    let target = target(&args)?;
+    if target == Target::Format(OutputFormat::Jfr) {
+        return Err("convert writes .html, .collapsed, .pb.gz/.pprof or --format text; JFR is written by the agent while recording (file=rec.jfr)".into());
+    }
+    let input = input::load(&args.input)?;
+    let profiles = args.selection.profiles(&input)?;
+    if profiles.iter().all(|(_, p)| p.is_empty()) {
+        return Err("no samples left after filtering (check --from/--to, --include/--exclude and --threads)".into());
+    }
+    let counter = if args.total { Counter::Total } else { Counter::Samples };
+    let written = write(&profiles, target, counter, &args.output)?;
+    for path in written {
+        eprintln!("oxprof: wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(profiles: &[(&str, Profile)], target: Target, counter: Counter, out: &Path) -> Result<Vec<PathBuf>, String> {
+    let plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
+    let mut written = Vec::new();
+    match target {
+        Target::Format(OutputFormat::FlameGraph) => {
+            let views: Vec<View> = plain.iter().map(|p| View::new(p, counter)).collect();
+            emit(out, |w| flamegraph::write_html_multi(&views, &HtmlOptions { counter, ..HtmlOptions::default() }, w))?;
+            written.push(out.to_path_buf());
+        }
+        Target::Text => {
+            emit(out, |w| report::write_report(profiles, 20, w))?;
+            written.push(out.to_path_buf());
+        }
+        Target::Format(format) => {
+            for (i, (key, p)) in profiles.iter().enumerate() {
+                let path = if i == 0 { out.to_path_buf() } else { input::sibling(out, key) };
+                match format {
+                    OutputFormat::Pprof => emit(&path, |w| pprof::write(p, w))?,
+                    _ => emit(&path, |w| collapsed::write(&plain[i], CollapsedOptions { counter, annotate: false }, w))?,
+                }
+                written.push(path);
+            }
+        }
+    }
+    Ok(written.into_iter().filter(|p| p != Path::new("-")).collect())
+}
+
+/// Writes to a file, or stdout for `-`.
+pub fn emit(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+    let res = if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        f(&mut out).and_then(|()| out.flush())
+    } else {
+        let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let mut w = BufWriter::new(file);
+        f(&mut w).and_then(|()| w.flush())
+    };
+    res.map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -1,0 +1,61 @@
+//! `oxprof diff BEFORE AFTER -o OUT`: a differential flame graph (HTML) or
+//! two-count collapsed stacks (`stack before after`, as FlameGraph's
+//! `difffolded.pl` writes) of one kind of profile from two files.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use oxprof_profile::flamegraph::{self, HtmlOptions};
+use oxprof_profile::{Counter, OutputFormat, Profile};
+
+use crate::convert::emit;
+use crate::input::{self, Selection};
+
+/// Differential flame graph of two recordings (red grew, blue shrank)
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after.")]
+pub struct DiffArgs {
+    pub before: PathBuf,
+    pub after: PathBuf,
+    /// Output file: .html (flame graph) or .collapsed/.txt (two counts per line)
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Compare estimated totals (CPU time, bytes) instead of sample counts
+    #[arg(long)]
+    pub total: bool,
+    #[command(flatten)]
+    pub selection: Selection,
+}
+
+pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
+    let format = OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph);
+    if format == OutputFormat::Pprof || format == OutputFormat::Jfr {
+        return Err("diff writes .html or .collapsed; pprof and JFR have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
+    }
+    let before = input::load(&args.before)?;
+    let after = input::load(&args.after)?;
+    let b = args.selection.profiles(&before).map_err(|e| format!("{}: {e}", args.before.display()))?;
+    let a = args.selection.profiles(&after).map_err(|e| format!("{}: {e}", args.after.display()))?;
+    let (key, after_p) = a.into_iter().next().ok_or("no profile in the second file")?;
+    let before_p = b.into_iter().find(|(k, _)| *k == key).map(|(_, p)| p).ok_or_else(|| format!("{} has no {key} samples to compare with", args.before.display()))?;
+    let counter = if args.total { Counter::Total } else { Counter::Samples };
+    let (before_p, after_p) = (before_p.without_lines(), after_p.without_lines());
+    match format {
+        OutputFormat::FlameGraph => emit(&args.output, |w| flamegraph::write_html_diff(&before_p, &after_p, counter, &HtmlOptions::default(), w))?,
+        _ => emit(&args.output, |w| write_collapsed_diff(&before_p, &after_p, counter, w))?,
+    }
+    eprintln!("oxprof: wrote {}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `frame;frame before after` per distinct stack of either profile.
+fn write_collapsed_diff(before: &Profile, after: &Profile, counter: Counter, out: &mut dyn Write) -> std::io::Result<()> {
+    let merged = flamegraph::merge_for_diff(before, after, counter);
+    for s in merged.samples() {
+        let names: Vec<String> = s.stack.iter().map(|&f| merged.frame(f).name.replace(';', ":")).collect();
+        writeln!(out, "{} {} {}", names.join(";"), s.total, s.samples)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! Reading a profile file for `convert`, `diff` and `report`: JFR (from the
+//! JDK or oxprof), pprof (gzipped or not) or collapsed stacks, detected from
+//! the content; and the selection options they share (kinds, threads, time
+//! range, frame filters) that turn a file into profiles.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use oxprof_profile::convert::{self, Options};
+use oxprof_profile::jfr_read::{self, Recording};
+use oxprof_profile::model::Meta;
+use oxprof_profile::{collapsed, pprof, Profile};
+use regex::Regex;
+
+/// What a file held.
+pub enum Input {
+    Jfr(Recording),
+    /// A pprof or collapsed profile: one profile, no timestamps.
+    Profile(Profile),
+}
+
+/// Which samples to take from an input, shared by convert, diff and report.
+#[derive(Args, Clone, Debug, Default)]
+pub struct Selection {
+    /// CPU samples (jdk.ExecutionSample)
+    #[arg(long)]
+    pub cpu: bool,
+    /// Allocation samples (jdk.ObjectAllocationSample, or the TLAB events on JDK 11)
+    #[arg(long)]
+    pub alloc: bool,
+    /// Live objects (jdk.OldObjectSample)
+    #[arg(long)]
+    pub live: bool,
+    /// One root frame per thread
+    #[arg(long)]
+    pub threads: bool,
+    /// Start of the time range: a duration from the recording's start (10s, 1.5m),
+    /// from its end when negative (-30s), or a UTC time (12:04:05, 2024-05-01T12:04:05Z)
+    #[arg(long, allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// End of the time range, in the same forms as --from
+    #[arg(long, allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Keep only stacks with a frame matching this regular expression
+    #[arg(long)]
+    pub include: Option<String>,
+    /// Drop stacks with a frame matching this regular expression
+    #[arg(long)]
+    pub exclude: Option<String>,
+}
+
+/// Reads a file, showing progress on a terminal for JFR files.
+pub fn load(path: &Path) -> Result<Input, String> {
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut head = [0u8; 4];
+    let n = file.read(&mut head).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if n == 0 {
+        return Err(format!("{} is empty; give a JFR, pprof or collapsed-stacks file", path.display()));
+    }
+    if jfr_read::is_jfr(&head[..n]) {
+        drop(file);
+        let tty = std::io::stderr().is_terminal();
+        let mut last = 0u64;
+        let mut progress = |done: u64, total: u64| {
+            if tty && total > 0 && (done - last > total / 50 || done == total) {
+                last = done;
+                eprint!("\rreading {}: {:3}% ", path.display(), done * 100 / total);
+                if done == total {
+                    eprintln!();
+                }
+            }
+        };
+        let rec = jfr_read::read_file(path, &mut progress)?;
+        for w in &rec.warnings {
+            eprintln!("oxprof: warning: {}: {w}", path.display());
+        }
+        return Ok(Input::Jfr(rec));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
+        return pprof::read(&bytes).map(Input::Profile).map_err(|e| format!("{}: not a JFR file, and {e}", path.display()));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let meta = Meta { title: path.display().to_string(), event: "cpu".into(), ..Meta::default() };
+    collapsed::read(&text, meta).map(Input::Profile).map_err(|e| format!("{} is neither JFR, pprof nor collapsed stacks ({e})", path.display()))
+}
+
+fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> {
+    pattern.as_deref().map(|p| Regex::new(p).map_err(|e| format!("{flag} '{p}' is not a valid regular expression: {}", e.to_string().lines().last().unwrap_or("")))).transpose()
+}
+
+impl Selection {
+    /// The profiles of an input, one per kind asked for (all kinds present
+    /// when none is asked for), as `(key, profile)`.
+    pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
+        let include = regex("--include", &self.include)?;
+        let exclude = regex("--exclude", &self.exclude)?;
+        let inc = include.as_ref().map(|r| move |s: &str| r.is_match(s));
+        let exc = exclude.as_ref().map(|r| move |s: &str| r.is_match(s));
+        let all = !(self.cpu || self.alloc || self.live);
+        match input {
+            Input::Jfr(rec) => {
+                let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
+                let opts = Options {
+                    cpu: all || self.cpu,
+                    alloc: all || self.alloc,
+                    live: all || self.live,
+                    threads: self.threads,
+                    from_ns: self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?,
+                    to_ns: self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?,
+                    include: inc.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+                    exclude: exc.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+                };
+                let profiles = convert::profiles(rec, &opts);
+                if profiles.is_empty() {
+                    return Err(format!(
+                        "the recording has no samples of the kinds asked for (CPU: {}, allocation: {}, live: {})",
+                        rec.cpu.len(),
+                        rec.alloc.len(),
+                        rec.live.len()
+                    ));
+                }
+                Ok(profiles)
+            }
+            Input::Profile(p) => {
+                if self.from.is_some() || self.to.is_some() {
+                    return Err("--from/--to need a JFR recording; pprof and collapsed files have no timestamps".into());
+                }
+                let key = match p.meta.event.as_str() {
+                    "alloc" => "alloc",
+                    "live" => "live",
+                    _ => "cpu",
+                };
+                let mut p = p.clone();
+                p.retain(|p, s| {
+                    let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
+                    (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
+                });
+                Ok(vec![(key, p)])
+            }
+        }
+    }
+}
+
+/// A time for --from/--to: a duration from the start (from the end when
+/// negative), `HH:MM:SS[.fff]` (UTC, on the recording's first day) or
+/// `YYYY-MM-DDTHH:MM:SS[.fff][Z]` (UTC).
+pub fn parse_time(s: &str, start_ns: i64, end_ns: i64) -> Result<i64, String> {
+    let s = s.trim();
+    if s.contains(':') {
+        let (date, time) = match s.split_once(['T', ' ']) {
+            Some((d, t)) => (Some(d), t.trim_end_matches('Z')),
+            None => (None, s.trim_end_matches('Z')),
+        };
+        let bad = || format!("'{s}' is not a time; use HH:MM:SS or YYYY-MM-DDTHH:MM:SS (UTC), or a duration like 10s");
+        let mut hms = time.split(':');
+        let h: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let m: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let sec: f64 = hms.next().map_or(Some(0.0), |v| v.parse().ok()).ok_or_else(bad)?;
+        let day_ns = 86_400_000_000_000i64;
+        let day_start = match date {
+            Some(d) => {
+                let mut p = d.split('-').map(|v| v.parse::<i64>().ok());
+                let (Some(Some(y)), Some(Some(mo)), Some(Some(da))) = (p.next(), p.next(), p.next()) else { return Err(bad()) };
+                days_from_civil(y, mo, da) * day_ns
+            }
+            None => start_ns.div_euclid(day_ns) * day_ns,
+        };
+        return Ok(day_start + (h * 3600 + m * 60) * 1_000_000_000 + (sec * 1e9) as i64);
+    }
+    if let Some(rest) = s.strip_prefix('-') {
+        let d = oxprof_profile::units::parse_wall_duration_ns(rest)?;
+        return Ok(end_ns - d as i64);
+    }
+    if s == "0" {
+        return Ok(start_ns);
+    }
+    let d = oxprof_profile::units::parse_wall_duration_ns(s)?;
+    Ok(start_ns + d as i64)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `dir/name.ext` → `dir/name.KEY.ext` (`.pb.gz` kept whole), for the
+/// second and later profiles of a one-profile-per-file format.
+pub fn sibling(path: &Path, key: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for ext in [".pb.gz", ".collapsed", ".folded", ".txt", ".pprof", ".pb", ".html"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            return path.with_file_name(format!("{stem}.{key}{ext}"));
+        }
+    }
+    path.with_file_name(format!("{name}.{key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        let start = 1_700_000_000_000_000_000i64; // 2023-11-14T22:13:20Z
+        let end = start + 60_000_000_000;
+        assert_eq!(parse_time("10s", start, end), Ok(start + 10_000_000_000));
+        assert_eq!(parse_time("-5s", start, end), Ok(end - 5_000_000_000));
+        assert_eq!(parse_time("0", start, end), Ok(start));
+        assert_eq!(parse_time("22:13:30", start, end), Ok(start + 10_000_000_000));
+        assert_eq!(parse_time("2023-11-14T22:13:21Z", start, end), Ok(start + 1_000_000_000));
+        assert!(parse_time("soon", start, end).is_err());
+        assert!(parse_time("12:xx", start, end).is_err());
+    }
+
+    #[test]
+    fn siblings() {
+        assert_eq!(sibling(Path::new("d/p.pb.gz"), "alloc"), PathBuf::from("d/p.alloc.pb.gz"));
+        assert_eq!(sibling(Path::new("p.collapsed"), "live"), PathBuf::from("p.live.collapsed"));
+    }
+}

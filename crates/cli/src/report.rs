@@ -1,0 +1,128 @@
+//! `oxprof report FILE`: a compact terminal summary of a recording: top
+//! methods by self and total time, top allocation sites (class and the
+//! frame that allocated it) and, from live-object samples, leak suspects.
+//! The same tables are `convert`'s `text` format.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use oxprof_profile::flamegraph::format_quantity;
+use oxprof_profile::{Counter, FrameKind, Profile};
+
+use crate::input::{self, Selection};
+
+/// Print top methods, top allocation sites and leak suspects
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s")]
+pub struct ReportArgs {
+    /// A JFR recording, a pprof file or collapsed stacks
+    pub file: PathBuf,
+    /// Rows per table
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[command(flatten)]
+    pub selection: Selection,
+}
+
+pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
+    let input = input::load(&args.file)?;
+    let profiles = args.selection.profiles(&input)?;
+    let mut out = std::io::stdout().lock();
+    match write_report(&profiles, args.top, &mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
+        _ => {}
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes the tables for every profile.
+pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    for (i, (key, p)) in profiles.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        match *key {
+            "alloc" => {
+                methods(p, "Allocations by method", top, out)?;
+                writeln!(out)?;
+                sites(p, "Top allocation sites", "samples", top, out)?;
+            }
+            "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, out)?,
+            _ => methods(p, "CPU: top methods", top, out)?,
+        }
+    }
+    Ok(())
+}
+
+fn unit_of(p: &Profile) -> &str {
+    &p.meta.total_unit
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// Self and total per method, for the non-class frames of each stack.
+fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let samples = p.sum(Counter::Samples);
+    let total = p.sum(Counter::Total);
+    let mut self_of: HashMap<&str, (u64, u64)> = HashMap::new();
+    let mut total_of: HashMap<&str, (u64, u64)> = HashMap::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for s in p.samples() {
+        let frames: Vec<&str> = s.stack.iter().map(|&f| p.frame(f)).filter(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map(|f| f.name.as_str()).collect();
+        if let Some(leaf) = frames.last() {
+            let e = self_of.entry(leaf).or_default();
+            e.0 += s.samples;
+            e.1 += s.total;
+        }
+        seen.clear();
+        for name in frames {
+            if !seen.contains(&name) {
+                seen.push(name);
+                let e = total_of.entry(name).or_default();
+                e.0 += s.samples;
+                e.1 += s.total;
+            }
+        }
+    }
+    writeln!(out, "{title} ({samples} samples, {})", format_quantity(total, unit_of(p)))?;
+    for (label, map) in [("self", &self_of), ("total", &total_of)] {
+        let mut rows: Vec<(&&str, &(u64, u64))> = map.iter().collect();
+        rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+        writeln!(out, "  by {label:<5}  {:>8} {:>7} {:>12}  method", "samples", "share", unit_of(p))?;
+        for (name, (n, t)) in rows.into_iter().take(top) {
+            writeln!(out, "            {n:>8} {:>6.2}% {:>12}  {name}", pct(*n, samples), format_quantity(*t, unit_of(p)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Rows of (allocated class, allocating frame): samples and total.
+fn sites(p: &Profile, title: &str, what: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let samples = p.sum(Counter::Samples);
+    let total = p.sum(Counter::Total);
+    let mut by_site: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
+    for s in p.samples() {
+        let frames: Vec<_> = s.stack.iter().map(|&f| p.frame(f)).collect();
+        let class = frames.iter().rev().find(|f| f.kind == FrameKind::Alloc).map_or("?", |f| f.name.as_str());
+        let site = frames.iter().rev().find(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map_or("[no stack]", |f| f.name.as_str());
+        let e = by_site.entry((class, site)).or_default();
+        e.0 += s.samples;
+        e.1 += s.total;
+    }
+    let mut rows: Vec<_> = by_site.into_iter().collect();
+    rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(&b.0)));
+    writeln!(out, "{title} ({samples} {what}, {})", format_quantity(total, unit_of(p)))?;
+    writeln!(out, "  {:>8} {:>12} {:>7}  class  <-  allocated in", what, unit_of(p), "share")?;
+    for ((class, site), (n, t)) in rows.into_iter().take(top) {
+        writeln!(out, "  {n:>8} {:>12} {:>6.2}%  {class}  <-  {site}", format_quantity(t, unit_of(p)), pct(t, total))?;
+    }
+    Ok(())
+}

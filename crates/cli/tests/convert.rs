@@ -1,0 +1,368 @@
+//! `oxprof convert`, `diff` and `report` on real recordings: JFR files the
+//! JDK wrote (checked against the JDK's own `jfr print`), pprof read by Go's
+//! `go tool pprof`, filters, and bad input.
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Records `Convert` for `secs` with the JDK's own flight recorder.
+fn jdk_recording(java: &Path, s: &Scratch, name: &str, secs: &str) -> PathBuf {
+    let jfr = s.path(name);
+    let o = Command::new(java)
+        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", jfr.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "Convert", secs])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    jfr
+}
+
+fn oxprof_ok(args: &[&str]) -> Output {
+    let o = oxprof_cmd().args(args).output().unwrap();
+    assert!(o.status.success(), "oxprof {args:?}: {}", text(&o.stderr));
+    o
+}
+
+/// Leaf method of each `jfr print` event of a type, counted: the first
+/// frame line after `stackTrace = [`, without its signature.
+fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String, u64> {
+    let o = Command::new(jfr_tool).args(["print", "--events", event]).arg(file).output().unwrap();
+    assert!(o.status.success(), "jfr print: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let mut leaves = HashMap::new();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == "stackTrace = [" {
+            let frame = lines.next().unwrap().trim();
+            if frame == "]" {
+                continue; // an empty stack trace
+            }
+            // oxprof's JVM-thread frames have no class: jfr print shows ".[GC Thread]".
+            let method = frame.split('(').next().unwrap().trim_start_matches('.').to_string();
+            *leaves.entry(method).or_insert(0) += 1;
+        }
+    }
+    leaves
+}
+
+/// Leaf frame counts of collapsed stacks (skipping allocated-class leaves when `skip_class`).
+fn leaves(stacks: &[(Vec<String>, u64)], skip_last: bool) -> HashMap<String, u64> {
+    let mut m = HashMap::new();
+    for (s, n) in stacks {
+        // An event without a stack trace (jfr print: `stackTrace = null`) has only the class frame.
+        let Some(leaf) = s.len().checked_sub(if skip_last { 2 } else { 1 }).map(|i| &s[i]) else { continue };
+        *m.entry(leaf.clone()).or_insert(0) += n;
+    }
+    m
+}
+
+/// The JDK's recording converted by oxprof has exactly the leaf methods and
+/// counts `jfr print` shows, for CPU and allocation samples.
+fn check_jdk_recording(java: &Path, jfr_tool: &Path, s: &Scratch, tag: &str) {
+    let rec = jdk_recording(java, s, &format!("rec{tag}.jfr"), "2");
+    check_against_jfr_print(&rec, jfr_tool, s, tag);
+}
+
+/// Converting `rec` gives the leaf methods and counts `jfr print` shows.
+fn check_against_jfr_print(rec: &Path, jfr_tool: &Path, s: &Scratch, tag: &str) {
+    let rec = rec.to_path_buf();
+    let cpu = s.path(&format!("cpu{tag}.collapsed"));
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", cpu.to_str().unwrap(), "--cpu"]);
+    let stacks = read_collapsed(&cpu);
+    let ours = leaves(&stacks, false);
+    let theirs = jfr_print_leaves(jfr_tool, &rec, "jdk.ExecutionSample");
+    assert_eq!(ours, theirs, "{tag}: CPU leaf counts differ from jfr print");
+    let top = ours.iter().max_by_key(|(_, n)| **n).unwrap();
+    assert_eq!(top.0, "Convert.spin", "{tag}: {ours:?}");
+    assert!(stacks.iter().all(|(s, _)| s.len() == 1 || !s[0].contains('(')), "frame names have no signatures");
+
+    // Allocation samples: JDK 11 has only the TLAB events.
+    let alloc = s.path(&format!("alloc{tag}.collapsed"));
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", alloc.to_str().unwrap(), "--alloc"]);
+    let stacks = read_collapsed(&alloc);
+    let ours = leaves(&stacks, true);
+    let mut theirs = jfr_print_leaves(jfr_tool, &rec, "jdk.ObjectAllocationSample");
+    if theirs.is_empty() {
+        theirs = jfr_print_leaves(jfr_tool, &rec, "jdk.ObjectAllocationInNewTLAB");
+        for (k, v) in jfr_print_leaves(jfr_tool, &rec, "jdk.ObjectAllocationOutsideTLAB") {
+            *theirs.entry(k).or_insert(0) += v;
+        }
+    }
+    assert!(!theirs.is_empty(), "{tag}: no allocation events in the JDK's recording");
+    assert_eq!(ours, theirs, "{tag}: allocation leaf counts differ from jfr print");
+    assert!(samples_with(&stacks, "byte[]") > 0, "{tag}: no byte[] allocations");
+    eprintln!("ok: {tag}");
+}
+
+#[test]
+fn jdk17_recording_converts_to_the_methods_jfr_print_shows() {
+    let s = Scratch::new("convert-jdk");
+    compile(&s.0, &["Convert.java"]);
+    check_jdk_recording(&java(), &tool("jfr"), &s, "17");
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn jdk_recordings_of_11_21_25_convert_to_the_methods_jfr_print_shows() {
+    let s = Scratch::new("convert-jdks");
+    compile(&s.0, &["Convert.java"]);
+    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    for (i, home) in std::env::split_paths(&v).enumerate() {
+        // The runtime's own jfr tool where it has one (JDK 25's wheel does not).
+        let own = home.join("bin/jfr");
+        let jfr_tool = if own.is_file() { own } else { tool("jfr") };
+        check_jdk_recording(&home.join("bin/java"), &jfr_tool, &s, &format!("-{i}-{}", home.display()).replace('/', "_"));
+    }
+}
+
+#[test]
+fn agent_jfr_converts_to_the_methods_jfr_print_shows() {
+    let s = Scratch::new("convert-agent-jfr");
+    compile(&s.0, &["Convert.java"]);
+    let rec = s.path("agent.jfr");
+    let o = run_java(&s.0, &format!("start,event=cpu,alloc=64k,interval=5ms,file={}", rec.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    check_against_jfr_print(&rec, &tool("jfr"), &s, "agent");
+    // The recorded interval is the CPU period: 5 ms per sample.
+    let o = oxprof_ok(&["report", rec.to_str().unwrap(), "--cpu", "--top", "1"]);
+    let rep = text(&o.stdout);
+    let first = rep.lines().next().unwrap();
+    let n: f64 = first.split('(').nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let mut q = first.split(", ").nth(1).unwrap().split(' ');
+    let value: f64 = q.next().unwrap().parse().unwrap();
+    let secs = match q.next().unwrap().trim_end_matches(')') {
+        "s" => value,
+        "ms" => value / 1e3,
+        unit => panic!("unexpected unit {unit} in {first}"),
+    };
+    assert!((secs - n * 0.005).abs() < 0.01, "{first}");
+}
+
+fn go() -> PathBuf {
+    tool("go")
+}
+
+fn pprof_top(file: &Path, flags: &str) -> String {
+    let o = Command::new(go()).args(["tool", "pprof"]).args(flags.split(' ')).arg(file).env("HOME", std::env::temp_dir()).output().unwrap();
+    assert!(o.status.success(), "go tool pprof {flags}: {}", text(&o.stderr));
+    text(&o.stdout)
+}
+
+/// First function of `go tool pprof -top`'s table.
+fn top_function(top: &str) -> String {
+    let mut rows = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).skip(1);
+    rows.next().unwrap_or_else(|| panic!("no rows in {top}")).split_whitespace().last().unwrap().to_string()
+}
+
+#[test]
+fn agent_pprof_is_read_by_go_pprof_with_go_sample_types() {
+    let s = Scratch::new("pprof");
+    compile(&s.0, &["Convert.java"]);
+    let out = s.path("prof.pb.gz");
+    let o = run_java(&s.0, &format!("start,event=cpu,alloc=64k,interval=5ms,file={}", out.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let alloc = s.path("prof.alloc.pb.gz");
+    assert!(out.is_file() && alloc.is_file(), "CPU and allocation pprof files: {}", text(&o.stderr));
+
+    let top = pprof_top(&out, "-top");
+    assert!(top.contains("Type: cpu"), "{top}");
+    assert_eq!(top_function(&top), "Convert.spin", "{top}");
+    let raw = pprof_top(&out, "-raw");
+    assert!(raw.contains("PeriodType: cpu nanoseconds"), "{raw}");
+    assert!(raw.contains("samples/count cpu/nanoseconds"), "{raw}");
+
+    let top = pprof_top(&alloc, "-top");
+    // Go's pprof shows the last sample type by default.
+    assert!(top.contains("Type: alloc_space"), "{top}");
+    let raw = pprof_top(&alloc, "-raw");
+    assert!(raw.contains("alloc_objects/count alloc_space/bytes"), "{raw}");
+    let space = pprof_top(&alloc, "-top -sample_index=alloc_space");
+    // The allocated class is the leaf frame; byte[] from allocBytes dominates.
+    assert_eq!(top_function(&space), "byte[]", "{space}");
+    let cum = pprof_top(&alloc, "-top -cum -focus=byte");
+    assert!(cum.contains("Convert.allocBytes"), "{cum}");
+
+    // Live objects: inuse sample types, the retained int[] under Convert.main.
+    let live = s.path("live.pb.gz");
+    let o = run_java(&s.0, &format!("start,event=alloc,live,file={}", live.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let live = s.path("live.live.pb.gz");
+    let raw = pprof_top(&live, "-raw");
+    assert!(raw.contains("inuse_objects/count inuse_space/bytes"), "{raw}");
+    let top = pprof_top(&live, "-top");
+    assert_eq!(top_function(&top), "int[]", "{top}");
+
+    // oxprof reads its own pprof back.
+    let back = s.path("back.collapsed");
+    oxprof_ok(&["convert", out.to_str().unwrap(), "-o", back.to_str().unwrap()]);
+    let stacks = read_collapsed(&back);
+    assert!(samples_with(&stacks, "Convert.spin") * 2 > total(&stacks));
+}
+
+#[test]
+fn jfr_to_pprof_live_and_html_and_filters_and_report() {
+    let s = Scratch::new("convert-filters");
+    compile(&s.0, &["Convert.java"]);
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "2");
+    let r = rec.to_str().unwrap();
+
+    // pprof of live objects, with the inuse sample types.
+    let live = s.path("live.pb.gz");
+    oxprof_ok(&["convert", r, "-o", live.to_str().unwrap(), "--live"]);
+    let raw = pprof_top(&live, "-raw");
+    assert!(raw.contains("inuse_objects/count inuse_space/bytes"), "{raw}");
+    // pprof from a JFR recording carries line numbers.
+    let cpu = s.path("cpu.pb.gz");
+    oxprof_ok(&["convert", r, "-o", cpu.to_str().unwrap(), "--cpu"]);
+    let lines = pprof_top(&cpu, "-top -lines");
+    assert!(lines.lines().any(|l| l.contains("Convert.spin") && l.contains(":1")), "{lines}");
+
+    // HTML with every kind as a tab.
+    let html = s.path("all.html");
+    oxprof_ok(&["convert", r, "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for tab in [">CPU (samples)</button>", ">Allocations (samples)</button>", ">live (samples)</button>"] {
+        assert!(page.contains(tab), "missing tab {tab}");
+    }
+
+    let collapsed = |extra: &[&str]| {
+        let out = s.path("f.collapsed");
+        let mut args = vec!["convert", r, "-o", out.to_str().unwrap(), "--cpu"];
+        args.extend_from_slice(extra);
+        oxprof_ok(&args);
+        read_collapsed(&out)
+    };
+    let all = collapsed(&[]);
+    let inc = collapsed(&["--include", r"Convert\.spin"]);
+    assert!(inc.iter().all(|(st, _)| st.iter().any(|f| f == "Convert.spin")));
+    assert_eq!(total(&inc), samples_with(&all, "Convert.spin"));
+    let exc = collapsed(&["--exclude", r"Convert\.spin"]);
+    assert_eq!(total(&exc), total(&all) - samples_with(&all, "Convert.spin"));
+    let threads = collapsed(&["--threads"]);
+    assert_eq!(total(&threads), total(&all));
+    assert!(samples_with(&threads, "[main]") > 0, "no [main] thread root");
+    // Time ranges: the two halves add up to the whole.
+    let first = collapsed(&["--to", "1s"]);
+    let rest = collapsed(&["--from", "1s"]);
+    assert!(total(&first) > 0 && total(&rest) > 0);
+    assert_eq!(total(&first) + total(&rest), total(&all));
+    let o = oxprof_cmd().args(["convert", r, "-o", s.path("x.html").to_str().unwrap(), "--from", "1h"]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("no samples"), "{}", text(&o.stderr));
+    let o = oxprof_cmd().args(["convert", r, "-o", s.path("x.html").to_str().unwrap(), "--include", "("]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("--include '(' is not a valid regular expression"), "{}", text(&o.stderr));
+
+    // The report: hot method first, the allocation site, leak suspects.
+    let o = oxprof_ok(&["report", r, "--top", "3"]);
+    let rep = text(&o.stdout);
+    let after = |title: &str| rep.split(title).nth(1).unwrap_or_else(|| panic!("no '{title}' in {rep}")).lines().nth(2).unwrap().to_string();
+    assert!(after("CPU: top methods").ends_with("Convert.spin"), "{rep}");
+    assert!(after("Top allocation sites").ends_with("byte[]  <-  Convert.allocBytes"), "{rep}");
+    assert!(after("Leak suspects").contains("int[]  <-  Convert.main"), "{rep}");
+}
+
+#[test]
+fn diff_of_two_profiles() {
+    let s = Scratch::new("diff");
+    let before = s.path("before.collapsed");
+    let after = s.path("after.collapsed");
+    std::fs::write(&before, "main;a 60\nmain;b 40\n").unwrap();
+    std::fs::write(&after, "main;a 20\nmain;b 60\nmain;c 20\n").unwrap();
+    let out = s.path("diff.collapsed");
+    oxprof_ok(&["diff", before.to_str().unwrap(), after.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let mut lines: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(lines, ["main;a 60 20", "main;b 40 60", "main;c 0 20"]);
+
+    let html = s.path("diff.html");
+    oxprof_ok(&["diff", before.to_str().unwrap(), after.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("\"diff\":true"), "diff view flag");
+    assert!(page.contains("before: 100 samples · after: 100 samples"), "subtitle");
+
+    // Real recordings: a recording against itself filtered to its hot method.
+    compile(&s.0, &["Convert.java"]);
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "1");
+    let hot = s.path("hot.collapsed");
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", hot.to_str().unwrap(), "--cpu", "--include", "Convert.spin"]);
+    oxprof_ok(&["diff", rec.to_str().unwrap(), hot.to_str().unwrap(), "-o", out.to_str().unwrap(), "--cpu"]);
+    let d = std::fs::read_to_string(&out).unwrap();
+    let spin: Vec<&str> = d.lines().filter(|l| l.contains("Convert.spin")).collect();
+    assert!(!spin.is_empty());
+    for l in spin {
+        let mut n = l.rsplit(' ');
+        let (a, b) = (n.next().unwrap(), n.next().unwrap());
+        assert_eq!(a, b, "hot stacks unchanged: {l}");
+    }
+}
+
+#[test]
+fn bad_input_gives_one_line_errors_and_keeps_whole_chunks() {
+    let s = Scratch::new("bad-input");
+    compile(&s.0, &["Convert.java"]);
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "1");
+    let bytes = std::fs::read(&rec).unwrap();
+    let out = s.path("o.collapsed");
+    let convert = |file: &Path| oxprof_cmd().args(["convert", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--cpu"]).output().unwrap();
+    let one = {
+        assert!(convert(&rec).status.success());
+        total(&read_collapsed(&out))
+    };
+
+    // Two chunks, the second cut off: the first is kept, with a warning.
+    let cut = s.path("cut.jfr");
+    let mut two = bytes.clone();
+    two.extend_from_slice(&bytes[..bytes.len() / 2]);
+    std::fs::write(&cut, &two).unwrap();
+    let o = convert(&cut);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("chunk 2 is truncated"), "{}", text(&o.stderr));
+    assert_eq!(total(&read_collapsed(&out)), one);
+
+    // Two whole chunks: twice the samples.
+    let mut whole = bytes.clone();
+    whole.extend_from_slice(&bytes);
+    std::fs::write(&cut, &whole).unwrap();
+    assert!(convert(&cut).status.success());
+    assert_eq!(total(&read_collapsed(&out)), 2 * one);
+
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.jfr", Vec::new(), "is empty"),
+        ("text.jfr", b"hello, I am not a profile\n".to_vec(), "neither JFR, pprof nor collapsed"),
+        ("half.jfr", bytes[..bytes.len() / 2].to_vec(), "chunk 1 is truncated"),
+        ("header.jfr", bytes[..40].to_vec(), "truncated"),
+        ("zip.jfr", b"PK\x03\x04\x00\x00binary\xff\xfe".to_vec(), "not a JFR file"),
+    ];
+    for (name, data, expected) in cases {
+        let f = s.path(name);
+        std::fs::write(&f, data).unwrap();
+        let o = convert(&f);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(expected), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+
+    // Corrupt bytes inside the chunk: no panic, whatever is readable is used.
+    for seed in 0..20u64 {
+        let mut b = bytes.clone();
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        for _ in 0..8 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = (x % b.len() as u64) as usize;
+            b[i] = (x >> 32) as u8;
+        }
+        let f = s.path("corrupt.jfr");
+        std::fs::write(&f, &b).unwrap();
+        let o = convert(&f);
+        let err = text(&o.stderr);
+        assert!(!err.contains("panicked"), "seed {seed}: {err}");
+        assert!(o.status.code() == Some(0) || o.status.code() == Some(2), "seed {seed}: {:?} {err}", o.status);
+    }
+}

@@ -1,0 +1,161 @@
+//! Turning a JFR [`Recording`] into profiles of the model, one per kind
+//! (CPU, allocation, live objects), with the converter's filters: thread
+//! roots, a time range and frame-name predicates.
+
+use crate::jfr_read::Recording;
+use crate::model::{Frame, FrameKind, Meta, Profile};
+
+/// The JDK's default `jdk.ExecutionSample` period, assumed when the
+/// recording does not say.
+pub const DEFAULT_CPU_PERIOD_NS: u64 = 20_000_000;
+
+/// Which events become profiles, and how.
+#[derive(Default)]
+pub struct Options<'a> {
+    pub cpu: bool,
+    pub alloc: bool,
+    pub live: bool,
+    /// One root frame per thread (`[name]`).
+    pub threads: bool,
+    /// Keep events with from <= time < to (ns since the epoch).
+    pub from_ns: Option<i64>,
+    pub to_ns: Option<i64>,
+    /// Keep a stack only if some frame matches (when given).
+    pub include: Option<&'a dyn Fn(&str) -> bool>,
+    /// Drop a stack if some frame matches (when given).
+    pub exclude: Option<&'a dyn Fn(&str) -> bool>,
+}
+
+/// The profiles of a recording: for each kind asked for that has events,
+/// `(key, profile)` with key `cpu`, `alloc` or `live`.
+pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)> {
+    let in_range = |t: i64| !matches!(opts.from_ns, Some(f) if t < f) && !matches!(opts.to_ns, Some(to) if t >= to);
+    let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
+    let from = opts.from_ns.unwrap_or(start).max(start);
+    let to = opts.to_ns.unwrap_or(rec.end_ns).min(rec.end_ns);
+    let meta = |title: &str, event: &str, engine: &str, interval: u64, unit: &str| Meta {
+        title: title.into(),
+        event: event.into(),
+        engine: engine.into(),
+        interval,
+        total_unit: unit.into(),
+        start_ns: from.max(0) as u64,
+        duration_ns: (to - from).max(0) as u64,
+        extra: vec![("source".into(), format!("JFR, {} chunk(s)", rec.chunks))],
+    };
+    let mut out = Vec::new();
+    let mut b = Builder::new(rec, opts);
+    if opts.cpu && !rec.cpu.is_empty() {
+        let period = rec.cpu_period_ns.unwrap_or(DEFAULT_CPU_PERIOD_NS);
+        let mut p = Profile::new(meta("CPU profile", "cpu", "JFR jdk.ExecutionSample", period, "ns"));
+        if rec.cpu_period_ns.is_none() {
+            p.meta.extra.push(("period".into(), "not recorded; assumed the JDK default of 20 ms".into()));
+        }
+        let mut agg = Aggregate::default();
+        for s in rec.cpu.iter().filter(|s| in_range(s.time)) {
+            agg.add(s.thread, s.stack, u32::MAX, 1, period);
+        }
+        b.flush(&mut p, agg);
+        out.push(("cpu", p));
+    }
+    if opts.alloc && !rec.alloc.is_empty() {
+        let mut p = Profile::new(meta("Allocation profile", "alloc", "JFR allocation samples", 0, "bytes"));
+        let mut agg = Aggregate::default();
+        for s in rec.alloc.iter().filter(|s| in_range(s.time)) {
+            agg.add(s.thread, s.stack, s.class, 1, s.bytes);
+        }
+        b.flush(&mut p, agg);
+        out.push(("alloc", p));
+    }
+    if opts.live && !rec.live.is_empty() {
+        let mut p = Profile::new(meta("Live objects", "live", "JFR jdk.OldObjectSample", 0, "bytes"));
+        let mut agg = Aggregate::default();
+        for s in rec.live.iter().filter(|s| in_range(s.allocated)) {
+            agg.add(s.thread, s.stack, s.class, 1, s.bytes);
+        }
+        b.flush(&mut p, agg);
+        out.push(("live", p));
+    }
+    out
+}
+
+/// Counts per (thread, stack, class) before any frame is interned; class
+/// `u32::MAX` means none.
+#[derive(Default)]
+struct Aggregate {
+    counts: std::collections::HashMap<(u32, u32, u32), (u64, u64)>,
+}
+
+impl Aggregate {
+    fn add(&mut self, thread: u32, stack: u32, class: u32, samples: u64, total: u64) {
+        let e = self.counts.entry((thread, stack, class)).or_default();
+        e.0 += samples;
+        e.1 += total;
+    }
+}
+
+/// Adds recording stacks to profiles, remembering per stack whether the
+/// frame filters keep it.
+struct Builder<'r, 'o> {
+    rec: &'r Recording,
+    opts: &'o Options<'o>,
+    /// Per recording stack: unknown (0), kept (1), dropped (2).
+    verdict: Vec<u8>,
+    frames: Vec<Frame>,
+    /// Recording frame id → profile frame id, per profile being built.
+    ids: Vec<u32>,
+}
+
+impl<'r, 'o> Builder<'r, 'o> {
+    fn new(rec: &'r Recording, opts: &'o Options<'o>) -> Builder<'r, 'o> {
+        let frames = rec.frames.iter().map(|f| Frame::new(f.name.clone(), f.kind).with_line(f.line)).collect();
+        Builder { rec, opts, verdict: vec![0; rec.stacks.len()], frames, ids: Vec::new() }
+    }
+
+    fn keep(&mut self, stack: u32) -> bool {
+        let Some(v) = self.verdict.get(stack as usize).copied() else { return false };
+        if v != 0 {
+            return v == 1;
+        }
+        let frames = &self.rec.stacks[stack as usize];
+        let name = |f: &u32| self.rec.frames[*f as usize].name.as_str();
+        let included = self.opts.include.is_none() || self.opts.include.is_some_and(|inc| frames.iter().any(|f| inc(name(f))));
+        let excluded = self.opts.exclude.is_some_and(|exc| frames.iter().any(|f| exc(name(f))));
+        let keep = included && !excluded;
+        self.verdict[stack as usize] = if keep { 1 } else { 2 };
+        keep
+    }
+
+    /// Adds aggregated counts to a profile, in a stable order.
+    fn flush(&mut self, p: &mut Profile, agg: Aggregate) {
+        self.ids = vec![u32::MAX; self.frames.len()];
+        let mut entries: Vec<_> = agg.counts.into_iter().collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        for ((thread, stack, class), (samples, total)) in entries {
+            self.add(p, thread, stack, (class != u32::MAX).then_some(class), samples, total);
+        }
+    }
+
+    fn add(&mut self, p: &mut Profile, thread: u32, stack: u32, class: Option<u32>, samples: u64, total: u64) {
+        if !self.keep(stack) {
+            return;
+        }
+        let mut ids = Vec::with_capacity(self.rec.stacks[stack as usize].len() + 2);
+        if self.opts.threads {
+            let name = self.rec.threads.get(thread as usize).map_or("thread", String::as_str);
+            ids.push(p.intern(Frame::new(format!("[{name}]"), FrameKind::Thread)));
+        }
+        for &f in &self.rec.stacks[stack as usize] {
+            let slot = &mut self.ids[f as usize];
+            if *slot == u32::MAX {
+                *slot = p.intern(self.frames[f as usize].clone());
+            }
+            ids.push(*slot);
+        }
+        if let Some(c) = class {
+            let name = self.rec.classes.get(c as usize).map_or("[unknown class]", String::as_str);
+            ids.push(p.intern(Frame::new(name, FrameKind::Alloc)));
+        }
+        p.add(ids, samples, total);
+    }
+}

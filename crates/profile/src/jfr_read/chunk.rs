@@ -1,0 +1,614 @@
+//! One chunk: its header, a linear scan over its events (constant pools are
+//! collected wherever they appear, events of interest decoded
+//! generically), then resolving the pooled keys of those events into the
+//! recording's global tables.
+
+
+use super::bytes::{Cursor, JfrString, Result};
+use super::metadata::{Field, Metadata, Value};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording};
+use crate::model::FrameKind;
+
+pub const HEADER_SIZE: usize = 68;
+pub const MAGIC: &[u8; 4] = b"FLR\0";
+
+/// The fixed header at the start of every chunk.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    pub size: u64,
+    pub meta_offset: i64,
+    pub start_nanos: i64,
+    pub duration_nanos: i64,
+    pub start_ticks: i64,
+    pub ticks_per_second: i64,
+    pub compressed: bool,
+}
+
+impl Header {
+    pub fn parse(b: &[u8]) -> Result<Header> {
+        if b.len() < 4 || &b[..4] != MAGIC {
+            return Err("not a JFR file (no 'FLR' magic)".into());
+        }
+        let mut c = Cursor::new(b, 4, false);
+        let major = c.raw_u16()?;
+        let minor = c.raw_u16()?;
+        let size = c.raw_i64()? as u64;
+        let _cpool_offset = c.raw_i64()?;
+        let h = Header {
+            size,
+            meta_offset: c.raw_i64()?,
+            start_nanos: c.raw_i64()?,
+            duration_nanos: c.raw_i64()?,
+            start_ticks: c.raw_i64()?,
+            ticks_per_second: c.raw_i64()?,
+            compressed: c.raw_i32()? & 1 != 0,
+        };
+        if major != 2 && major != 1 {
+            return Err(format!("JFR version {major}.{minor} is not supported (JDK 11 and later write 2.x)"));
+        }
+        if h.size == 0 {
+            return Err("chunk is unfinished (the JVM was still writing it)".into());
+        }
+        if (h.size as usize) < HEADER_SIZE || h.meta_offset < HEADER_SIZE as i64 || h.meta_offset as u64 >= h.size || h.ticks_per_second <= 0 {
+            return Err(format!("corrupt chunk header (size {}, metadata at {})", h.size, h.meta_offset));
+        }
+        Ok(h)
+    }
+
+    /// Nanoseconds since the epoch of a tick value of this chunk.
+    pub fn ticks_to_ns(&self, ticks: i64) -> i64 {
+        let d = (ticks as i128 - self.start_ticks as i128) * 1_000_000_000 / self.ticks_per_second as i128;
+        self.start_nanos.saturating_add(d as i64)
+    }
+}
+
+/// The events this reader extracts, by name.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Interest {
+    Cpu,
+    AllocSample,
+    AllocNewTlab,
+    AllocOutsideTlab,
+    OldObject,
+    ActiveSetting,
+}
+
+impl Interest {
+    fn of(name: &str) -> Option<Interest> {
+        Some(match name {
+            "jdk.ExecutionSample" => Interest::Cpu,
+            "jdk.ObjectAllocationSample" => Interest::AllocSample,
+            "jdk.ObjectAllocationInNewTLAB" => Interest::AllocNewTlab,
+            "jdk.ObjectAllocationOutsideTLAB" => Interest::AllocOutsideTlab,
+            "jdk.OldObjectSample" => Interest::OldObject,
+            "jdk.ActiveSetting" => Interest::ActiveSetting,
+            _ => return None,
+        })
+    }
+}
+
+/// Reads a whole chunk (header included) into the recording.
+pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
+    let h = Header::parse(data)?;
+    let data = data.get(..h.size as usize).ok_or("chunk is shorter than its header says")?;
+    let meta = Metadata::read(&mut Cursor::new(data, h.meta_offset as usize, h.compressed))?;
+    let interest: FastMap<i64, Interest> = meta.types.iter().filter_map(|(&id, t)| Some((id, Interest::of(&t.name)?))).collect();
+
+    // Constant pools are indexed (type, key) → offset while scanning; only
+    // the entries the events of interest reach are decoded afterwards.
+    let mut index: FastMap<(i64, i64), usize> = FastMap::default();
+    let mut events: Vec<(Interest, i64, Value)> = Vec::new();
+    let mut c = Cursor::new(data, HEADER_SIZE, h.compressed);
+    while c.remaining() > 0 {
+        let at = c.pos;
+        let size = c.i32()?;
+        if size <= 0 || at + size as usize > data.len() {
+            return Err(format!("invalid event size {size} at byte {at}"));
+        }
+        let end = at + size as usize;
+        let kind = c.i64()?;
+        let mut ev = Cursor::new(&data[..end], c.pos, h.compressed);
+        match kind {
+            0 => {}
+            1 => index_pool(&meta, &mut ev, &mut index)?,
+            _ => {
+                if let Some(&what) = interest.get(&kind) {
+                    // An event cut short by corruption is skipped, not fatal:
+                    // its size already told us where the next one starts.
+                    if let Ok(v) = meta.read_value(&mut ev, kind, 0) {
+                        events.push((what, kind, v));
+                    } else {
+                        rec.skipped_events += 1;
+                    }
+                }
+            }
+        }
+        c.pos = end;
+    }
+    let pools = decode_reachable(&meta, data, h.compressed, &index, &events);
+    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec).resolve(events);
+    rec.start_ns = rec.start_ns.min(h.start_nanos);
+    rec.end_ns = rec.end_ns.max(h.start_nanos.saturating_add(h.duration_nanos));
+    Ok(())
+}
+
+/// A constant-pool event: header fields, then pools of keyed values,
+/// indexed by (type, key) → offset of the value.
+fn index_pool(meta: &Metadata, c: &mut Cursor, index: &mut FastMap<(i64, i64), usize>) -> Result<()> {
+    let _start = c.i64()?;
+    let _duration = c.i64()?;
+    let _delta = c.i64()?;
+    let _flush = c.u8()?;
+    let n = c.count("constant pool")?;
+    for _ in 0..n {
+        let type_id = c.i64()?;
+        let count = c.count("constant")?;
+        for _ in 0..count {
+            let key = c.i64()?;
+            index.insert((type_id, key), c.pos);
+            meta.skip_value(c, type_id, 0)?;
+        }
+    }
+    Ok(())
+}
+
+/// A frame of a pooled stack trace, as keys: (method key, line, frame-type
+/// key), with the pool types of method and frame type.
+pub(crate) type FrameKeys = [i64; 5];
+
+/// The decoded pool entries of a chunk: stack traces in compact form, the
+/// rest as generic values.
+struct Pools {
+    values: FastMap<i64, FastMap<i64, Value>>,
+    stacks: FastMap<i64, Vec<FrameKeys>>,
+}
+
+/// Moves past one field (array, pooled or inline) without building it.
+fn skip_field(meta: &Metadata, c: &mut Cursor, f: &Field) -> Result<()> {
+    let n = if f.array { c.count("array")? } else { 1 };
+    for _ in 0..n {
+        if f.pooled {
+            c.i64()?;
+        } else {
+            meta.skip_value(c, f.type_id, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `jdk.types.StackTrace` straight into frame keys (stack traces
+/// are most of a chunk's pools; building generic values for them was most
+/// of the reading time).
+fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnMut(i64, i64)) -> Result<Vec<FrameKeys>> {
+    let t = meta.types.get(&type_id).ok_or("unknown stack trace type")?;
+    let mut frames = Vec::new();
+    for f in &t.fields {
+        if !(f.name == "frames" && f.array && !f.pooled) {
+            skip_field(meta, c, f)?;
+            continue;
+        }
+        let ft = meta.types.get(&f.type_id).ok_or("unknown stack frame type")?;
+        let n = c.count("stack frame")?;
+        frames.reserve(n);
+        for _ in 0..n {
+            let mut fr: FrameKeys = [-1, 0, -1, -1, -1];
+            for g in &ft.fields {
+                match (g.name.as_str(), g.pooled, g.array) {
+                    ("method", true, false) => {
+                        fr[0] = c.i64()?;
+                        fr[3] = g.type_id;
+                        found(g.type_id, fr[0]);
+                    }
+                    ("type", true, false) => {
+                        fr[2] = c.i64()?;
+                        fr[4] = g.type_id;
+                        found(g.type_id, fr[2]);
+                    }
+                    ("lineNumber", false, false) => fr[1] = meta.read_value(c, g.type_id, 1)?.as_i64().unwrap_or(0),
+                    _ => skip_field(meta, c, g)?,
+                }
+            }
+            frames.push(fr);
+        }
+    }
+    Ok(frames)
+}
+
+/// Decodes the pool entries the events refer to, and the entries those
+/// refer to, transitively. A reference to a missing or undecodable entry
+/// is left out (the resolver then names it unknown).
+fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &FastMap<(i64, i64), usize>, events: &[(Interest, i64, Value)]) -> Pools {
+    let stack_type = meta.type_id("jdk.types.StackTrace");
+    let mut stacks: FastMap<i64, Vec<FrameKeys>> = FastMap::default();
+    let mut pools: FastMap<i64, FastMap<i64, Value>> = FastMap::default();
+    let mut seen: std::collections::HashSet<(i64, i64), std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
+    let mut todo: Vec<(i64, i64)> = Vec::new();
+    for (_, type_id, v) in events {
+        meta.refs(v, *type_id, &mut |t, k| {
+            if seen.insert((t, k)) {
+                todo.push((t, k));
+            }
+        });
+    }
+    while let Some((t, k)) = todo.pop() {
+        let Some(&at) = index.get(&(t, k)) else { continue };
+        if Some(t) == stack_type {
+            let mut more = Vec::new();
+            if let Ok(frames) = read_stack(meta, &mut Cursor::new(data, at, compressed), t, &mut |t, k| more.push((t, k))) {
+                stacks.insert(k, frames);
+            }
+            for r in more {
+                if seen.insert(r) {
+                    todo.push(r);
+                }
+            }
+            continue;
+        }
+        let Ok(v) = meta.read_value(&mut Cursor::new(data, at, compressed), t, 0) else { continue };
+        meta.refs(&v, t, &mut |t, k| {
+            if seen.insert((t, k)) {
+                todo.push((t, k));
+            }
+        });
+        pools.entry(t).or_default().insert(k, v);
+    }
+    Pools { values: pools, stacks }
+}
+
+/// Turns a chunk's pooled keys into the recording's global ids, caching
+/// each key's result.
+struct Resolver<'a> {
+    meta: &'a Metadata,
+    pools: &'a FastMap<i64, FastMap<i64, Value>>,
+    compact: &'a FastMap<i64, Vec<FrameKeys>>,
+    header: &'a Header,
+    rec: &'a mut Recording,
+    threads: FastMap<i64, u32>,
+    stacks: FastMap<i64, u32>,
+    classes: FastMap<i64, u32>,
+    methods: FastMap<i64, String>,
+    frame_types: FastMap<i64, FrameKind>,
+    /// (method key, line, frame type key) → global frame id.
+    frames: FastMap<(i64, i64, i64), u32>,
+}
+
+/// A field of a decoded object, with its definition.
+fn field<'v>(meta: &'v Metadata, type_id: i64, v: &'v Value, name: &str) -> Option<(&'v Value, &'v Field)> {
+    let t = meta.types.get(&type_id)?;
+    let i = t.field(name)?;
+    match v {
+        Value::Obj(fields) => Some((fields.get(i)?, &t.fields[i])),
+        _ => None,
+    }
+}
+
+impl<'a> Resolver<'a> {
+    fn new(meta: &'a Metadata, pools: &'a FastMap<i64, FastMap<i64, Value>>, compact: &'a FastMap<i64, Vec<FrameKeys>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
+        Resolver { meta, pools, compact, header, rec, threads: FastMap::default(), stacks: FastMap::default(), classes: FastMap::default(), methods: FastMap::default(), frame_types: FastMap::default(), frames: FastMap::default() }
+    }
+
+    /// Follows a pooled field to its value and that value's type.
+    fn deref<'v>(&self, v: &'v Value, f: &Field) -> Option<(&'v Value, i64)>
+    where
+        'a: 'v, {
+        if f.pooled {
+            let key = v.as_i64()?;
+            Some((self.pools.get(&f.type_id)?.get(&key)?, f.type_id))
+        } else {
+            Some((v, f.type_id))
+        }
+    }
+
+    /// A field of an object, dereferenced if pooled.
+    fn get<'v>(&self, v: &'v Value, type_id: i64, name: &str) -> Option<(&'v Value, i64)>
+    where
+        'a: 'v, {
+        let (v, f) = field(self.meta, type_id, v, name)?;
+        self.deref(v, f)
+    }
+
+    fn string<'v>(&self, v: &'v Value) -> Option<String>
+    where
+        'a: 'v,
+    {
+        match v {
+            Value::Str(JfrString::Inline(s)) => Some(s.clone()),
+            Value::Str(JfrString::Pool(key)) => {
+                let id = self.meta.string_type?;
+                match self.pools.get(&id)?.get(key)? {
+                    Value::Str(JfrString::Inline(s)) => Some(s.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A string field, or a Symbol's `string`.
+    fn text<'v>(&self, v: &'v Value, type_id: i64, name: &str) -> Option<String>
+    where
+        'a: 'v,
+    {
+        let (v, t) = self.get(v, type_id, name)?;
+        match v {
+            Value::Str(_) => self.string(v),
+            Value::Obj(_) => self.text(v, t, "string"),
+            _ => None,
+        }
+    }
+
+    fn int<'v>(&self, v: &'v Value, type_id: i64, name: &str) -> Option<i64>
+    where
+        'a: 'v,
+    {
+        field(self.meta, type_id, v, name)?.0.as_i64()
+    }
+
+    fn resolve(mut self, events: Vec<(Interest, i64, Value)>) {
+        for (what, type_id, ev) in events {
+            let time = self.int(&ev, type_id, "startTime").map(|t| self.header.ticks_to_ns(t)).unwrap_or(self.header.start_nanos);
+            match what {
+                Interest::ActiveSetting => self.setting(&ev, type_id),
+                Interest::Cpu => {
+                    let thread = self.thread(&ev, type_id, "sampledThread");
+                    let stack = self.stack(&ev, type_id);
+                    self.rec.cpu.push(CpuSample { time, thread, stack });
+                }
+                Interest::AllocSample | Interest::AllocNewTlab | Interest::AllocOutsideTlab => {
+                    let weight = match what {
+                        Interest::AllocSample => self.int(&ev, type_id, "weight"),
+                        Interest::AllocNewTlab => self.int(&ev, type_id, "tlabSize"),
+                        _ => self.int(&ev, type_id, "allocationSize"),
+                    };
+                    let thread = self.thread(&ev, type_id, "eventThread");
+                    let stack = self.stack(&ev, type_id);
+                    let class = self.class_of(&ev, type_id, "objectClass");
+                    self.rec.alloc.push(AllocSample { time, thread, stack, class, bytes: weight.unwrap_or(0).max(0) as u64 });
+                }
+                Interest::OldObject => {
+                    let thread = self.thread(&ev, type_id, "eventThread");
+                    let stack = self.stack(&ev, type_id);
+                    let class = match self.get(&ev, type_id, "object") {
+                        Some((obj, t)) => self.class_in(obj, t, "type"),
+                        None => self.rec.intern_class("[unknown]"),
+                    };
+                    let allocated = self.int(&ev, type_id, "allocationTime").map(|t| self.header.ticks_to_ns(t)).unwrap_or(time);
+                    let bytes = self.int(&ev, type_id, "objectSize").unwrap_or(0).max(0) as u64;
+                    self.rec.live.push(LiveSample { time, allocated, thread, stack, class, bytes });
+                }
+            }
+        }
+    }
+
+    fn setting<'v>(&mut self, ev: &Value, type_id: i64)
+    where
+        'a: 'v,
+    {
+        let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else { return };
+        let is_cpu = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ExecutionSample");
+        if is_cpu && name == "period" {
+            if let Some(ns) = parse_period(&value) {
+                self.rec.cpu_period_ns = Some(ns);
+            }
+        }
+    }
+
+    fn thread<'v>(&mut self, ev: &'v Value, type_id: i64, name: &str) -> u32
+    where
+        'a: 'v,
+    {
+        let key = field(self.meta, type_id, ev, name).and_then(|(v, _)| v.as_i64()).unwrap_or(-1);
+        if let Some(&id) = self.threads.get(&key) {
+            return id;
+        }
+        let name = self
+            .get(ev, type_id, name)
+            .and_then(|(t, tt)| self.text(t, tt, "javaName").filter(|s| !s.is_empty()).or_else(|| self.text(t, tt, "osName")))
+            .unwrap_or_else(|| "[unknown thread]".into());
+        let id = self.rec.intern_thread(&name);
+        self.threads.insert(key, id);
+        id
+    }
+
+    fn class_of<'v>(&mut self, ev: &'v Value, type_id: i64, name: &str) -> u32
+    where
+        'a: 'v,
+    {
+        self.class_in(ev, type_id, name)
+    }
+
+    fn class_in<'v>(&mut self, v: &'v Value, type_id: i64, name: &str) -> u32
+    where
+        'a: 'v,
+    {
+        let key = field(self.meta, type_id, v, name).and_then(|(v, _)| v.as_i64()).unwrap_or(-1);
+        if let Some(&id) = self.classes.get(&key) {
+            return id;
+        }
+        let name = self.get(v, type_id, name).and_then(|(c, ct)| self.text(c, ct, "name")).map(|n| java_class_name(&n)).unwrap_or_else(|| "[unknown class]".into());
+        let id = self.rec.intern_class(&name);
+        self.classes.insert(key, id);
+        id
+    }
+
+    fn method_name<'v>(&mut self, key: i64, method: Option<(&'v Value, i64)>) -> String
+    where
+        'a: 'v,
+    {
+        if let Some(n) = self.methods.get(&key) {
+            return n.clone();
+        }
+        let name = match method {
+            Some((m, mt)) => {
+                let class = self.get(m, mt, "type").and_then(|(c, ct)| self.text(c, ct, "name")).map(|n| java_class_name(&n));
+                let name = self.text(m, mt, "name").unwrap_or_else(|| "[unknown]".into());
+                match class {
+                    Some(c) if !c.is_empty() => format!("{c}.{name}"),
+                    _ => name,
+                }
+            }
+            None => "[unknown method]".into(),
+        };
+        self.methods.insert(key, name.clone());
+        name
+    }
+
+    fn frame_kind<'v>(&mut self, key: i64, v: Option<(&'v Value, i64)>) -> FrameKind
+    where
+        'a: 'v,
+    {
+        if let Some(&k) = self.frame_types.get(&key) {
+            return k;
+        }
+        let desc = v.and_then(|(v, t)| self.text(v, t, "description")).unwrap_or_default();
+        let kind = match desc.as_str() {
+            "Interpreted" => FrameKind::Interpreted,
+            "JIT compiled" => FrameKind::Jit,
+            "Inlined" => FrameKind::Inlined,
+            "Native" => FrameKind::Native,
+            "C++" => FrameKind::Cpp,
+            "Kernel" => FrameKind::Kernel,
+            _ => FrameKind::Java,
+        };
+        self.frame_types.insert(key, kind);
+        kind
+    }
+
+    /// The global stack id (frames root first) of an event's stack trace.
+    fn stack<'v>(&mut self, ev: &'v Value, type_id: i64) -> u32
+    where
+        'a: 'v,
+    {
+        let Some((v, f)) = field(self.meta, type_id, ev, "stackTrace") else { return self.rec.intern_stack(Vec::new()) };
+        let key = v.as_i64().unwrap_or(-1);
+        if f.pooled {
+            if let Some(&id) = self.stacks.get(&key) {
+                return id;
+            }
+        }
+        let mut frames = Vec::new();
+        if let Some(keys) = self.compact.get(&key).filter(|_| f.pooled) {
+            for &[m, l, t, mt, tt] in keys {
+                let k = (m, l, t);
+                if let Some(&id) = self.frames.get(&k) {
+                    frames.push(id);
+                    continue;
+                }
+                let pooled = |ty: i64, key: i64| self.pools.get(&ty).and_then(|p| p.get(&key)).map(|v| (v, ty));
+                let name = self.method_name(m, pooled(mt, m));
+                let kind = self.frame_kind(t, pooled(tt, t));
+                let id = self.rec.intern_frame(name, kind, l.clamp(0, u32::MAX as i64) as u32);
+                self.frames.insert(k, id);
+                frames.push(id);
+            }
+        } else if let Some((st, st_type)) = self.deref(v, f) {
+            if let Some((Value::Array(items), ff)) = field(self.meta, st_type, st, "frames") {
+                // Field positions of the frame type, looked up once per stack.
+                let t = self.meta.types.get(&ff.type_id);
+                let pos = |name: &str| t.and_then(|t| t.field(name));
+                let (m_at, l_at, t_at) = (pos("method"), pos("lineNumber"), pos("type"));
+                for item in items {
+                    let Some((fr, fr_type)) = self.deref(item, ff) else { continue };
+                    let Value::Obj(fv) = fr else { continue };
+                    let at = |i: Option<usize>| i.and_then(|i| fv.get(i)).and_then(Value::as_i64).unwrap_or(-1);
+                    let key = (at(m_at), at(l_at), at(t_at));
+                    if let Some(&id) = self.frames.get(&key) {
+                        frames.push(id);
+                        continue;
+                    }
+                    let method = self.get(fr, fr_type, "method");
+                    let name = self.method_name(key.0, method);
+                    let ty = self.get(fr, fr_type, "type");
+                    let kind = self.frame_kind(key.2, ty);
+                    let line = key.1.clamp(0, u32::MAX as i64) as u32;
+                    let id = self.rec.intern_frame(name, kind, line);
+                    self.frames.insert(key, id);
+                    frames.push(id);
+                }
+            }
+        } else {
+            self.rec.missing_stacks += 1;
+        }
+        frames.reverse();
+        let id = self.rec.intern_stack(frames);
+        if f.pooled {
+            self.stacks.insert(key, id);
+        }
+        id
+    }
+}
+
+/// `java/lang/String` → `java.lang.String`, `[B` → `byte[]`,
+/// `[Ljava/lang/Object;` → `java.lang.Object[]`.
+pub fn java_class_name(internal: &str) -> String {
+    let dims = internal.bytes().take_while(|&b| b == b'[').count();
+    if dims == 0 {
+        return internal.replace('/', ".");
+    }
+    let elem = &internal[dims..];
+    let base = match elem {
+        "B" => "byte".to_string(),
+        "C" => "char".to_string(),
+        "D" => "double".to_string(),
+        "F" => "float".to_string(),
+        "I" => "int".to_string(),
+        "J" => "long".to_string(),
+        "S" => "short".to_string(),
+        "Z" => "boolean".to_string(),
+        e => e.strip_prefix('L').unwrap_or(e).trim_end_matches(';').replace('/', "."),
+    };
+    format!("{base}{}", "[]".repeat(dims))
+}
+
+/// A setting value such as `20 ms`, `10ms`, `1 s`, `100 us` in nanoseconds.
+pub fn parse_period(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let n: u64 = s[..split].parse().ok()?;
+    let scale = match s[split..].trim() {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    Some(n * scale).filter(|&v| v > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_names() {
+        assert_eq!(java_class_name("java/lang/String"), "java.lang.String");
+        assert_eq!(java_class_name("[B"), "byte[]");
+        assert_eq!(java_class_name("[[Ljava/lang/Object;"), "java.lang.Object[][]");
+    }
+
+    #[test]
+    fn periods() {
+        assert_eq!(parse_period("20 ms"), Some(20_000_000));
+        assert_eq!(parse_period("10ms"), Some(10_000_000));
+        assert_eq!(parse_period("1 s"), Some(1_000_000_000));
+        assert_eq!(parse_period("off"), None);
+        assert_eq!(parse_period("0 ms"), None);
+    }
+
+    #[test]
+    fn header_checks() {
+        assert!(Header::parse(b"PK\x03\x04").unwrap_err().contains("not a JFR file"));
+        let mut h = vec![0u8; HEADER_SIZE];
+        h[..4].copy_from_slice(MAGIC);
+        h[5] = 2;
+        assert!(Header::parse(&h).unwrap_err().contains("unfinished"));
+        h[15] = 100; // size 100, metadata offset 0
+        assert!(Header::parse(&h).unwrap_err().contains("corrupt chunk header"));
+        h[23] = 80;
+        h[31] = 70;
+        h[63] = 1;
+        let ok = Header::parse(&h).unwrap();
+        assert_eq!(ok.size, 100);
+        assert!(!ok.compressed);
+    }
+}

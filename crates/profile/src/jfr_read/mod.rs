@@ -1,0 +1,306 @@
+//! Reading JFR recordings, as written by the JDK (11 to 25) or by oxprof,
+//! into a [`Recording`]: CPU samples (`jdk.ExecutionSample`), allocation
+//! samples (`jdk.ObjectAllocationSample`, or on JDK 11
+//! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
+//! (`jdk.OldObjectSample`) and the CPU sampling period, with interned
+//! threads, classes, frames and stacks. Turning a recording into profiles
+//! is [`crate::convert`]'s job.
+//!
+//! The format is read generically from each chunk's own metadata, so new
+//! fields in later JDKs are skipped rather than misread. Files are read one
+//! chunk at a time; a truncated or corrupt chunk ends reading with a
+//! warning and keeps every whole chunk before it. (The `jfrs` crate was
+//! evaluated and read these JDKs' files correctly, but aborts the process
+//! on a corrupt chunk size and decodes every event of every type; this
+//! reader bounds every allocation by the bytes present.)
+
+mod bytes;
+mod chunk;
+mod metadata;
+
+/// A small fast hasher for the reader's integer-keyed maps (the standard
+/// SipHash dominated reading time); not DoS-resistant, which a file reader
+/// does not need.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A HashMap with [`FxHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+pub use chunk::{java_class_name, MAGIC};
+
+use crate::model::FrameKind;
+
+/// A frame of a recording: method name (`pkg.Class.method`), kind, line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct JfrFrame {
+    pub name: String,
+    pub kind: FrameKind,
+    pub line: u32,
+}
+
+/// A CPU sample: time (ns since the epoch), thread and stack ids.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuSample {
+    pub time: i64,
+    pub thread: u32,
+    pub stack: u32,
+}
+
+/// An allocation sample: the allocated class and the bytes it stands for.
+#[derive(Clone, Copy, Debug)]
+pub struct AllocSample {
+    pub time: i64,
+    pub thread: u32,
+    pub stack: u32,
+    pub class: u32,
+    pub bytes: u64,
+}
+
+/// A sampled object still alive when the recording ended.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveSample {
+    /// When the event was written (the end of the recording, usually).
+    pub time: i64,
+    /// When the object was allocated.
+    pub allocated: i64,
+    pub thread: u32,
+    pub stack: u32,
+    pub class: u32,
+    /// The object's size, where the JDK records it (0 otherwise).
+    pub bytes: u64,
+}
+
+/// Everything read from a JFR file.
+#[derive(Debug)]
+pub struct Recording {
+    pub frames: Vec<JfrFrame>,
+    /// Frame ids, root first.
+    pub stacks: Vec<Vec<u32>>,
+    pub threads: Vec<String>,
+    pub classes: Vec<String>,
+    pub cpu: Vec<CpuSample>,
+    pub alloc: Vec<AllocSample>,
+    pub live: Vec<LiveSample>,
+    /// The `period` setting of `jdk.ExecutionSample`, when recorded.
+    pub cpu_period_ns: Option<u64>,
+    /// Earliest chunk start and latest chunk end, ns since the epoch.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub chunks: usize,
+    /// Why reading stopped early or what was skipped, one line each.
+    pub warnings: Vec<String>,
+    pub skipped_events: u64,
+    pub missing_stacks: u64,
+    frame_ids: FastMap<JfrFrame, u32>,
+    stack_ids: FastMap<Vec<u32>, u32>,
+    thread_ids: FastMap<String, u32>,
+    class_ids: FastMap<String, u32>,
+}
+
+impl Default for Recording {
+    fn default() -> Recording {
+        Recording {
+            frames: Vec::new(),
+            stacks: Vec::new(),
+            threads: Vec::new(),
+            classes: Vec::new(),
+            cpu: Vec::new(),
+            alloc: Vec::new(),
+            live: Vec::new(),
+            cpu_period_ns: None,
+            start_ns: i64::MAX,
+            end_ns: i64::MIN,
+            chunks: 0,
+            warnings: Vec::new(),
+            skipped_events: 0,
+            missing_stacks: 0,
+            frame_ids: FastMap::default(),
+            stack_ids: FastMap::default(),
+            thread_ids: FastMap::default(),
+            class_ids: FastMap::default(),
+        }
+    }
+}
+
+fn intern<K: std::hash::Hash + Eq + Clone>(ids: &mut FastMap<K, u32>, items: &mut Vec<K>, key: K) -> u32 {
+    if let Some(&id) = ids.get(&key) {
+        return id;
+    }
+    let id = items.len() as u32;
+    items.push(key.clone());
+    ids.insert(key, id);
+    id
+}
+
+impl Recording {
+    pub(crate) fn intern_frame(&mut self, name: String, kind: FrameKind, line: u32) -> u32 {
+        intern(&mut self.frame_ids, &mut self.frames, JfrFrame { name, kind, line })
+    }
+
+    pub(crate) fn intern_stack(&mut self, frames: Vec<u32>) -> u32 {
+        intern(&mut self.stack_ids, &mut self.stacks, frames)
+    }
+
+    pub(crate) fn intern_thread(&mut self, name: &str) -> u32 {
+        intern(&mut self.thread_ids, &mut self.threads, name.to_string())
+    }
+
+    pub(crate) fn intern_class(&mut self, name: &str) -> u32 {
+        intern(&mut self.class_ids, &mut self.classes, name.to_string())
+    }
+
+    /// Whether the recording holds no samples of any kind.
+    pub fn is_empty(&self) -> bool {
+        self.cpu.is_empty() && self.alloc.is_empty() && self.live.is_empty()
+    }
+}
+
+/// Whether the bytes start like a JFR file.
+pub fn is_jfr(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+/// Reads a JFR file chunk by chunk. `progress(done, total)` is called after
+/// each chunk with bytes read so far. Errors only when not even one chunk
+/// could be read; later problems become [`Recording::warnings`].
+pub fn read_file(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Recording, String> {
+    let mut file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    read_from(&mut file, total, progress).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Reads JFR chunks from a stream of `total` bytes.
+pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64, u64)) -> Result<Recording, String> {
+    let mut rec = Recording::default();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let mut header = [0u8; chunk::HEADER_SIZE];
+        let got = read_full(input, &mut header).map_err(|e| format!("read error: {e}"))?;
+        if got == 0 {
+            break;
+        }
+        let n = rec.chunks + 1;
+        let stop = |rec: &mut Recording, why: String| -> Result<(), String> {
+            if rec.chunks == 0 {
+                return Err(why);
+            }
+            rec.warnings.push(format!("{why}; kept the {} whole chunk(s) before it", rec.chunks));
+            Ok(())
+        };
+        if got < chunk::HEADER_SIZE {
+            if offset == 0 && !header[..got].starts_with(MAGIC) && !MAGIC.starts_with(&header[..got.min(4)]) {
+                return Err("not a JFR file (no 'FLR' magic)".into());
+            }
+            stop(&mut rec, format!("chunk {n} is truncated (file ends inside its header at byte {})", offset + got as u64))?;
+            break;
+        }
+        let h = match chunk::Header::parse(&header) {
+            Ok(h) => h,
+            Err(e) => {
+                stop(&mut rec, format!("chunk {n} at byte {offset}: {e}"))?;
+                break;
+            }
+        };
+        if total > 0 && offset + h.size > total {
+            stop(&mut rec, format!("chunk {n} is truncated: it needs {} bytes, the file ends after {}", h.size, total - offset))?;
+            break;
+        }
+        buf.clear();
+        buf.extend_from_slice(&header);
+        let body = h.size - chunk::HEADER_SIZE as u64;
+        let read = input.take(body).read_to_end(&mut buf).map_err(|e| format!("read error: {e}"))?;
+        if (read as u64) < body {
+            stop(&mut rec, format!("chunk {n} is truncated: it needs {} bytes, only {} are there", h.size, chunk::HEADER_SIZE + read))?;
+            break;
+        }
+        // A corrupt chunk is reported and skipped: its header told where the next starts.
+        let mut scratch = std::mem::take(&mut rec);
+        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len());
+        match chunk::read_chunk(&buf, &mut scratch) {
+            Ok(()) => scratch.chunks += 1,
+            Err(e) => {
+                scratch.cpu.truncate(before.0);
+                scratch.alloc.truncate(before.1);
+                scratch.live.truncate(before.2);
+                scratch.warnings.push(format!("skipped chunk {n} at byte {offset}: {e}"));
+            }
+        }
+        rec = scratch;
+        offset += h.size;
+        progress(offset, total);
+    }
+    if rec.chunks == 0 {
+        return Err(match rec.warnings.first() {
+            Some(w) => format!("no readable chunk ({w})"),
+            None => "empty file: no JFR chunk in it".into(),
+        });
+    }
+    Ok(rec)
+}
+
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Result<Recording, String> {
+        read_from(&mut &bytes[..], bytes.len() as u64, &mut |_, _| {})
+    }
+
+    #[test]
+    fn bad_inputs_are_one_line_errors() {
+        assert_eq!(read(b"").unwrap_err(), "empty file: no JFR chunk in it");
+        assert!(read(b"hello world, this is not a recording at all, no no no no no no no no no").unwrap_err().contains("not a JFR file"));
+        assert!(read(b"FLR\0\0\x02").unwrap_err().contains("truncated"));
+        assert!(read(b"PK").unwrap_err().contains("not a JFR file"));
+    }
+}

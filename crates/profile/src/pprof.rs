@@ -1,0 +1,269 @@
+//! pprof output (gzipped `profile.proto`), readable by `go tool pprof`,
+//! Pyroscope and Grafana, and reading such files back into a [`Profile`].
+//!
+//! One pprof file holds one profile. Its two sample types are named as Go's
+//! tools expect for the profile's event: CPU `samples/count` +
+//! `cpu/nanoseconds`, allocation `alloc_objects/count` + `alloc_space/bytes`,
+//! live objects `inuse_objects/count` + `inuse_space/bytes`. The first value
+//! of a sample is the model's sample count, the second its total. Each
+//! distinct frame (name, kind, line) is one location with one line; each
+//! distinct name one function. JFR gives no source file names, so functions
+//! carry none.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use prost::Message;
+
+use crate::model::{Frame, FrameKind, Meta, Profile};
+use crate::pprof_proto as pb;
+
+/// What a profile measures, as pprof names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Cpu,
+    Alloc,
+    Live,
+}
+
+impl Kind {
+    /// The kind a profile's event names (`alloc`, `live`, anything else is CPU-like).
+    pub fn of(meta: &Meta) -> Kind {
+        match meta.event.as_str() {
+            "alloc" => Kind::Alloc,
+            "live" | "inuse" | "leak" => Kind::Live,
+            _ => Kind::Cpu,
+        }
+    }
+
+    /// (type, unit) of the two sample types.
+    pub fn sample_types(self) -> [(&'static str, &'static str); 2] {
+        match self {
+            Kind::Cpu => [("samples", "count"), ("cpu", "nanoseconds")],
+            Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
+            Kind::Live => [("inuse_objects", "count"), ("inuse_space", "bytes")],
+        }
+    }
+
+    fn period_type(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Cpu => ("cpu", "nanoseconds"),
+            Kind::Alloc | Kind::Live => ("space", "bytes"),
+        }
+    }
+}
+
+/// A string table: index 0 is "".
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        Strings { table: vec![String::new()], index: HashMap::from([(String::new(), 0)]) }
+    }
+
+    fn id(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// Builds the protobuf message of a profile.
+pub fn encode(profile: &Profile) -> pb::Profile {
+    let kind = Kind::of(&profile.meta);
+    let mut strings = Strings::new();
+    let sample_type = kind
+        .sample_types()
+        .iter()
+        .map(|(t, u)| pb::ValueType { r#type: strings.id(t), unit: strings.id(u) })
+        .collect();
+    let (pt, pu) = kind.period_type();
+    let period_type = Some(pb::ValueType { r#type: strings.id(pt), unit: strings.id(pu) });
+
+    let mut functions: Vec<pb::Function> = Vec::new();
+    let mut function_ids: HashMap<&str, u64> = HashMap::new();
+    let mut locations = Vec::with_capacity(profile.frames().len());
+    for (i, frame) in profile.frames().iter().enumerate() {
+        let function_id = *function_ids.entry(frame.name.as_str()).or_insert_with(|| {
+            let name = strings.id(&frame.name);
+            functions.push(pb::Function { id: functions.len() as u64 + 1, name, system_name: name, filename: 0, start_line: 0 });
+            functions.len() as u64
+        });
+        locations.push(pb::Location {
+            id: i as u64 + 1,
+            line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }],
+            ..pb::Location::default()
+        });
+    }
+    let sample = profile
+        .samples()
+        .iter()
+        .filter(|s| s.samples != 0 || s.total != 0)
+        .map(|s| pb::Sample {
+            location_id: s.stack.iter().rev().map(|&f| f as u64 + 1).collect(),
+            value: vec![s.samples as i64, s.total as i64],
+            label: Vec::new(),
+        })
+        .collect();
+    let mut comment = Vec::new();
+    for text in [format!("oxprof: {}", profile.meta.title), format!("event: {}", profile.meta.event), format!("engine: {}", profile.meta.engine)] {
+        if !text.ends_with(": ") {
+            comment.push(strings.id(&text));
+        }
+    }
+    pb::Profile {
+        sample_type,
+        sample,
+        location: locations,
+        function: functions,
+        time_nanos: profile.meta.start_ns as i64,
+        duration_nanos: profile.meta.duration_ns as i64,
+        period_type,
+        period: profile.meta.interval as i64,
+        comment,
+        string_table: strings.table,
+        ..pb::Profile::default()
+    }
+}
+
+/// Writes the profile as gzipped pprof.
+pub fn write<W: Write>(profile: &Profile, out: W) -> io::Result<()> {
+    let bytes = encode(profile).encode_to_vec();
+    let mut gz = GzEncoder::new(out, Compression::default());
+    gz.write_all(&bytes)?;
+    gz.finish()?.flush()
+}
+
+/// Whether bytes look like gzipped data (pprof files usually are).
+pub fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0x1f, 0x8b])
+}
+
+/// Reads a pprof file (gzipped or not) into a profile: the first sample type
+/// becomes the sample count, the second (if any) the total. Frame kinds are
+/// not stored in pprof: frames come back as [`FrameKind::Java`].
+pub fn read(bytes: &[u8]) -> Result<Profile, String> {
+    let mut raw = Vec::new();
+    let data: &[u8] = if is_gzip(bytes) {
+        GzDecoder::new(bytes).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+        &raw
+    } else {
+        bytes
+    };
+    let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
+    let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
+    let types: Vec<&str> = p.sample_type.iter().map(|t| s(t.r#type)).collect();
+    let event = match types.first().copied() {
+        Some("alloc_objects" | "alloc_space") => "alloc",
+        Some("inuse_objects" | "inuse_space") => "live",
+        _ => "cpu",
+    };
+    let unit = p.sample_type.get(1).map(|t| s(t.unit)).unwrap_or("");
+    let meta = Meta {
+        title: "pprof profile".into(),
+        event: event.into(),
+        interval: p.period.max(0) as u64,
+        total_unit: match unit {
+            "nanoseconds" => "ns".into(),
+            u => u.into(),
+        },
+        start_ns: p.time_nanos.max(0) as u64,
+        duration_ns: p.duration_nanos.max(0) as u64,
+        ..Meta::default()
+    };
+    let mut profile = Profile::new(meta);
+    let functions: HashMap<u64, &str> = p.function.iter().map(|f| (f.id, s(f.name))).collect();
+    // A location with inlined lines expands to several frames, callee first.
+    let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
+    for loc in &p.location {
+        let frames = loc
+            .line
+            .iter()
+            .map(|l| {
+                let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
+                profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32))
+            })
+            .collect::<Vec<_>>();
+        let frames = if frames.is_empty() { vec![profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native))] } else { frames };
+        locations.insert(loc.id, frames);
+    }
+    for sample in &p.sample {
+        let mut stack = Vec::new();
+        for id in sample.location_id.iter().rev() {
+            let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
+            stack.extend(frames.iter().rev());
+        }
+        let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
+        profile.add(stack, v(0), v(1));
+    }
+    Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu() -> Profile {
+        let mut p = Profile::new(Meta { event: "cpu".into(), total_unit: "ns".into(), interval: 10_000_000, start_ns: 5, duration_ns: 7, ..Meta::default() });
+        p.add_frames([Frame::new("Main.main", FrameKind::Interpreted), Frame::new("Main.hot", FrameKind::Jit).with_line(12)], 7, 70_000_000);
+        p.add_frames([Frame::new("Main.main", FrameKind::Interpreted)], 1, 10_000_000);
+        p
+    }
+
+    #[test]
+    fn encodes_sample_types_locations_leaf_first_and_strings() {
+        let m = encode(&cpu());
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        assert_eq!(m.string_table[0], "");
+        let types: Vec<(&str, &str)> = m.sample_type.iter().map(|t| (s(t.r#type), s(t.unit))).collect();
+        assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+        assert_eq!(m.period, 10_000_000);
+        assert_eq!(m.time_nanos, 5);
+        assert_eq!(m.duration_nanos, 7);
+        assert_eq!(m.sample.len(), 2);
+        assert_eq!(m.sample[0].value, [7, 70_000_000]);
+        // Leaf first: Main.hot, then Main.main.
+        let loc = |id: u64| m.location.iter().find(|l| l.id == id).unwrap();
+        let func = |id: u64| m.function.iter().find(|f| f.id == id).unwrap();
+        let leaf = loc(m.sample[0].location_id[0]);
+        assert_eq!(s(func(leaf.line[0].function_id).name), "Main.hot");
+        assert_eq!(leaf.line[0].line, 12);
+        assert_eq!(s(func(loc(m.sample[0].location_id[1]).line[0].function_id).name), "Main.main");
+        assert!(m.location.iter().all(|l| l.id != 0) && m.function.iter().all(|f| f.id != 0));
+
+        let mut alloc = cpu();
+        alloc.meta.event = "alloc".into();
+        let m = encode(&alloc);
+        let names: Vec<&str> = m.sample_type.iter().map(|t| m.string_table[t.r#type as usize].as_str()).collect();
+        assert_eq!(names, ["alloc_objects", "alloc_space"]);
+        alloc.meta.event = "live".into();
+        let m = encode(&alloc);
+        assert_eq!(m.string_table[m.sample_type[1].r#type as usize], "inuse_space");
+    }
+
+    #[test]
+    fn gzip_round_trip() {
+        let mut out = Vec::new();
+        write(&cpu(), &mut out).unwrap();
+        assert!(is_gzip(&out));
+        let back = read(&out).unwrap();
+        assert_eq!(back.meta.event, "cpu");
+        assert_eq!(back.meta.total_unit, "ns");
+        assert_eq!(back.sum(crate::Counter::Samples), 8);
+        assert_eq!(back.sum(crate::Counter::Total), 80_000_000);
+        let hot = back.samples().iter().find(|s| s.stack.len() == 2).unwrap();
+        assert_eq!(back.frame(hot.stack[1]).name, "Main.hot");
+        assert_eq!(back.frame(hot.stack[1]).line, 12);
+        assert!(read(b"\x1f\x8bgarbage").unwrap_err().contains("gzip"));
+    }
+}
