@@ -78,6 +78,9 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
     let jfr = crate::jfr_stream::is_active();
     if jfr {
+        if let Some(report) = built.iter().find_map(|b| b.leak.as_deref()) {
+            crate::jfr_stream::live_sites(agent, report);
+        }
         let streamed = if last { crate::jfr_stream::finish(agent, jni) } else { crate::jfr_stream::flush(agent, jni) };
         match streamed {
             Ok(l) => lines.extend(l),

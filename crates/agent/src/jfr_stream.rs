@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oxprof_profile::jfr::writer::event_type;
-use oxprof_profile::jfr::{JfrWriter, ThreadState};
+use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
 use oxprof_profile::OutputFormat;
 
 use crate::alloc::MARK_ALLOC_CLASS;
@@ -45,6 +45,8 @@ const LOG_CAPACITY: usize = 1 << 16;
 const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
 /// Allocation stacks get ids of their own beside the CPU stacks' slots.
 const ALLOC_STACK_BIT: u64 = 1 << 40;
+/// Stack ids of live-object sites (one id space per site list).
+const LIVE_STACK_BIT: u64 = 1 << 41;
 
 /// A store and the log it writes its samples to.
 #[derive(Clone, Copy)]
@@ -60,6 +62,8 @@ struct Counts {
     alloc_bytes: u64,
     /// Logged events whose stack was no longer in the store.
     missing: u64,
+    /// `jdk.OldObjectSample` events (live-object sites).
+    live: u64,
 }
 
 struct Inner {
@@ -256,6 +260,57 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     Ok(vec![inner.summary(&stream.path, None)])
 }
 
+/// Adds the live-object report to the current chunk: one
+/// `jdk.OldObjectSample` per allocation site, standing for the site's
+/// tracked live objects. `allocationTime` is now minus their mean age,
+/// `objectSize` the site's estimated live bytes (the field JDK 21+ define),
+/// and the description gives the estimated object count. JFR's own sampler
+/// writes one event per sampled object instead; oxprof's tracking keeps
+/// sites, which is what bounds its memory.
+pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
+    let Some(stream) = current() else { return };
+    let mut inner = lock(&stream.inner);
+    inner.begin_chunk();
+    let now = now_ticks() as i64;
+    let tid = crate::threads::current_tid();
+    inner.name_thread(agent, tid);
+    let mut n = 0;
+    for (i, site) in report.sites.iter().enumerate() {
+        let Some((class, stack)) = site.frames.split_last() else { continue };
+        let id = LIVE_STACK_BIT | i as u64;
+        let frames: Vec<JfrFrame> = stack.iter().rev().map(model_frame).collect();
+        inner.writer.stack(id, &frames, false);
+        let age_ticks = (site.mean_age_secs.max(0.0) * 1e9) as i64;
+        let description = format!("{:.0} live objects (estimated) at this site", site.live_objects);
+        let object = OldObject {
+            allocation_ticks: now.saturating_sub(age_ticks),
+            address: 0,
+            class: &class.name,
+            array_elements: i32::MIN,
+            heap_used: 0,
+            description: Some(&description),
+            size: site.live_bytes.max(0.0).round() as u64,
+        };
+        if let Err(e) = inner.writer.old_object_sample(now, tid as u64, id, &object) {
+            return inner.fail(e);
+        }
+        n += 1;
+    }
+    inner.counts.live += n;
+}
+
+/// A model frame (from the leak report) as a JFR frame: `pkg.Class.method`
+/// splits at its last dot; line numbers are not kept by the report.
+fn model_frame(f: &oxprof_profile::Frame) -> JfrFrame {
+    use oxprof_profile::FrameKind;
+    let (class, method) = match f.kind {
+        FrameKind::Java | FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Native => f.name.rsplit_once('.').map(|(c, m)| (c.to_string(), m.to_string())).unwrap_or_else(|| (String::new(), f.name.clone())),
+        _ => (String::new(), f.name.clone()),
+    };
+    let kind = if f.kind == FrameKind::Native { FrameType::Native } else { FrameType::Unknown };
+    JfrFrame { class, method, descriptor: String::new(), line: -1, bci: -1, kind }
+}
+
 /// Stop: ends the streaming thread, writes what is left and the last chunk.
 /// Sampling must already be stopped.
 pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
@@ -283,10 +338,11 @@ impl Inner {
         let dropped: u64 = self.cpu.iter().chain(self.alloc.iter()).map(|s| s.log.dropped()).sum();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.alloc,
             c.alloc_bytes,
+            c.live,
             dropped,
             c.missing,
             stats.chunks,

@@ -229,7 +229,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
         buffer.busy.store(false, Ordering::Release);
         return;
     }
-    let depth = ctx.depth.min(buffer.len - native - 1);
+    let depth = ctx.depth.min(buffer.len.saturating_sub(native + 1));
     // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
     let java = unsafe { buffer.ptr.add(native) };
     let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: java as *mut ASGCT_CallFrame };

@@ -280,3 +280,36 @@ fn every_supported_jdk_reads_the_recording() {
         eprintln!("ok: {}", version.lines().next().unwrap_or(""));
     }
 }
+
+/// `live` in a JFR recording: the leak sites become `jdk.OldObjectSample`
+/// events that the JDK's `jfr` tool prints and `oxprof convert --live` turns
+/// back into a live profile with the leaking site on top.
+#[test]
+fn live_sites_are_old_object_samples() {
+    let s = Scratch::new("jfr-live");
+    compile(&s.0, &["LeakChurn.java"]);
+    let rec = s.path("live.jfr");
+    let o = run_java(&s.0, &format!("event=alloc,alloc=64k,live,file={}", rec.display()), &["-Xmx256m"], &s.0, &["LeakChurn", "48"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let summary = kv_line(&err, "jfr");
+    let sites: u64 = summary["old_object_samples"].parse().unwrap();
+    assert!(sites >= 1, "{err}");
+
+    let p = Command::new(tool("jfr")).args(["print", "--events", "jdk.OldObjectSample"]).arg(&rec).output().unwrap();
+    let printed = text(&p.stdout);
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    assert_eq!(printed.matches("jdk.OldObjectSample {").count() as u64, sites, "{printed}");
+    assert!(printed.contains("LeakChurn.leakSite"), "{printed}");
+
+    let live = s.path("live.collapsed");
+    let c = oxprof_cmd().args(["convert"]).arg(&rec).args(["--live", "--total", "-o"]).arg(&live).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let stacks = read_collapsed(&live);
+    let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+    let leak = samples_with(&stacks, "LeakChurn.leakSite");
+    // 48 MiB retained: the converted live bytes of the leak site are the
+    // agent's estimate, which tests/live.rs holds within 15% of the truth.
+    assert!(leak as f64 > 0.9 * total as f64, "leak site {leak} of {total} live bytes: {stacks:?}");
+    assert!((leak as f64 - (48u64 << 20) as f64).abs() < 0.15 * (48u64 << 20) as f64, "leak site {leak} bytes, retained 48 MiB");
+}

@@ -66,7 +66,7 @@ fn the_jdk_reads_what_the_writer_wrote() {
     let partial = run_jfr(&["summary", path.to_str().unwrap()]);
     assert!(partial.contains("Chunks: 1"), "{partial}");
     w.stack(2, &alloc, false);
-    let obj = OldObject { allocation_ticks: t0 + 40_000_000, address: 0x7f00_1000, class: "byte[]", array_elements: 1000, heap_used: 1 << 20, description: None };
+    let obj = OldObject { allocation_ticks: t0 + 40_000_000, address: 0x7f00_1000, class: "byte[]", array_elements: 1000, heap_used: 1 << 20, description: None, size: 1016 };
     w.old_object_sample(t0 + 70_000_000, 100, 2, &obj).unwrap();
     w.end_chunk(t0 + 80_000_000, true).unwrap();
     let stats = w.stats();

@@ -385,6 +385,7 @@ fn types() -> Vec<Element> {
                 F("object", OLD_OBJECT, true, false, vec![label("Object")]),
                 F("arrayElements", INT, false, false, vec![label("Array Elements")]),
                 F("root", OLD_OBJECT_GC_ROOT, true, false, vec![label("GC Root")]),
+                F("objectSize", LONG, false, false, vec![ann(DATA_AMOUNT, Some("BYTES")), label("Object Size")]),
             ],
             vec![category(&["Java Virtual Machine", "Profiling"]), label("Old Object Sample"), description("A potential memory leak")],
         ),

@@ -115,6 +115,9 @@ pub struct OldObject<'a> {
     /// Heap in use when it was last seen, in bytes (0 when unknown).
     pub heap_used: u64,
     pub description: Option<&'a str>,
+    /// Bytes the sample stands for (`objectSize`, as JDK 21+ record it; 0
+    /// when unknown).
+    pub size: u64,
 }
 
 /// Constant ids that stay the same for the whole recording. The JDK's
@@ -445,6 +448,7 @@ impl<W: Write> JfrWriter<W> {
         b.varint(key);
         b.int(object.array_elements);
         b.varint(0); // no GC root
+        b.long(object.size as i64);
         self.emit()
     }
 
