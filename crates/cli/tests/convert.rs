@@ -55,7 +55,9 @@ fn leaves(stacks: &[(Vec<String>, u64)], skip_last: bool) -> HashMap<String, u64
     for (s, n) in stacks {
         // An event without a stack trace (jfr print: `stackTrace = null`) has only the class frame.
         let Some(leaf) = s.len().checked_sub(if skip_last { 2 } else { 1 }).map(|i| &s[i]) else { continue };
-        *m.entry(leaf.clone()).or_insert(0) += n;
+        // Kernel frames carry collapsed output's `_[k]` mark; `jfr print` shows the bare name.
+        let leaf = leaf.strip_suffix("_[k]").unwrap_or(leaf);
+        *m.entry(leaf.to_string()).or_insert(0) += n;
     }
     m
 }
