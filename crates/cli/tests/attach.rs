@@ -3,47 +3,16 @@
 mod common;
 
 use common::*;
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 /// A JVM running `Spin forever`, killed on drop.
-struct Jvm {
-    child: Child,
+fn spin(dir: &std::path::Path) -> RunningJvm {
+    RunningJvm::spawn(java_cmd(["-cp", dir.to_str().unwrap(), "Spin", "forever"]), dir, "ready")
 }
 
-impl Jvm {
-    fn start(dir: &std::path::Path) -> Jvm {
-        let mut child = Command::new(java())
-            .args(["-cp", dir.to_str().unwrap(), "Spin", "forever"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "ready");
-        Jvm { child }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
-    fn rss_kb(&self) -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        s.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap()
-    }
-}
-
-impl Drop for Jvm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap()
 }
 
 fn attach(pid: u32, args: &[&str]) -> std::process::Output {
@@ -54,7 +23,7 @@ fn attach(pid: u32, args: &[&str]) -> std::process::Output {
 fn attach_twice_gives_two_profiles() {
     let s = Scratch::new("attach-twice");
     compile(&s.0, &["Spin.java"]);
-    let mut jvm = Jvm::start(&s.0);
+    let mut jvm = spin(&s.0);
     for i in 0..2 {
         let out = s.path(&format!("p{i}.collapsed"));
         let o = attach(jvm.pid(), &["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]);
@@ -70,7 +39,7 @@ fn attach_twice_gives_two_profiles() {
 fn start_status_dump_stop_in_separate_invocations() {
     let s = Scratch::new("attach-cmds");
     compile(&s.0, &["Spin.java"]);
-    let mut jvm = Jvm::start(&s.0);
+    let mut jvm = spin(&s.0);
     let pid = jvm.pid();
     let o = attach(pid, &["status"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -114,7 +83,7 @@ fn start_status_dump_stop_in_separate_invocations() {
 fn restarting_allocation_sampling_keeps_the_last_interval() {
     let s = Scratch::new("attach-alloc-restart");
     compile(&s.0, &["Spin.java"]);
-    let mut jvm = Jvm::start(&s.0);
+    let mut jvm = spin(&s.0);
     let pid = jvm.pid();
     let out = s.path("a.collapsed");
     let status_after_start = |args: &[&str]| {
@@ -141,7 +110,7 @@ fn restarting_allocation_sampling_keeps_the_last_interval() {
 fn fifty_start_stop_cycles_without_crash_or_growth() {
     let s = Scratch::new("attach-cycles");
     compile(&s.0, &["Spin.java"]);
-    let mut jvm = Jvm::start(&s.0);
+    let mut jvm = spin(&s.0);
     let out = s.path("c.collapsed");
     let mut rss_after_10 = 0;
     for i in 1..=50 {
@@ -150,11 +119,11 @@ fn fifty_start_stop_cycles_without_crash_or_growth() {
         let o = attach(jvm.pid(), &["stop", "-o", out.to_str().unwrap()]);
         assert!(o.status.success(), "cycle {i} stop: {}", text(&o.stderr));
         if i == 10 {
-            rss_after_10 = jvm.rss_kb();
+            rss_after_10 = rss_kb(jvm.pid());
         }
     }
     assert!(jvm.alive());
-    let growth = jvm.rss_kb() as i64 - rss_after_10 as i64;
+    let growth = rss_kb(jvm.pid()) as i64 - rss_after_10 as i64;
     eprintln!("RSS growth from cycle 10 to 50: {growth} kB");
     assert!(growth < 8 * 1024, "the JVM grew by {growth} kB over 40 start/stop cycles");
 }
@@ -163,7 +132,7 @@ fn fifty_start_stop_cycles_without_crash_or_growth() {
 fn bad_options_on_attach_leave_the_jvm_alive_and_quiet() {
     let s = Scratch::new("attach-bad");
     compile(&s.0, &["Spin.java"]);
-    let mut jvm = Jvm::start(&s.0);
+    let mut jvm = spin(&s.0);
     let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "start", "--interval", "-3ms"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     // Options the CLI cannot check reach the agent, which refuses them.
@@ -217,7 +186,7 @@ fn attaching_to_a_non_jvm_fails_cleanly_without_killing_it() {
 fn list_shows_the_jvm_and_whether_oxprof_is_loaded() {
     let s = Scratch::new("attach-list");
     compile(&s.0, &["Spin.java"]);
-    let jvm = Jvm::start(&s.0);
+    let jvm = spin(&s.0);
     let line = |out: &str| out.lines().find(|l| l.trim_start().starts_with(&format!("{} ", jvm.pid()))).map(str::to_string);
     let o = oxprof_cmd().arg("list").output().unwrap();
     let before = line(&text(&o.stdout)).unwrap_or_else(|| panic!("pid missing from:\n{}", text(&o.stdout)));

@@ -107,20 +107,11 @@ fn profile_is_written_on_system_exit_and_on_sigterm() {
     assert!(samples_with(&read_collapsed(&out), "Hot.main") > 0);
 
     let out = s.path("term.collapsed");
-    let mut child = Command::new(java())
-        .arg(format!("-agentpath:{}=start,interval=2ms,file={}", agent().display(), out.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "Spin", "forever"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::BufRead;
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let agent_arg = format!("-agentpath:{}=start,interval=2ms,file={}", agent().display(), out.display());
+    let mut jvm = RunningJvm::spawn(java_cmd([agent_arg.as_str(), "-cp", s.0.to_str().unwrap(), "Spin", "forever"]), &s.0, "ready");
     // SAFETY: sending SIGTERM to our own child.
-    unsafe { libc_kill(child.id() as i32, 15) };
-    let st = child.wait().unwrap();
+    unsafe { libc_kill(jvm.pid() as i32, 15) };
+    let st = jvm.child.wait().unwrap();
     assert!(!st.success());
     assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 50, "profile after SIGTERM lacks Spin.loop");
 }

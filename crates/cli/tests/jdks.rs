@@ -129,28 +129,21 @@ fn allocation_profiling_works_on_every_supported_jdk() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn attach_works_on_every_supported_jdk() {
-    use std::io::BufRead;
     let s = Scratch::new("jdks-attach");
     compile(&s.0, &["Spin.java"]);
     for home in extra_jdks() {
-        let mut jvm = java_in(&home)
-            .args(["-XX:+EnableDynamicAgentLoading", "-cp", s.0.to_str().unwrap(), "Spin", "forever"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(jvm.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-        let pid = jvm.id().to_string();
+        let mut cmd = java_in(&home);
+        cmd.args(["-XX:+EnableDynamicAgentLoading", "-cp", s.0.to_str().unwrap(), "Spin", "forever"]);
+        let mut jvm = RunningJvm::spawn(cmd, &s.0, "ready");
+        let pid = jvm.pid().to_string();
         let out = s.path("a.collapsed");
         let run = |args: &[&str]| oxprof_cmd().arg("attach").arg(&pid).args(args).output().unwrap();
         let o = run(&["start", "--interval", "2ms"]);
         let ok = o.status.success();
         std::thread::sleep(std::time::Duration::from_millis(700));
         let o2 = if ok { run(&["stop", "-o", out.to_str().unwrap()]) } else { o.clone() };
-        let alive = jvm.try_wait().unwrap().is_none();
-        let _ = jvm.kill();
-        let _ = jvm.wait();
+        let alive = jvm.alive();
+        drop(jvm);
         assert!(ok && o2.status.success(), "{}: {} {}", home.display(), text(&o.stderr), text(&o2.stderr));
         assert!(alive, "{}: the JVM died", home.display());
         assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 20, "{}", home.display());

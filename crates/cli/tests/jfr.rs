@@ -6,9 +6,9 @@ mod common;
 
 use common::*;
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// What JfrCheck printed, by line kind.
 struct Check {
@@ -101,18 +101,9 @@ fn jfr_holds_the_same_samples_as_the_collapsed_profile_of_the_same_run() {
     let s = Scratch::new("jfr-same");
     compile(&s.0, &["JfrWork.java", "JfrCheck.java"]);
     let rec = s.path("rec.jfr");
-    let mut child = Command::new(java())
-        .arg(format!("-agentpath:{}=start,event=cpu,alloc=64k,interval=1ms,file={}", agent().display(), rec.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "JfrWork", "2", "wait"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "done");
-    let pid = child.id().to_string();
+    let agent_arg = format!("-agentpath:{}=start,event=cpu,alloc=64k,interval=1ms,file={}", agent().display(), rec.display());
+    let mut jvm = RunningJvm::spawn(java_cmd([agent_arg.as_str(), "-cp", s.0.to_str().unwrap(), "JfrWork", "2", "wait"]), &s.0, "done");
+    let pid = jvm.pid().to_string();
 
     // dump: the file on disk is a complete recording while profiling goes on.
     let o = oxprof_cmd().args(["attach", &pid, "dump"]).output().unwrap();
@@ -125,8 +116,8 @@ fn jfr_holds_the_same_samples_as_the_collapsed_profile_of_the_same_run() {
     let o = oxprof_cmd().args(["attach", &pid, "stop", "-o", same.to_str().unwrap()]).output().unwrap();
     let reply = text(&o.stdout);
     assert!(o.status.success(), "stop: {}{}", reply, text(&o.stderr));
-    child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
-    assert!(child.wait().unwrap().success());
+    jvm.child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    assert!(jvm.child.wait().unwrap().success());
 
     let jfr = kv_line(&reply, "jfr");
     assert_eq!(jfr["dropped"], "0", "{reply}");
@@ -232,13 +223,10 @@ fn record_and_attach_write_jfr() {
     assert!(spin * 2 > cpu, "JfrWork.spin has {spin} of {cpu} samples");
     assert!(check.counts.get("jdk.ObjectAllocationSample").copied().unwrap_or(0) > 10, "{:?}", check.counts);
 
-    let mut jvm = Command::new(java()).args(["-cp", s.0.to_str().unwrap(), "Spin", "forever"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(jvm.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let jvm = RunningJvm::spawn(java_cmd(["-cp", s.0.to_str().unwrap(), "Spin", "forever"]), &s.0, "ready");
     let attached = s.path("attached.jfr");
-    let o = oxprof_cmd().args(["attach", &jvm.id().to_string(), "--duration", "1s", "--interval", "2ms", "-o", attached.to_str().unwrap()]).output().unwrap();
-    let _ = jvm.kill();
-    let _ = jvm.wait();
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "--duration", "1s", "--interval", "2ms", "-o", attached.to_str().unwrap()]).output().unwrap();
+    drop(jvm);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let check = jfr_check(&java(), &s.0, &attached);
     let cpu: u64 = check.cpu.values().sum();

@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 /// The `TRUTH k=v ...` line a test program prints, as numbers.
@@ -233,16 +232,8 @@ fn bad_live_options_refuse_to_start() {
 fn attach_start_and_dump_give_a_live_report() {
     let s = Scratch::new("live-attach");
     compile(&s.0, &["LeakChurn.java"]);
-    let mut child = Command::new(java())
-        .args(["-Xmx256m", "-cp", s.0.to_str().unwrap(), "LeakChurn", "forever", "4096"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let pid = child.id().to_string();
+    let mut jvm = RunningJvm::spawn(java_cmd(["-Xmx256m", "-cp", s.0.to_str().unwrap(), "LeakChurn", "forever", "4096"]), &s.0, "ready");
+    let pid = jvm.pid().to_string();
     let attach = |args: &[&str]| oxprof_cmd().arg("attach").arg(&pid).args(args).output().unwrap();
     let o = attach(&["start", "--alloc", "64k", "--live"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -261,9 +252,7 @@ fn attach_start_and_dump_give_a_live_report() {
     let o = attach(&["stop", "-o", fin.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(std::fs::read_to_string(&fin).unwrap().contains("Live objects"));
-    assert!(child.try_wait().unwrap().is_none(), "the JVM died");
-    let _ = child.kill();
-    let _ = child.wait();
+    assert!(jvm.alive(), "the JVM died");
 }
 
 /// At exit HotSpot has stopped ZGC's and Shenandoah's threads before VMDeath:

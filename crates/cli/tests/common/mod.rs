@@ -2,8 +2,9 @@
 //! them under the real agent, and read the profiles back.
 #![allow(dead_code)]
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The `oxprof` binary built for this test run.
@@ -98,6 +99,49 @@ pub fn run_java(cwd: &Path, opts: &str, jvm_args: &[&str], cp: &Path, main_and_a
     cmd.arg("-cp").arg(cp);
     cmd.args(main_and_args);
     cmd.output().expect("run java")
+}
+
+/// A JVM left running for a test, killed when dropped. It runs in the
+/// scratch directory, so what a JVM drops in its working directory (the
+/// attach handshake's `.attach_pid<pid>`, a fallback profile) never lands in
+/// the source tree.
+pub struct RunningJvm {
+    pub child: Child,
+}
+
+impl RunningJvm {
+    /// Starts `cmd` in `cwd` with piped stdin, stdout and stderr, and waits
+    /// for the program's first line, which must be `ready_line`.
+    pub fn spawn(mut cmd: Command, cwd: &Path, ready_line: &str) -> RunningJvm {
+        let child = cmd.current_dir(cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start java");
+        let mut jvm = RunningJvm { child };
+        let mut line = String::new();
+        std::io::BufReader::new(jvm.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), ready_line, "the program's first line");
+        jvm
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for RunningJvm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `java ARGS...` as a command (start it with [`RunningJvm::spawn`]).
+pub fn java_cmd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Command {
+    let mut cmd = Command::new(java());
+    cmd.args(args);
+    cmd
 }
 
 pub fn text(b: &[u8]) -> String {
