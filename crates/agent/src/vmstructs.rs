@@ -55,6 +55,24 @@ unsafe fn string_at(addr: usize) -> Option<String> {
     (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
 }
 
+/// Reads one of HotSpot's `{name, value}` tables (types with their sizes,
+/// integer constants): `vars` name the exported table address, entry stride,
+/// name offset and value offset; entries end at a null name. `value` reads
+/// the value at the address it is given. Empty when the JVM lacks the table.
+fn named_table<T>(vars: [&CStr; 4], value: impl Fn(usize) -> T) -> HashMap<String, T> {
+    let mut out = HashMap::new();
+    let [base, stride, name_off, value_off] = vars.map(read_var);
+    let (Some(base), Some(stride), Some(name_off), Some(value_off)) = (base, stride, name_off, value_off) else { return out };
+    for i in 0..100_000 {
+        let entry = base as usize + i * stride as usize;
+        // SAFETY: entries are `stride` bytes apart in a static array that
+        // ends with a null name; offsets come from the JVM's own layout.
+        let Some(name) = (unsafe { string_at(entry + name_off as usize) }) else { break };
+        out.insert(name, value(entry + value_off as usize));
+    }
+    out
+}
+
 impl VmStructs {
     /// Reads the tables from the running JVM; `None` if it exports none.
     pub fn load() -> Option<VmStructs> {
@@ -89,36 +107,17 @@ impl VmStructs {
                 vs.fields.insert((type_name, field_name), field);
             }
         }
-        if let (Some(tbase), Some(tstride), Some(tname), Some(tsize)) = (
-            read_var(c"gHotSpotVMTypes"),
-            read_var(c"gHotSpotVMTypeEntryArrayStride"),
-            read_var(c"gHotSpotVMTypeEntryTypeNameOffset"),
-            read_var(c"gHotSpotVMTypeEntrySizeOffset"),
-        ) {
-            for i in 0..100_000 {
-                let entry = tbase as usize + i * tstride as usize;
-                // SAFETY: as above, for the type table.
-                unsafe {
-                    let Some(name) = string_at(entry + tname as usize) else { break };
-                    vs.sizes.insert(name, *((entry + tsize as usize) as *const u64));
-                }
-            }
-        }
-        if let (Some(cbase), Some(cstride), Some(cname), Some(cvalue)) = (
-            read_var(c"gHotSpotVMIntConstants"),
-            read_var(c"gHotSpotVMIntConstantEntryArrayStride"),
-            read_var(c"gHotSpotVMIntConstantEntryNameOffset"),
-            read_var(c"gHotSpotVMIntConstantEntryValueOffset"),
-        ) {
-            for i in 0..100_000 {
-                let entry = cbase as usize + i * cstride as usize;
-                // SAFETY: as above, for the table of integer constants (int32 values).
-                unsafe {
-                    let Some(name) = string_at(entry + cname as usize) else { break };
-                    vs.int_constants.insert(name, *((entry + cvalue as usize) as *const i32) as i64);
-                }
-            }
-        }
+        vs.sizes = named_table([c"gHotSpotVMTypes", c"gHotSpotVMTypeEntryArrayStride", c"gHotSpotVMTypeEntryTypeNameOffset", c"gHotSpotVMTypeEntrySizeOffset"], |at| {
+            // SAFETY: a type entry's size field is a uint64_t.
+            unsafe { *(at as *const u64) }
+        });
+        vs.int_constants = named_table(
+            [c"gHotSpotVMIntConstants", c"gHotSpotVMIntConstantEntryArrayStride", c"gHotSpotVMIntConstantEntryNameOffset", c"gHotSpotVMIntConstantEntryValueOffset"],
+            |at| {
+                // SAFETY: an integer constant's value field is an int32_t.
+                unsafe { *(at as *const i32) as i64 }
+            },
+        );
         (!vs.fields.is_empty()).then_some(vs)
     }
 
