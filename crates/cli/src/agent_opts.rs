@@ -68,6 +68,35 @@ pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Op
     Ok(opts)
 }
 
+/// What to sample, shared by `record` and `attach`: the CPU event, the
+/// allocation interval and thread pattern, and the live-object options.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SampleArgs {
+    /// CPU sampling engine: cpu (perf_events, falls back to ctimer), itimer,
+    /// ctimer [default: cpu, unless only --alloc is given]
+    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
+    pub event: Option<String>,
+    /// Also sample allocations (JEP 331), every SIZE bytes on average
+    /// (without SIZE: the interval last used in that JVM, else 512k; 0 =
+    /// every allocation)
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
+    pub alloc: Option<String>,
+    /// Sample allocations only on threads whose name matches this pattern (* and ?)
+    #[arg(long, value_name = "GLOB", requires = "alloc")]
+    pub alloc_threads: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+impl SampleArgs {
+    /// `start` and the agent options for what to sample.
+    pub fn start_options(&self) -> Result<Vec<String>, String> {
+        let mut opts = start_options(self.event.as_deref(), self.live.alloc(self.alloc.as_deref()), self.alloc_threads.as_deref())?;
+        opts.extend(self.live.start_options()?);
+        Ok(opts)
+    }
+}
+
 /// Live-object and leak options, shared by `record` and `attach`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct LiveArgs {

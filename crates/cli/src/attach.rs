@@ -16,7 +16,7 @@ use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, parse_wall, start_options, LiveArgs};
+use crate::agent_opts::{absolute, no_comma, parse_interval, parse_wall, SampleArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -44,21 +44,11 @@ pub struct AttachArgs {
     /// Profile for this long, then stop and write (e.g. 30s, 5m); Ctrl-C stops early
     #[arg(short, long, value_parser = parse_wall)]
     pub duration: Option<String>,
-    /// CPU sampling engine: cpu, itimer, ctimer [default: cpu unless only --alloc]
-    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub sample: SampleArgs,
     /// Sampling interval, e.g. 10ms
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
-    /// Also sample allocations every SIZE bytes on average (without SIZE: the
-    /// interval last used in that JVM, else 512k)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
-    pub alloc: Option<String>,
-    /// Sample allocations only on threads matching this pattern
-    #[arg(long, value_name = "GLOB", requires = "alloc")]
-    pub alloc_threads: Option<String>,
-    #[command(flatten)]
-    pub live: LiveArgs,
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
@@ -86,8 +76,7 @@ fn wall(s: &str) -> Duration {
 
 /// Agent options for starting a recording.
 fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
-    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
-    opts.extend(args.live.start_options()?);
+    let mut opts = args.sample.start_options()?;
     if let Some(i) = &args.interval {
         opts.push(format!("interval={i}"));
     }
@@ -181,7 +170,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
         Some(action @ (Action::Dump | Action::Stop)) => {
             let mut o = vec![if action == Action::Dump { "dump" } else { "stop" }.to_string()];
             o.extend(output_options(&args)?);
-            o.extend(args.live.report_options());
+            o.extend(args.sample.live.report_options());
             o
         }
         None => {

@@ -7,6 +7,7 @@ use std::process::{Command, ExitCode};
 use clap::Args;
 
 use crate::agent;
+use crate::agent_opts::SampleArgs;
 use crate::record::{self, RecordArgs};
 
 const DEMO_SOURCE: &str = include_str!("../../../demo/Demo.java");
@@ -40,10 +41,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     }
     eprintln!("[oxprof] profiling the demo for {} s", args.seconds);
     let rec = RecordArgs {
-        event: Some("cpu".into()),
-        alloc: None,
-        alloc_threads: None,
-        live: Default::default(),
+        sample: SampleArgs { event: Some("cpu".into()), ..Default::default() },
         total: false,
         interval: args.interval,
         output: args.output,

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_optional_size, start_options, LiveArgs};
+use crate::agent_opts::{absolute, no_comma, parse_interval, SampleArgs};
 use oxprof_profile::OutputFormat;
 
 use crate::agent;
@@ -18,19 +18,8 @@ use crate::agent;
     after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)"
 )]
 pub struct RecordArgs {
-    /// CPU sampling engine: cpu (perf_events, falls back to ctimer), itimer,
-    /// ctimer [default: cpu, unless only --alloc is given]
-    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
-    pub event: Option<String>,
-    /// Also sample allocations (JEP 331), every SIZE bytes on average (512k
-    /// when no SIZE is given; 0 = every allocation)
-    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
-    pub alloc: Option<String>,
-    /// Sample allocations only on threads whose name matches this pattern (* and ?)
-    #[arg(long, value_name = "GLOB", requires = "alloc")]
-    pub alloc_threads: Option<String>,
     #[command(flatten)]
-    pub live: LiveArgs,
+    pub sample: SampleArgs,
     /// Show estimated totals (CPU time, allocated bytes) instead of sample counts
     #[arg(long)]
     pub total: bool,
@@ -70,8 +59,7 @@ pub struct RecordArgs {
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
     no_comma("output", &output.to_string_lossy())?;
     no_comma("title", args.title.as_deref().unwrap_or(""))?;
-    let mut opts = start_options(args.event.as_deref(), args.live.alloc(args.alloc.as_deref()), args.alloc_threads.as_deref())?;
-    opts.extend(args.live.start_options()?);
+    let mut opts = args.sample.start_options()?;
     if args.total {
         opts.push("total".into());
     }
@@ -134,7 +122,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
     if let Some(f) = &args.format {
         if f != "leaks" {
             OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
-        } else if !args.live.live {
+        } else if !args.sample.live.live {
             return Err("--format leaks needs --live".into());
         }
     }
