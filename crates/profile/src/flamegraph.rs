@@ -138,12 +138,20 @@ pub fn write_html_multi<W: Write>(views: &[View<'_>], opts: &HtmlOptions, out: W
     };
     let page = Page::build(views);
     let title = page_title(views, opts);
+    render_page(out, &title, &page, views, |key, out| match key {
+        "TABS" => write_tabs(out, views),
+        _ => write_subtitles(out, views, opts),
+    })
+}
+
+/// Fills the page template with `title` and `page`'s trees; `head` writes
+/// the tab bar (key `TABS`) and the subtitles (key `SUBTITLES`).
+fn render_page<W: Write>(out: W, title: &str, page: &Page, views: &[View], mut head: impl FnMut(&str, &mut BufWriter<W>) -> io::Result<()>) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     render_template(TEMPLATE, &mut out, |key, out| {
         match key {
-            "TITLE" => write_escaped_html(out, &title),
-            "TABS" => write_tabs(out, views),
-            "SUBTITLES" => write_subtitles(out, views, opts),
+            "TITLE" => write_escaped_html(out, title),
+            "TABS" | "SUBTITLES" => head(key, out),
             "EMPTY" => page.write_empty_notes(out),
             "CONFIG" => out.write_all(page.config_json(views).as_bytes()),
             "NAMES" => page.write_names_json(out),
@@ -178,25 +186,14 @@ pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Cou
     } else {
         opts.subtitle.clone()
     };
-    let mut out = BufWriter::with_capacity(1 << 16, out);
-    render_template(TEMPLATE, &mut out, |key, out| {
-        match key {
-            "TITLE" => write_escaped_html(out, &title),
-            "TABS" => Ok(()),
-            "SUBTITLES" => {
-                out.write_all(b"<div class=\"sub\" data-view=\"0\">")?;
-                write_escaped_html(out, &sub)?;
-                out.write_all(b"</div>")
-            }
-            "EMPTY" => page.write_empty_notes(out),
-            "CONFIG" => out.write_all(page.config_json(&views).as_bytes()),
-            "NAMES" => page.write_names_json(out),
-            "TREE" => page.write_trees(out),
-            _ => return Ok(false),
+    render_page(out, &title, &page, &views, |key, out| match key {
+        "TABS" => Ok(()),
+        _ => {
+            out.write_all(b"<div class=\"sub\" data-view=\"0\">")?;
+            write_escaped_html(out, &sub)?;
+            out.write_all(b"</div>")
         }
-        .map(|()| true)
-    })?;
-    out.flush()
+    })
 }
 
 /// One profile holding both: `samples` = the value in `after`, `total` = in
