@@ -7,13 +7,13 @@
 
 use std::collections::HashMap;
 
-use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
+use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 use jvmti_sys::jmethodID;
 use oxprof_profile::jfr::{FrameType, JfrFrame};
 use oxprof_profile::FrameKind;
 
 use crate::jvmti::{Jni, Jvmti};
-use crate::profiler::{failure_name, thread_category};
+use crate::profiler::{failure_name, split_cpu_stack, thread_category};
 use crate::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::store::{JavaFrameType, RawFrame};
 use crate::symbols::Symbols;
@@ -91,20 +91,11 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
 /// A CPU stack (leaf first, as stored and as JFR wants it). One-frame
 /// marker stacks become one synthetic frame named as in the other outputs.
 ///
-/// Mirrors `Profiler::trace_frames`: native and kernel frames (leaf side)
-/// stay in front of a marker frame, so a GC thread's stack is its native
-/// frames under `[GC Thread]`.
+/// Native and kernel frames (leaf side) stay in front of a marker frame, as
+/// in the profile, so a GC thread's stack is its native frames under
+/// `[GC Thread]`.
 pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFrame]) -> Vec<JfrFrame> {
-    let native_len = frames.iter().take_while(|f| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC)).count();
-    let (native, rest) = frames.split_at(native_len);
-    let marker = match rest {
-        [f] if f.method == 0 => Some(f.bci),
-        _ => None,
-    };
-    let marker = match marker {
-        Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !cx.threads.is_java_visible(tid) => Some(MARK_NON_JAVA_THREAD),
-        m => m,
-    };
+    let (native, marker) = split_cpu_stack(frames, tid, cx.threads);
     let root = match marker {
         Some(MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD) => {
             let name = cx.threads.name(tid).unwrap_or_else(|| "thread".into());

@@ -93,6 +93,27 @@ pub struct Profiler {
 }
 
 /// The synthetic frame name for an AsyncGetCallTrace error code.
+/// Reads a stored CPU stack (leaf first): its native and kernel frames, which
+/// come first, and, when it has no Java frames, the marker code that ends it
+/// naming why. A JVM-internal thread (JIT compiler, service threads) has no
+/// Java frame: AsyncGetCallTrace reports that as unknown_not_Java (the own
+/// walk as no Java frame), but it is neither a failed walk nor a Java
+/// thread's sample, so it reads as [`MARK_NON_JAVA_THREAD`]. Every output
+/// (profile, JFR) reads stacks through this one function.
+pub fn split_cpu_stack<'a>(frames: &'a [RawFrame], tid: u32, threads: &Threads) -> (&'a [RawFrame], Option<i32>) {
+    let native_len = frames.iter().take_while(|f| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC)).count();
+    let (native, rest) = frames.split_at(native_len);
+    let marker = match rest {
+        [f] if f.method == 0 => Some(f.bci),
+        _ => None,
+    };
+    let marker = match marker {
+        Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !threads.is_java_visible(tid) => Some(MARK_NON_JAVA_THREAD),
+        m => m,
+    };
+    (native, marker)
+}
+
 pub fn failure_name(code: i32) -> &'static str {
     match code {
         ticks::NO_CLASS_LOAD => "[no_class_load]",
@@ -435,30 +456,14 @@ impl Profiler {
 
     fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
         let thread_root = |tid: u32| self.thread_root(tid);
-        // Native and kernel frames come first (leaf side); a stack without
-        // Java frames ends in a marker frame naming why.
-        let is_native = |f: &RawFrame| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC);
-        let native_len = t.frames.iter().take_while(|f| is_native(f)).count();
-        if native_len > 0 {
+        let (native, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
+        if !native.is_empty() {
             summary.native_samples += t.samples;
         }
-        let (native, rest) = t.frames.split_at(native_len);
-        let marker = match rest {
-            [f] if f.method == 0 => Some(f.bci),
-            _ => None,
-        };
         let push_native = |out: &mut Vec<Frame>| {
             for f in native.iter().rev() {
                 out.push(self.frame(f, symbols, jvmti, jni));
             }
-        };
-        // A JVM-internal thread (JIT compiler, service threads) is not in
-        // Java and has no Java frame: AsyncGetCallTrace reports that as
-        // unknown_not_Java (the own walk as no Java frame), but it is not a
-        // failed walk, nor a Java thread's sample.
-        let marker = match marker {
-            Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !self.threads.is_java_visible(t.tid) => Some(MARK_NON_JAVA_THREAD),
-            m => m,
         };
         match marker {
             Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {
