@@ -119,7 +119,7 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
             Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
             _ => (None, &s.frames[..]),
         };
-        let mut frames: Vec<Frame> = stack.iter().rev().map(|f| profiler.java_frame(f.method, f.bci == -1 || f.bci == jvmti_sys::asgct::BCI_NATIVE_FRAME, symbols, jvmti, jni)).collect();
+        let mut frames: Vec<Frame> = stack.iter().rev().map(|f| profiler.frame(f, symbols, jvmti, jni)).collect();
         if let Some(id) = class {
             frames.push(Frame::new(profiler.alloc.class_name(id), FrameKind::Alloc));
         }

@@ -398,13 +398,13 @@ impl Profiler {
         Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
     }
 
-    pub(crate) fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+    fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         let name = symbols.resolve(jvmti, jni, method as jmethodID);
         Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
     }
 
     /// Turns one stored frame into a model frame (see [`RawFrame`]'s encoding).
-    fn frame(&self, f: &RawFrame, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+    pub(crate) fn frame(&self, f: &RawFrame, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
         match f.bci {
             RawFrame::NATIVE_PC => native_symbols::resolver().frame(f.method, false),
             RawFrame::KERNEL_PC => native_symbols::resolver().frame(f.method, true),
