@@ -409,10 +409,6 @@ impl Inner {
         }
         let cx = Context { jvmti: agent.jvmti, jni, symbols: &agent.symbols, threads: &agent.profiler.threads };
         self.begin_chunk();
-        if self.cpu.is_some() {
-            // Libraries may have been loaded since the last drain.
-            crate::native_symbols::resolver().refresh();
-        }
         if let Some(src) = self.cpu {
             while let Some(e) = src.log.pop() {
                 let id = e.slot as u64;

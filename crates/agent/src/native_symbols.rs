@@ -224,9 +224,21 @@ impl NativeSymbols {
         Frame::new(name.unwrap_or_else(|| "[kernel]".into()), FrameKind::Kernel)
     }
 
+    /// The mapping holding `pc`, rereading `/proc/self/maps` once when none
+    /// does (a library loaded since, or tables cleared by another dump).
+    fn mapping(&mut self, pc: usize) -> Option<Mapping> {
+        let find = |maps: &[Mapping]| {
+            let i = maps.partition_point(|m| m.start <= pc);
+            i.checked_sub(1).and_then(|i| maps.get(i)).filter(|m| pc < m.end).cloned()
+        };
+        find(&self.maps).or_else(|| {
+            self.refresh();
+            find(&self.maps)
+        })
+    }
+
     fn user_frame(&mut self, pc: usize) -> Frame {
-        let i = self.maps.partition_point(|m| m.start <= pc);
-        let Some(m) = i.checked_sub(1).and_then(|i| self.maps.get(i)).filter(|m| pc < m.end).cloned() else {
+        let Some(m) = self.mapping(pc) else {
             return Frame::new("[unknown]", FrameKind::Native);
         };
         let file_offset = (pc - m.start) as u64 + m.offset;
