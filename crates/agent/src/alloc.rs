@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use jvmti_sys::*;
 
+use crate::allocstack;
 use crate::jvmti::{Jni, Jvmti};
 use crate::store::{RawFrame, SampleStore};
 
@@ -98,6 +99,14 @@ pub struct AllocStats {
     pub dropped: u64,
     /// Mean time of one SampledObjectAlloc callback, in nanoseconds.
     pub callback_ns: u64,
+    /// Median time of one callback (to within a factor of two).
+    pub callback_median_ns: u64,
+    /// Stacks taken by oxprof's own walk, and by `GetStackTrace`.
+    pub own_walks: u64,
+    pub jvmti_walks: u64,
+    /// Under `OXPROF_CHECK_ALLOC_WALK=1`: stacks compared, and how many differed.
+    pub checked: u64,
+    pub mismatched: u64,
 }
 
 #[derive(Default)]
@@ -114,6 +123,14 @@ pub struct AllocSampler {
     /// Time spent in the callback and how many callbacks, for the summary.
     callback_ns: AtomicU64,
     callbacks: AtomicU64,
+    /// Callback durations by power of two (bucket k: [2^k, 2^(k+1)) ns), for
+    /// the median: the mean includes the rare callback that lost the CPU to
+    /// another thread part-way.
+    callback_log2: [AtomicU64; 32],
+    own_walks: AtomicU64,
+    jvmti_walks: AtomicU64,
+    checked: AtomicU64,
+    mismatched: AtomicU64,
     /// Live-object tracking of the sampled objects (`live`).
     pub live: crate::live::LiveTracker,
 }
@@ -169,6 +186,7 @@ impl AllocSampler {
         self.tagging.store(can_tag, Ordering::Relaxed);
         self.callback_ns.store(0, Ordering::Relaxed);
         self.callbacks.store(0, Ordering::Relaxed);
+        self.callback_log2.iter().for_each(|b| b.store(0, Ordering::Relaxed));
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
@@ -271,8 +289,12 @@ impl AllocSampler {
         }
         let t0 = std::time::Instant::now();
         self.sample(jvmti, jni, object, class, size, tid);
-        self.callback_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let ns = t0.elapsed().as_nanos() as u64;
+        self.callback_ns.fetch_add(ns, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = self.callback_log2.get(ns.max(1).ilog2() as usize) {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
@@ -289,21 +311,49 @@ impl AllocSampler {
         let recorded = BUFFERS.try_with(|b| {
             let mut b = b.borrow_mut();
             let ThreadBuffers { info, raw } = &mut *b;
-            // SAFETY: jvmtiFrameInfo is plain data; all-zero is valid.
-            info.resize(depth, unsafe { std::mem::zeroed() });
-            let n = jvmti.own_stack_trace(info).unwrap_or(0);
-            raw.clear();
-            raw.push(RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize });
-            // GetStackTrace marks native methods with -1, AsyncGetCallTrace
-            // (and so the stored encoding) with -3.
-            let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
-            raw.extend(info.iter().take(n).map(|f| RawFrame { bci: bci(f.location), method: f.method as usize }));
-            store.record(tid_key, raw, weight);
+            // Kept at its full size: refilling 2049 frames per sample would
+            // cost more than the walk.
+            if raw.len() != depth + 1 {
+                raw.clear();
+                raw.resize(depth + 1, RawFrame::default());
+            }
+            if let Some(first) = raw.first_mut() {
+                *first = RawFrame { bci: MARK_ALLOC_CLASS, method: class_id as usize };
+            }
+            let own = raw.get_mut(1..).and_then(|frames| allocstack::walk(jni.0 as usize, frames));
+            let n = match own {
+                Some(n) => {
+                    self.own_walks.fetch_add(1, Ordering::Relaxed);
+                    if allocstack::checking() {
+                        self.check_walk(jvmti, info, raw.get(1..n + 1).unwrap_or_default(), depth);
+                    }
+                    n
+                }
+                None => {
+                    self.jvmti_walks.fetch_add(1, Ordering::Relaxed);
+                    let slots = raw.get_mut(1..).unwrap_or_default();
+                    slots.iter_mut().zip(jvmti_stack(jvmti, info, depth)).map(|(slot, f)| *slot = f).count()
+                }
+            };
+            let frames = raw.get(..n + 1).unwrap_or_default();
+            store.record(tid_key, frames, weight);
             // The live site is stack + class, without the thread.
-            self.live.track(jni, object, raw, size, exact_weight);
+            self.live.track(jni, object, frames, size, exact_weight);
         });
         if recorded.is_err() {
             store.count_dropped();
+        }
+    }
+
+    /// Compares an own walk with `GetStackTrace` (method and bytecode index
+    /// per frame) and counts the difference; the first few are logged.
+    fn check_walk(&self, jvmti: Jvmti, info: &mut Vec<jvmtiFrameInfo>, own: &[RawFrame], depth: usize) {
+        let theirs: Vec<RawFrame> = jvmti_stack(jvmti, info, depth).collect();
+        self.checked.fetch_add(1, Ordering::Relaxed);
+        let same = theirs.len() == own.len() && theirs.iter().zip(own).all(|(a, b)| a.method == b.method && a.java_bci() == b.java_bci());
+        if !same && self.mismatched.fetch_add(1, Ordering::Relaxed) < 5 {
+            let show = |f: &[RawFrame]| f.iter().map(|f| format!("{:#x}@{}", f.method, f.java_bci())).collect::<Vec<_>>().join(" ");
+            crate::log::warn(&format!("own allocation stack differs from GetStackTrace:\n  own:  {}\n  jvmti: {}", show(own), show(&theirs)));
         }
     }
 
@@ -342,10 +392,49 @@ impl AllocSampler {
         lock(&self.classes).names.get(id).cloned().unwrap_or_else(|| "[unknown class]".into())
     }
 
+    /// Walk counts: (own walks, GetStackTrace walks, checked, mismatched).
+    pub fn walk_counts(&self) -> (u64, u64, u64, u64) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        (get(&self.own_walks), get(&self.jvmti_walks), get(&self.checked), get(&self.mismatched))
+    }
+
     /// Mean time of one SampledObjectAlloc callback so far, in nanoseconds.
     pub fn callback_ns_mean(&self) -> u64 {
         self.callback_ns.load(Ordering::Relaxed) / self.callbacks.load(Ordering::Relaxed).max(1)
     }
+
+    /// The median callback time, to within a factor of two (the geometric
+    /// middle of the power-of-two bucket holding the median); 0 before any.
+    pub fn callback_ns_median(&self) -> u64 {
+        let counts: Vec<u64> = self.callback_log2.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        median_of_log2_buckets(&counts)
+    }
+}
+
+/// The median of a power-of-two histogram, as the geometric middle of its
+/// bucket (2^k · √2).
+fn median_of_log2_buckets(counts: &[u64]) -> u64 {
+    let total: u64 = counts.iter().sum();
+    let mut seen = 0;
+    for (k, &c) in counts.iter().enumerate() {
+        seen += c;
+        if c > 0 && seen * 2 >= total {
+            return ((1u64 << k) as f64 * std::f64::consts::SQRT_2) as u64;
+        }
+    }
+    0
+}
+
+/// The current thread's stack through JVMTI `GetStackTrace`, as stored
+/// frames (type unknown).
+fn jvmti_stack(jvmti: Jvmti, info: &mut Vec<jvmtiFrameInfo>, depth: usize) -> impl Iterator<Item = RawFrame> + '_ {
+    // SAFETY: jvmtiFrameInfo is plain data; all-zero is valid.
+    info.resize(depth, unsafe { std::mem::zeroed() });
+    let n = jvmti.own_stack_trace(info).unwrap_or(0);
+    // GetStackTrace marks native methods with -1, AsyncGetCallTrace (and so
+    // the stored encoding) with -3.
+    let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
+    info.iter().take(n).map(move |f| RawFrame { bci: bci(f.location), method: f.method as usize })
 }
 
 #[cfg(test)]
@@ -365,6 +454,16 @@ mod tests {
         assert!((estimated_bytes(8, 1 << 19) - (1 << 19) as f64).abs() < 8.0);
         assert!((estimated_bytes(64 << 20, 1 << 19) - (64 << 20) as f64).abs() < 1.0);
         assert_eq!(estimated_bytes(100, 0), 100.0);
+    }
+
+    #[test]
+    fn median_of_buckets() {
+        assert_eq!(median_of_log2_buckets(&[0; 8]), 0);
+        // 3 callbacks of 1–2 µs (bucket 10), 1 of 1 ms: the median is ~1.4 µs.
+        let mut b = [0u64; 24];
+        b[10] = 3;
+        b[20] = 1;
+        assert_eq!(median_of_log2_buckets(&b), 1448);
     }
 
     #[test]

@@ -69,7 +69,7 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
                 }
                 i = at + 1;
             }
-            PhysFrame::Compiled { method } => {
+            PhysFrame::Compiled { method, .. } => {
                 let end = frames.len().min(i + MAX_INLINE);
                 let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
                     if first {
@@ -125,7 +125,8 @@ mod tests {
     }
 
     const fn comp(m: usize) -> PhysFrame {
-        PhysFrame::Compiled { method: m * 10 }
+        let blob = crate::hotspot::Blob { frame_bytes: 0, frame_complete: 0, code_begin: 0, method: m * 10, start: 0, size: 0 };
+        PhysFrame::Compiled { method: m * 10, pc: 0, blob }
     }
 
     #[test]

@@ -97,10 +97,37 @@ pub struct Layout {
     const_size: usize,
     pool_holder: usize,
     jmethod_ids: usize,
+
+    blob_size: usize,
+    /// Where an nmethod keeps its debug information, when this JDK's
+    /// structure table says (JDK 11–22 layout); `None` turns scope decoding off.
+    scopes: Option<ScopeFields>,
+}
+
+/// Offsets, inside an nmethod, of the fields that locate its debug
+/// information (JDK 11–22): the PcDesc table runs from `_scopes_pcs_offset`
+/// to `_dependencies_offset`, the scopes stream from the
+/// `_scopes_data_begin` pointer to the PcDesc table, and the metadata table
+/// (methods the scopes name) from `_metadata_offset` to the scopes stream.
+#[derive(Clone, Copy, Debug)]
+struct ScopeFields {
+    pcs: usize,
+    pcs_end: usize,
+    metadata: usize,
+    data_ptr: usize,
+}
+
+/// Where one nmethod's debug information lies (absolute addresses, checked
+/// to be inside the nmethod).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DebugRanges {
+    pub pcs: (usize, usize),
+    pub data: (usize, usize),
+    pub metadata: (usize, usize),
 }
 
 /// A code blob found for a PC.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blob {
     /// Frame size in bytes (0 for blobs without a fixed frame).
     pub frame_bytes: usize,
@@ -109,11 +136,16 @@ pub struct Blob {
     pub code_begin: usize,
     /// The `Method*` of a compiled Java method, 0 for stubs.
     pub method: usize,
+    /// The blob's start and size in bytes (0 if implausible).
+    pub start: usize,
+    pub size: usize,
 }
 
 static LAYOUT: OnceLock<Layout> = OnceLock::new();
-/// The address of the "nmethod" name string, once one was seen.
+/// The addresses of the "nmethod" and "native nmethod" (JNI wrapper) name
+/// strings, once one was seen.
 static NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static NATIVE_NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The layout, once [`init`] succeeded. Signal-safe (an atomic load).
 pub fn layout() -> Option<&'static Layout> {
@@ -204,6 +236,16 @@ impl Layout {
             const_size: need(vs.size("ConstMethod"), "ConstMethod size")? as usize,
             pool_holder: off("ConstantPool", "_pool_holder")?,
             jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
+            blob_size: off("CodeBlob", "_size")?,
+            scopes: match (
+                off("nmethod", "_scopes_pcs_offset"),
+                off("nmethod", "_dependencies_offset"),
+                off("nmethod", "_metadata_offset"),
+                off("CompiledMethod", "_scopes_data_begin").or_else(|_| off("nmethod", "_scopes_data_begin")),
+            ) {
+                (Ok(pcs), Ok(pcs_end), Ok(metadata), Ok(data_ptr)) => Some(ScopeFields { pcs, pcs_end, metadata, data_ptr }),
+                _ => None,
+            },
         };
         // find_blob reads blob headers only within their first HEADER bytes.
         let (CodeBounds::Pointers { begin, end } | CodeBounds::Offsets { begin, end }) = l.code_bounds;
@@ -368,12 +410,45 @@ impl Layout {
         };
         let frame_words = int(self.blob_frame_size);
         let method = if self.is_nmethod(blob, &word) { word(self.nmethod_method) } else { 0 };
+        let size = int(self.blob_size).max(0) as usize;
         Some(Blob {
             frame_bytes: if (0..1 << 20).contains(&frame_words) { frame_words as usize * 8 } else { 0 },
             frame_complete: if complete >= 0 { code_begin.wrapping_add(complete as usize) } else { code_begin },
             code_begin,
             method,
+            start: blob,
+            size: if blob.checked_add(size).is_some_and(|e| e <= high && size >= HEADER) { size } else { 0 },
         })
+    }
+
+    /// Where the debug information of the nmethod `blob` lies, when this
+    /// JDK's layout is known and every range is inside the nmethod.
+    pub fn debug_ranges(&self, blob: &Blob) -> Option<DebugRanges> {
+        let f = self.scopes?;
+        if blob.method == 0 || blob.size == 0 {
+            return None;
+        }
+        let (start, end) = (blob.start, blob.start + blob.size);
+        let field = |o: usize| -> Option<usize> {
+            (o + 8 <= blob.size).then(|| {
+                // SAFETY: inside the blob, which find_blob checked lies in
+                // the committed part of its code heap.
+                unsafe { ((start + o) as *const usize).read_volatile() }
+            })
+        };
+        let offset = |o: usize| field(o).map(|w| start + (w as u32 as i32).max(0) as usize);
+        let pcs = offset(f.pcs)?;
+        let pcs_end = offset(f.pcs_end)?;
+        let metadata = offset(f.metadata)?;
+        let data = field(f.data_ptr)?;
+        let ordered = start < metadata && metadata <= data && data <= pcs && pcs <= pcs_end && pcs_end <= end;
+        let aligned = metadata % 8 == 0 && data % 8 == 0 && pcs % 4 == 0 && (pcs_end - pcs) % 16 == 0;
+        (ordered && aligned).then_some(DebugRanges { pcs: (pcs, pcs_end), data: (data, pcs), metadata: (metadata, data) })
+    }
+
+    /// Whether scopes can be decoded on this JDK.
+    pub fn has_debug_ranges(&self) -> bool {
+        self.scopes.is_some()
     }
 
     fn is_nmethod(&self, blob: usize, word: &dyn Fn(usize) -> usize) -> bool {
@@ -385,12 +460,20 @@ impl Layout {
             }
             NmethodTest::Name { offset } => {
                 let name = word(offset);
-                if name != 0 && name == NMETHOD_NAME.load(Ordering::Relaxed) {
+                if name != 0 && (name == NMETHOD_NAME.load(Ordering::Relaxed) || name == NATIVE_NMETHOD_NAME.load(Ordering::Relaxed)) {
                     return true;
                 }
-                if safemem::read_bytes8(name) == Some(*b"nmethod\0") {
-                    NMETHOD_NAME.store(name, Ordering::Relaxed);
-                    return true;
+                match safemem::read_bytes8(name) {
+                    Some(b) if &b == b"nmethod\0" => {
+                        NMETHOD_NAME.store(name, Ordering::Relaxed);
+                        return true;
+                    }
+                    // A JNI wrapper is an nmethod too (of the native method).
+                    Some(b) if &b == b"native n" && safemem::read_bytes8(name + 8).is_some_and(|r| r[..7] == *b"method\0") => {
+                        NATIVE_NMETHOD_NAME.store(name, Ordering::Relaxed);
+                        return true;
+                    }
+                    _ => {}
                 }
                 false
             }
@@ -441,6 +524,30 @@ impl Layout {
             Some(flags) if flags as u32 as usize & ACC_NATIVE != 0 => jvmti_sys::asgct::BCI_NATIVE_FRAME,
             _ => 0,
         }
+    }
+
+    /// Whether `method` is a Java `native` method; `None` where this JDK does
+    /// not export the flags. `method` must be a live `Method*` (one whose
+    /// jmethodID was read back), as in [`Layout::bci_live`].
+    pub fn is_native_live(&self, method: usize) -> Option<bool> {
+        const ACC_NATIVE: u32 = 0x0100;
+        // SAFETY: a live Method is mapped metadata; the flags are a u32.
+        self.method_flags.map(|o| unsafe { ((method + o) as *const u32).read_volatile() } & ACC_NATIVE != 0)
+    }
+
+    /// [`Layout::bci`] by plain reads, for a `method` known to be live: its
+    /// jmethodID was read back and a frame of it is on the calling thread's
+    /// own stack, so neither the Method nor its ConstMethod can go away.
+    pub fn bci_live(&self, method: usize, bcp: usize) -> i32 {
+        // SAFETY: as the comment says; the offsets come from the JVM's table.
+        let cm = unsafe { ((method + self.method_const) as *const usize).read_volatile() };
+        if cm == 0 {
+            return 0;
+        }
+        // SAFETY: the ConstMethod of a live Method; `_code_size` is a u16.
+        let size = unsafe { ((cm + self.const_code_size) as *const u16).read_volatile() } as usize;
+        let start = cm + self.const_size;
+        if bcp >= start && bcp < start + size { (bcp - start) as i32 } else { 0 }
     }
 
     /// The bytecode index of `bcp` in `method`, or 0 if it is not inside

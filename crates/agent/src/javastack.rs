@@ -41,8 +41,8 @@ pub enum PhysFrame {
     /// An interpreted frame: its `Method*` and bytecode pointer (as last saved).
     Interpreted { method: usize, bcp: usize },
     /// A compiled frame: the `Method*` the nmethod was compiled for (the root
-    /// of any inlined methods).
-    Compiled { method: usize },
+    /// of any inlined methods), the frame's PC and its code blob.
+    Compiled { method: usize, pc: usize, blob: Blob },
 }
 
 /// Where a walk starts.
@@ -69,6 +69,8 @@ pub struct JavaStack<'a> {
     /// The registers are the interrupted ones (the frame may be half built).
     top: bool,
     steps: u32,
+    /// The walk reached the thread's first Java call (nothing below it).
+    bottom: bool,
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -80,7 +82,7 @@ impl<'a> JavaStack<'a> {
     /// `regs` the interrupted pc, sp, fp).
     pub fn new(l: &'a Layout, thread: usize, regs: (usize, usize, usize)) -> (Start, JavaStack<'a>) {
         let (stack_low, hi) = l.stack(thread);
-        let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0 };
+        let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
         // think (a thread being torn down), and nothing is read from it.
@@ -115,6 +117,12 @@ impl<'a> JavaStack<'a> {
             return (Start::Unknown, w);
         }
         (start, w)
+    }
+
+    /// Whether the walk ended at the thread's first Java call, rather than
+    /// at something it could not step over.
+    pub fn reached_bottom(&self) -> bool {
+        self.bottom
     }
 
     /// A stack word of this thread, if inside the readable range.
@@ -176,7 +184,8 @@ impl<'a> JavaStack<'a> {
         let Some(wrapper) = self.word(slot).filter(|&w| w > self.sp && w < self.hi) else { return false };
         let (Some(sp), Some(fp), Some(pc)) = (self.word(wrapper + o_sp), self.word(wrapper + o_fp), self.word(wrapper + o_pc)) else { return false };
         if sp == 0 {
-            return false; // no Java frame below: the thread's first Java call
+            self.bottom = true; // no Java frame below: the thread's first Java call
+            return false;
         }
         let pc = if pc != 0 { pc } else { self.word(sp.wrapping_sub(8)).unwrap_or(0) };
         self.step_to(pc, sp, fp)
@@ -225,7 +234,7 @@ impl Iterator for JavaStack<'_> {
                     self.steps = MAX_STEPS;
                 }
                 if blob.method != 0 {
-                    return Some(PhysFrame::Compiled { method: blob.method });
+                    return Some(PhysFrame::Compiled { method: blob.method, pc, blob });
                 }
                 continue;
             }

@@ -369,6 +369,12 @@ impl Jni {
         jni_call!(self.0, PopLocalFrame, ptr::null_mut(), ptr::null_mut());
     }
 
+    /// `FindClass` by internal name (`java/lang/String`); a local reference,
+    /// or null with the exception left pending.
+    pub fn find_class(self, name: &CStr) -> jclass {
+        jni_call!(self.0, FindClass, ptr::null_mut(), name.as_ptr())
+    }
+
     /// Clears a pending Java exception; returns whether there was one.
     pub fn clear_exception(self) -> bool {
         let pending = jni_call!(self.0, ExceptionCheck, 0) != 0;

@@ -14,6 +14,7 @@
 //! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
 
 pub mod alloc;
+pub mod allocstack;
 pub mod commands;
 pub mod engine;
 pub mod event_log;
@@ -35,6 +36,7 @@ pub mod options;
 pub mod output;
 pub mod profiler;
 pub mod safemem;
+pub mod scopes;
 pub mod signal;
 pub mod store;
 pub mod symbols;
@@ -348,7 +350,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
-    if config.cpu.is_some() {
+    if config.cpu.is_some() || config.alloc.is_some() {
         init_java_walker(agent, jni);
     }
     let jfr = jfr_stream::wanted(&config);
@@ -381,12 +383,34 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
         return;
     };
     match hotspot::init(vs, jni.0 as usize) {
-        Ok(_) => {
+        Ok(l) => {
             let fallback = javawalk::configure();
             log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
+            let own = allocstack::configure(continuation_entry(agent.jvmti, jni));
+            log::debug(&format!(
+                "allocation stacks: {}",
+                match (own, l.has_debug_ranges()) {
+                    (false, _) => "GetStackTrace (OXPROF_ALLOC_WALK=0)",
+                    (true, false) => "GetStackTrace (this JDK's nmethod layout is not in its structure table)",
+                    (true, true) => "own walk, GetStackTrace where it gives up",
+                }
+            ));
         }
         Err(e) => log::info(&format!("Java frame types and the own stack walk are off: {e}")),
     }
+}
+
+/// The `jmethodID` of `jdk.internal.vm.Continuation.enterSpecial` (JDK 19+),
+/// below which a virtual thread's frames end; 0 where there is none.
+fn continuation_entry(jvmti: Jvmti, jni: Jni) -> usize {
+    let class = jni.find_class(c"jdk/internal/vm/Continuation");
+    if class.is_null() {
+        jni.clear_exception();
+        return 0;
+    }
+    let id = jvmti.class_methods(class).unwrap_or_default().into_iter().find(|&m| jvmti.method_name(m).is_ok_and(|(name, _)| name == "enterSpecial"));
+    jni.delete_local(class);
+    id.map_or(0, |m| m as usize)
 }
 
 /// Stops the recording and writes the profiles. Used at VM death.

@@ -56,7 +56,7 @@ use oxprof_profile::leak::{push_point, Point, OLD_GCS};
 
 use crate::jvmti::{self, Jni};
 use crate::log;
-use crate::store::RawFrame;
+use crate::store::{JavaFrameType, RawFrame};
 
 /// Sweeps are at least this far apart, however often the JVM collects.
 pub const MIN_SWEEP_GAP: Duration = Duration::from_millis(100);
@@ -113,6 +113,8 @@ struct State {
     sweep_ns: u64,
     swept_entries: u64,
     last_sweep_ns: u64,
+    /// Scratch for a site's key (its frames without frame types).
+    key: Vec<RawFrame>,
 }
 
 /// One live site, as raw frames, for the report.
@@ -195,7 +197,23 @@ impl State {
         self.entries.capacity() as u64 * ENTRY_BYTES + self.site_bytes + self.free.capacity() as u64 * 4
     }
 
+    /// The site of `frames`. A site is where objects were allocated, so
+    /// frames that differ only in how they ran (interpreted, then compiled)
+    /// are one site: frame types are left out of its key.
     fn intern(&mut self, frames: &[RawFrame]) -> u32 {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend(frames.iter().map(|f| {
+            let mut f = *f;
+            f.set_type(JavaFrameType::Unknown);
+            f
+        }));
+        let id = self.intern_key(&key);
+        self.key = key;
+        id
+    }
+
+    fn intern_key(&mut self, frames: &[RawFrame]) -> u32 {
         if let Some(&id) = self.ids.get(frames) {
             if let Some(Some(s)) = self.sites.get_mut(id as usize) {
                 s.refs += 1;
@@ -556,5 +574,15 @@ mod tests {
         let z = st.intern(&b);
         assert!(z == x || z == y);
         assert_eq!(st.sites.len(), 2);
+    }
+
+    #[test]
+    fn a_site_run_interpreted_then_compiled_is_one_site() {
+        let mut st = State { budget: 1 << 20, ..State::default() };
+        let interpreted = [RawFrame::java(1, 3, JavaFrameType::Interpreted), RawFrame::java(2, 9, JavaFrameType::Interpreted)];
+        let compiled = [RawFrame::java(1, 3, JavaFrameType::Inlined), RawFrame::java(2, 9, JavaFrameType::Compiled)];
+        let moved = [RawFrame::java(1, 4, JavaFrameType::Inlined), RawFrame::java(2, 9, JavaFrameType::Compiled)];
+        assert_eq!(st.intern(&interpreted), st.intern(&compiled));
+        assert_ne!(st.intern(&interpreted), st.intern(&moved));
     }
 }

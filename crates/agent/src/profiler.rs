@@ -343,7 +343,13 @@ impl Profiler {
         }
         if let Some(interval) = rec.alloc {
             let (profile, st) = self.build_alloc(rec, interval, symbols, jvmti, jni);
-            let summary_line = format!("alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={}", st.samples, st.estimated_bytes, st.dropped, st.callback_ns);
+            let mut summary_line = format!(
+                "alloc summary: samples={} estimated_bytes={} dropped={} interval={interval} callback_ns={} callback_median_ns={} own_walks={} jvmti_walks={}",
+                st.samples, st.estimated_bytes, st.dropped, st.callback_ns, st.callback_median_ns, st.own_walks, st.jvmti_walks
+            );
+            if st.checked > 0 {
+                summary_line.push_str(&format!(" walk_checked={} walk_mismatched={}", st.checked, st.mismatched));
+            }
             out.push(Built { label: "Allocations".into(), key: "alloc", profile, summary_line, leak: None });
         }
         out
@@ -366,7 +372,8 @@ impl Profiler {
         let Some(store) = self.alloc.stored() else { return (Profile::default(), AllocStats::default()) };
         let mut profile = Profile::new(Self::meta(rec, "Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
         let mut frames = Vec::new();
-        let mut st = AllocStats { dropped: store.stats().dropped, callback_ns: self.alloc.callback_ns_mean(), ..AllocStats::default() };
+        let (own_walks, jvmti_walks, checked, mismatched) = self.alloc.walk_counts();
+        let mut st = AllocStats { dropped: store.stats().dropped, callback_ns: self.alloc.callback_ns_mean(), callback_median_ns: self.alloc.callback_ns_median(), own_walks, jvmti_walks, checked, mismatched, ..AllocStats::default() };
         for t in store.snapshot() {
             st.samples += t.samples;
             st.estimated_bytes += t.total;

@@ -37,6 +37,30 @@ fn estimated_bytes_per_site_match_thread_allocated_bytes() {
 }
 
 #[test]
+fn own_allocation_stacks_equal_get_stack_trace() {
+    let s = Scratch::new("alloc-paths");
+    compile(&s.0, &["AllocPaths.java"]);
+    let (counts, stacks) = alloc_walk_check(&java(), &s.0, &s.path("paths.collapsed"));
+    // On JDK 17 the own walk takes (nearly) every stack; GetStackTrace is
+    // only its fallback.
+    let own = counts["own_walks"] as f64 / counts["samples"] as f64;
+    assert!(counts["samples"] > 5_000 && own > 0.95, "{counts:?}");
+    // Every path shows up, with its allocated class as the leaf.
+    for (frame, leaf) in [
+        ("AllocPaths.recurse", "long[]"),
+        ("AllocPaths.small", "int[]"),
+        ("java.lang.reflect.Array.newArray", "java.lang.String[]"),
+        ("AllocPaths.cloned", "int[]"),
+        ("AllocPaths.thrown", "java.lang.IllegalStateException"),
+    ] {
+        let n: u64 = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == frame) && st.last().is_some_and(|l| l == leaf)).map(|(_, n)| n).sum();
+        assert!(n > 0, "no {leaf} allocation under {frame}");
+    }
+    // Inlined frames are named: small() is reached through inlineChain().
+    assert!(samples_with(&stacks, "AllocPaths.inlineChain") > 0);
+}
+
+#[test]
 fn alloc_zero_sees_every_allocation() {
     let s = Scratch::new("alloc-zero");
     compile(&s.0, &["AllocFilter.java"]);

@@ -170,8 +170,44 @@ pub fn total(stacks: &[(Vec<String>, u64)]) -> u64 {
 
 /// The key=value pairs of the agent's `summary:` log line.
 pub fn summary(stderr: &str) -> std::collections::HashMap<String, String> {
-    let line = stderr.lines().find(|l| l.contains("[oxprof] summary:")).unwrap_or_else(|| panic!("no summary line in:\n{stderr}"));
-    line.split("summary:").nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    summary_line(stderr, "[oxprof] summary:")
+}
+
+/// The key=value pairs of the agent's `alloc summary:` log line.
+pub fn alloc_summary(stderr: &str) -> std::collections::HashMap<String, u64> {
+    summary_line(stderr, "[oxprof] alloc summary:").into_iter().filter_map(|(k, v)| Some((k, v.parse().ok()?))).collect()
+}
+
+fn summary_line(stderr: &str, marker: &str) -> std::collections::HashMap<String, String> {
+    let line = stderr.lines().find(|l| l.contains(marker)).unwrap_or_else(|| panic!("no {marker:?} line in:\n{stderr}"));
+    line.split(marker).nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Runs `AllocPaths` (compiled into `cp`) with `java` under allocation
+/// sampling, with the agent comparing each of its own allocation-stack walks
+/// with JVMTI `GetStackTrace` (`OXPROF_CHECK_ALLOC_WALK=1`). Returns the
+/// alloc summary's counts and the collapsed stacks.
+pub fn alloc_walk_check(java: &Path, cp: &Path, out: &Path) -> (std::collections::HashMap<String, u64>, Vec<(Vec<String>, u64)>) {
+    let o = Command::new(java)
+        .current_dir(cp)
+        .env("OXPROF_CHECK_ALLOC_WALK", "1")
+        .arg(format!("-agentpath:{}=event=alloc,alloc=8k,file={}", agent().display(), out.display()))
+        .args(["-cp", cp.to_str().unwrap(), "AllocPaths", "40000"])
+        .output()
+        .expect("run java");
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{}: {err}", java.display());
+    let mut counts = alloc_summary(&err);
+    eprintln!("{}: {counts:?}", java.display());
+    // Printed only when there was something to check.
+    for k in ["walk_checked", "walk_mismatched"] {
+        counts.entry(k.to_string()).or_insert(0);
+    }
+    // The first differences, if any, are in the log.
+    assert_eq!(counts["walk_mismatched"], 0, "{}: own walks differ from GetStackTrace:\n{err}", java.display());
+    assert_eq!(counts["walk_checked"], counts["own_walks"], "{}", java.display());
+    assert_eq!(counts["own_walks"] + counts["jvmti_walks"], counts["samples"], "{}", java.display());
+    (counts, read_collapsed(out))
 }
 
 /// Asserts that the JVM refused to start because of a bad agent option, with
