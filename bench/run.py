@@ -31,6 +31,7 @@ DEFAULT_AGENT_OPTS = "start,event=cpu,interval=10ms"
 
 QUIET = 0.15   # a run is "quiet" if other processes used < this many cores on average
 SUMMARY_RE = re.compile(r"\[oxprof\]\s*summary:\s*(.*)")
+ALLOC_SUMMARY_RE = re.compile(r"\[oxprof\]\s*alloc summary:\s*(.*)")
 
 
 # --------------------------------------------------------------------------- workloads
@@ -103,11 +104,11 @@ ALL = ["javac", "lucene"]          # "all"; javac-big is opt-in
 
 
 # --------------------------------------------------------------------------- helpers
-def parse_summary(text):
+def parse_summary(text, regex=SUMMARY_RE):
     """Return dict of the last '[oxprof] summary:' line's key=value pairs, or None."""
     found = None
     for line in text.splitlines():
-        m = SUMMARY_RE.search(line)
+        m = regex.search(line)
         if m:
             found = m.group(1)
     if found is None:
@@ -423,6 +424,7 @@ def main():
                     summ = parse_summary(err_text) or parse_summary(out_text)
                     r["summary"] = summ
                     r["failed_share"] = failed_share(summ)
+                    r["alloc_summary"] = parse_summary(err_text, ALLOC_SUMMARY_RE)
                     if collapsed:
                         r["collapsed"] = collapsed
                         t = collapsed_leaves(collapsed, leaves)
@@ -542,6 +544,25 @@ def main():
                     print("   >> NATIVE PART: %s%% of all samples (%d of %d)"
                           % (fmt(100.0 * tot_n / tot_s if tot_s else None, ".2f"), tot_n, tot_s))
                     wres["native_samples_total"] = tot_n
+            allocs = [r for r in prof if r.get("alloc_summary")]
+            if allocs:
+                # The allocation callback's own time: samples x mean callback
+                # time, against the process's CPU time and the run's wall time
+                # (the callback runs on the allocating thread, so on a
+                # single-threaded workload like javac its time is wall time).
+                cpu_share = [100.0 * a["alloc_summary"].get("samples", 0) * a["alloc_summary"].get("callback_ns", 0) / 1e9 / a["cpu"]
+                             for a in allocs if a.get("cpu")]
+                wall_share = [100.0 * a["alloc_summary"].get("samples", 0) * a["alloc_summary"].get("callback_ns", 0) / 1e9 / a["wall"]
+                              for a in allocs if a.get("wall")]
+                means = [a["alloc_summary"].get("callback_ns", 0) for a in allocs]
+                medians = [a["alloc_summary"].get("callback_median_ns", 0) for a in allocs]
+                own = sum(a["alloc_summary"].get("own_walks", 0) for a in allocs)
+                total = sum(a["alloc_summary"].get("samples", 0) for a in allocs)
+                print("   >> ALLOC CALLBACK: mean %s ns (per-run median of means), median %s ns; %s%% of process CPU, %s%% of wall; own stack walks %s%% of %d samples"
+                      % (fmt(med(means), ".0f"), fmt(med(medians), ".0f"), fmt(med(cpu_share), ".2f"), fmt(med(wall_share), ".2f"),
+                         fmt(100.0 * own / total if total else None, ".1f"), total))
+                wres.update({"alloc_callback_ns_median": med(means), "alloc_callback_cpu_pct": med(cpu_share),
+                             "alloc_callback_wall_pct": med(wall_share)})
             if args.top and leaf_total:
                 print("   top %d leaf frames (all profiled runs, %d samples in collapsed files):"
                       % (args.top, leaf_total))

@@ -123,16 +123,25 @@ pub struct AllocSampler {
     /// Time spent in the callback and how many callbacks, for the summary.
     callback_ns: AtomicU64,
     callbacks: AtomicU64,
-    /// Callback durations by power of two (bucket k: [2^k, 2^(k+1)) ns), for
+    /// Callback durations in quarter octaves (see [`duration_bucket`]), for
     /// the median: the mean includes the rare callback that lost the CPU to
     /// another thread part-way.
-    callback_log2: [AtomicU64; 32],
+    callback_log2: Histogram,
     own_walks: AtomicU64,
     jvmti_walks: AtomicU64,
     checked: AtomicU64,
     mismatched: AtomicU64,
     /// Live-object tracking of the sampled objects (`live`).
     pub live: crate::live::LiveTracker,
+}
+
+/// Counts per [`duration_bucket`].
+struct Histogram([AtomicU64; 128]);
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram([const { AtomicU64::new(0) }; 128])
+    }
 }
 
 struct ThreadBuffers {
@@ -186,7 +195,7 @@ impl AllocSampler {
         self.tagging.store(can_tag, Ordering::Relaxed);
         self.callback_ns.store(0, Ordering::Relaxed);
         self.callbacks.store(0, Ordering::Relaxed);
-        self.callback_log2.iter().for_each(|b| b.store(0, Ordering::Relaxed));
+        self.callback_log2.0.iter().for_each(|b| b.store(0, Ordering::Relaxed));
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
@@ -292,7 +301,7 @@ impl AllocSampler {
         let ns = t0.elapsed().as_nanos() as u64;
         self.callback_ns.fetch_add(ns, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
-        if let Some(b) = self.callback_log2.get(ns.max(1).ilog2() as usize) {
+        if let Some(b) = self.callback_log2.0.get(duration_bucket(ns)) {
             b.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -403,23 +412,31 @@ impl AllocSampler {
         self.callback_ns.load(Ordering::Relaxed) / self.callbacks.load(Ordering::Relaxed).max(1)
     }
 
-    /// The median callback time, to within a factor of two (the geometric
-    /// middle of the power-of-two bucket holding the median); 0 before any.
+    /// The median callback time, to within a quarter octave (±9%); 0
+    /// before any.
     pub fn callback_ns_median(&self) -> u64 {
-        let counts: Vec<u64> = self.callback_log2.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        let counts: Vec<u64> = self.callback_log2.0.iter().map(|b| b.load(Ordering::Relaxed)).collect();
         median_of_log2_buckets(&counts)
     }
 }
 
-/// The median of a power-of-two histogram, as the geometric middle of its
-/// bucket (2^k · √2).
+/// The histogram bucket of a duration: 4 per power of two (bucket 4k + j
+/// holds [2^k · (1 + j/4), 2^k · (1 + (j+1)/4)) ns).
+fn duration_bucket(ns: u64) -> usize {
+    let ns = ns.max(4);
+    let k = ns.ilog2();
+    (4 * k + ((ns >> (k - 2)) & 3) as u32) as usize
+}
+
+/// The median of a [`duration_bucket`] histogram, as its bucket's middle.
 fn median_of_log2_buckets(counts: &[u64]) -> u64 {
     let total: u64 = counts.iter().sum();
     let mut seen = 0;
-    for (k, &c) in counts.iter().enumerate() {
+    for (b, &c) in counts.iter().enumerate() {
         seen += c;
         if c > 0 && seen * 2 >= total {
-            return ((1u64 << k) as f64 * std::f64::consts::SQRT_2) as u64;
+            let (k, j) = (b / 4, (b % 4) as f64);
+            return ((1u64 << k) as f64 * (1.0 + (j + 0.5) / 4.0)) as u64;
         }
     }
     0
@@ -459,11 +476,17 @@ mod tests {
     #[test]
     fn median_of_buckets() {
         assert_eq!(median_of_log2_buckets(&[0; 8]), 0);
-        // 3 callbacks of 1–2 µs (bucket 10), 1 of 1 ms: the median is ~1.4 µs.
-        let mut b = [0u64; 24];
-        b[10] = 3;
-        b[20] = 1;
-        assert_eq!(median_of_log2_buckets(&b), 1448);
+        assert_eq!(duration_bucket(1024), 40);
+        assert_eq!(duration_bucket(1279), 40);
+        assert_eq!(duration_bucket(1280), 41);
+        assert_eq!(duration_bucket(2047), 43);
+        assert_eq!(duration_bucket(0), 8);
+        // 3 callbacks of 1000 ns, 1 of 1 ms: the median is about 1 µs.
+        let mut b = [0u64; 128];
+        b[duration_bucket(1000)] += 3;
+        b[duration_bucket(1_000_000)] += 1;
+        let m = median_of_log2_buckets(&b);
+        assert!((900..1100).contains(&m), "{m}");
     }
 
     #[test]

@@ -25,7 +25,7 @@
 //! are bounds-checked by `javastack`, debug information by `hotspot`, and a
 //! `Method*` is used only after its `jmethodID` was read back.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
@@ -97,16 +97,17 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
             }
             PhysFrame::Compiled { method, .. } if method == entry => return Some(n),
             PhysFrame::Compiled { method, pc, blob } => {
-                let id = method_id(l, method)?;
-                if l.is_native_live(method) == Some(true) {
-                    push(out, &mut n, RawFrame::java(id, BCI_NATIVE_FRAME, JavaFrameType::Compiled));
-                    continue;
+                let id = l.compile_id(&blob);
+                if let Some(id) = id {
+                    if SITES.get(pc, blob.start, id, out, &mut n) {
+                        continue;
+                    }
                 }
-                let k = inlined(l, &blob, pc, &mut scratch)?;
-                for (i, &(m, bci)) in scratch.iter().take(k).enumerate() {
-                    let ty = if i + 1 == k { JavaFrameType::Compiled } else { JavaFrameType::Inlined };
-                    let id = if i + 1 == k { id } else { method_id(l, m)? };
-                    push(out, &mut n, RawFrame::java(id, bci, ty));
+                let first = n;
+                compiled_frames(l, method, pc, &blob, &mut scratch, out, &mut n)?;
+                // Not when the output filled up: the list may be cut short.
+                if let (Some(id), Some(frames)) = (id, out.get(first..n).filter(|_| n < out.len())) {
+                    SITES.put(pc, blob.start, id, frames);
                 }
             }
         }
@@ -114,6 +115,23 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
     Some(n)
 }
 
+/// The Java frames of compiled frame `pc` in `blob` (of `method`): the
+/// native method of a JNI wrapper, or the inlined scopes and the compiled
+/// method itself.
+fn compiled_frames(l: &Layout, method: usize, pc: usize, blob: &Blob, scratch: &mut [(usize, i32)], out: &mut [RawFrame], n: &mut usize) -> Option<()> {
+    let id = method_id(l, method)?;
+    if l.is_native_live(method) == Some(true) {
+        push(out, n, RawFrame::java(id, BCI_NATIVE_FRAME, JavaFrameType::Compiled));
+        return Some(());
+    }
+    let k = inlined(l, blob, pc, scratch)?;
+    for (i, &(m, bci)) in scratch.iter().take(k).enumerate() {
+        let ty = if i + 1 == k { JavaFrameType::Compiled } else { JavaFrameType::Inlined };
+        let id = if i + 1 == k { id } else { method_id(l, m)? };
+        push(out, n, RawFrame::java(id, bci, ty));
+    }
+    Some(())
+}
 fn push(out: &mut [RawFrame], n: &mut usize, f: RawFrame) {
     if let Some(slot) = out.get_mut(*n) {
         *slot = f;
@@ -168,4 +186,99 @@ fn method_id(l: &Layout, method: usize) -> Option<usize> {
     e.method.store(method, Ordering::Relaxed);
     e.id.store(id, Ordering::Relaxed);
     Some(id)
+}
+
+/// Decoded call sites of compiled frames, keyed by return address and
+/// checked against the nmethod they belong to (its start and compile id,
+/// which no later nmethod reuses). A stack's call sites recur from sample
+/// to sample, and a hit replaces the debug-information lookups (a binary
+/// search over PcDescs, the scopes, the metadata, one jmethodID per scope),
+/// which are the walk's cache misses.
+///
+/// Each entry is a sequence lock: a writer makes the sequence odd, writes,
+/// and makes it even again; a reader copies the entry and keeps the copy
+/// only if the sequence was even and unchanged. Writers that find an entry
+/// busy skip it, so nobody waits.
+struct SiteCache {
+    entries: [Site; SITES_CACHED],
+}
+
+const SITES_CACHED: usize = 4096;
+/// Call sites with more scopes than this are not cached.
+const SITE_FRAMES: usize = 6;
+
+struct Site {
+    seq: AtomicU32,
+    len: AtomicU32,
+    compile_id: AtomicU32,
+    pc: AtomicUsize,
+    blob: AtomicUsize,
+    ids: [AtomicUsize; SITE_FRAMES],
+    bcis: [AtomicU32; SITE_FRAMES],
+}
+
+static SITES: SiteCache = SiteCache {
+    entries: [const {
+        Site {
+            seq: AtomicU32::new(0),
+            len: AtomicU32::new(0),
+            compile_id: AtomicU32::new(0),
+            pc: AtomicUsize::new(0),
+            blob: AtomicUsize::new(0),
+            ids: [const { AtomicUsize::new(0) }; SITE_FRAMES],
+            bcis: [const { AtomicU32::new(0) }; SITE_FRAMES],
+        }
+    }; SITES_CACHED],
+};
+
+impl SiteCache {
+    fn entry(&self, pc: usize) -> Option<&Site> {
+        self.entries.get((pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) & (SITES_CACHED - 1))
+    }
+
+    /// Pushes the cached frames of call site `pc` in nmethod (`blob`,
+    /// `compile_id`) onto `out`; false on a miss (nothing pushed).
+    fn get(&self, pc: usize, blob: usize, compile_id: i32, out: &mut [RawFrame], n: &mut usize) -> bool {
+        let Some(e) = self.entry(pc) else { return false };
+        let seq = e.seq.load(Ordering::Acquire);
+        if seq & 1 == 1 || e.pc.load(Ordering::Relaxed) != pc || e.blob.load(Ordering::Relaxed) != blob || e.compile_id.load(Ordering::Relaxed) != compile_id as u32 {
+            return false;
+        }
+        let len = (e.len.load(Ordering::Relaxed) as usize).min(SITE_FRAMES);
+        let mut copy = [RawFrame::default(); SITE_FRAMES];
+        for ((slot, id), bci) in copy.iter_mut().zip(&e.ids).zip(&e.bcis).take(len) {
+            *slot = RawFrame { bci: bci.load(Ordering::Relaxed) as i32, method: id.load(Ordering::Relaxed) };
+        }
+        fence(Ordering::Acquire);
+        if len == 0 || e.seq.load(Ordering::Relaxed) != seq {
+            return false;
+        }
+        for f in copy.iter().take(len) {
+            push(out, n, *f);
+        }
+        true
+    }
+
+    /// Remembers the frames of call site `pc` (skipped if the entry is busy).
+    fn put(&self, pc: usize, blob: usize, compile_id: i32, frames: &[RawFrame]) {
+        let Some(e) = self.entry(pc) else { return };
+        if frames.is_empty() || frames.len() > SITE_FRAMES {
+            return;
+        }
+        let seq = e.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1 || e.seq.compare_exchange(seq, seq.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        // Readers that see any of the stores below also see the odd sequence.
+        fence(Ordering::Release);
+        e.pc.store(pc, Ordering::Relaxed);
+        e.blob.store(blob, Ordering::Relaxed);
+        e.compile_id.store(compile_id as u32, Ordering::Relaxed);
+        e.len.store(frames.len() as u32, Ordering::Relaxed);
+        for ((f, id), bci) in frames.iter().zip(&e.ids).zip(&e.bcis) {
+            id.store(f.method, Ordering::Relaxed);
+            bci.store(f.bci as u32, Ordering::Relaxed);
+        }
+        e.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
 }

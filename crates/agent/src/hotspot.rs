@@ -80,6 +80,9 @@ pub struct Layout {
     code_bounds: CodeBounds,
     nmethod_test: NmethodTest,
     nmethod_method: usize,
+    /// `nmethod::_compile_id`: unique per compilation, so (blob, id) names
+    /// one nmethod even after its code-cache space is reused.
+    nmethod_compile_id: Option<usize>,
 
     interp_low: usize,
     interp_high: usize,
@@ -221,6 +224,7 @@ impl Layout {
             code_bounds,
             nmethod_test,
             nmethod_method: off("nmethod", "_method").or_else(|_| off("CompiledMethod", "_method"))?,
+            nmethod_compile_id: off("nmethod", "_compile_id").ok(),
             interp_low: 0,
             interp_high: 0,
             call_stub_return: stat("StubRoutines", "_call_stub_return_address")?,
@@ -444,6 +448,17 @@ impl Layout {
         let ordered = start < metadata && metadata <= data && data <= pcs && pcs <= pcs_end && pcs_end <= end;
         let aligned = metadata % 8 == 0 && data % 8 == 0 && pcs % 4 == 0 && (pcs_end - pcs) % 16 == 0;
         (ordered && aligned).then_some(DebugRanges { pcs: (pcs, pcs_end), data: (data, pcs), metadata: (metadata, data) })
+    }
+
+    /// The compile id of the nmethod `blob`, if this JDK exports it.
+    pub fn compile_id(&self, blob: &Blob) -> Option<i32> {
+        let o = self.nmethod_compile_id?;
+        if blob.method == 0 || o + 4 > blob.size {
+            return None;
+        }
+        // SAFETY: inside the blob, which find_blob checked lies in the
+        // committed part of its code heap.
+        Some(unsafe { ((blob.start + o) as *const i32).read_volatile() })
     }
 
     /// Whether scopes can be decoded on this JDK.
