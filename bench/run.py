@@ -544,6 +544,13 @@ def main():
                     print("   >> NATIVE PART: %s%% of all samples (%d of %d)"
                           % (fmt(100.0 * tot_n / tot_s if tot_s else None, ".2f"), tot_n, tot_s))
                     wres["native_samples_total"] = tot_n
+                handler = [100.0 * r["summary"]["samples"] * r["summary"]["handler_ns"] / 1e9 / r["cpu"]
+                           for r in with_summary if isinstance(r["summary"].get("handler_ns"), (int, float)) and r.get("cpu")]
+                if handler:
+                    # The signal handler's own CPU time (walks, native part, store).
+                    print("   >> HANDLER: mean %s ns per sample (per-run median), %s%% of process CPU"
+                          % (fmt(med([r["summary"]["handler_ns"] for r in with_summary if "handler_ns" in r["summary"]]), ".0f"), fmt(med(handler), ".2f")))
+                    wres["handler_cpu_pct"] = med(handler)
             allocs = [r for r in prof if r.get("alloc_summary")]
             if allocs:
                 # The allocation callback's own time: samples x mean callback

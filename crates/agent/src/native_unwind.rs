@@ -55,7 +55,7 @@ pub fn mean_ns() -> Option<u64> {
 
 /// This thread's CPU time: wall time would count the times the thread is
 /// preempted inside the handler, which on a loaded machine dominate the mean.
-fn now_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
@@ -259,9 +259,9 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 /// (`native_dwarf`) instead of frame pointers; `in_java_code` tells where the
 /// JVM's Java frames begin.
 pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, dwarf: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
-    let start = now_ns();
+    let start = thread_cpu_ns();
     let n = walk(tid, ucontext, kernel, dwarf, in_java_code, out);
-    SPENT_NS.fetch_add(now_ns().wrapping_sub(start), Ordering::Relaxed);
+    SPENT_NS.fetch_add(thread_cpu_ns().wrapping_sub(start), Ordering::Relaxed);
     CALLS.fetch_add(1, Ordering::Relaxed);
     n
 }

@@ -329,7 +329,7 @@ impl Profiler {
         if let Some(run) = &rec.cpu {
             let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
             let summary_line = format!(
-                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={}",
+                "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
                 s.samples,
                 s.java_samples,
                 s.failed,
@@ -337,7 +337,8 @@ impl Profiler {
                 s.dropped,
                 run.engine.short(),
                 s.native_samples,
-                native_unwind::mean_ns().unwrap_or(0)
+                native_unwind::mean_ns().unwrap_or(0),
+                crate::signal::handler_mean_ns().unwrap_or(0)
             );
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None });
         }
