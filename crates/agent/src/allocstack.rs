@@ -6,14 +6,17 @@
 //! thread's own frames instead, from the last-Java-frame anchor the thread
 //! left when it entered the VM to allocate (see `javastack`), decoding the
 //! inlining of compiled frames from their debug information (see `scopes`),
-//! and turns each `Method*` into its `jmethodID` through a small cache. It
-//! produces what `GetStackTrace` would (method and bytecode index per Java
-//! frame, leaf first) plus each frame's type, in a few microseconds.
+//! and turns each `Method*` into its `jmethodID` through a small cache;
+//! decoded call sites are cached by return address. It produces what
+//! `GetStackTrace` would (method and bytecode index per Java frame, leaf
+//! first) plus each frame's type, two to three times faster: on javac a
+//! median 11–17 µs against 23–37 µs, nearly all of it cache misses, since
+//! samples are milliseconds apart and every frame touches cold metadata.
 //!
 //! Any doubt returns `None`, and the caller uses `GetStackTrace`: a frame it
 //! cannot step over or name, a call site without debug information (a frame
 //! being deoptimized), a JDK whose nmethod layout is not in its structure
-//! table (JDK 23+), or a walk that did not reach the thread's first Java
+//! table (JDK 25), or a walk that did not reach the thread's first Java
 //! call. `OXPROF_ALLOC_WALK=0` turns the walk off (to compare), and
 //! `OXPROF_CHECK_ALLOC_WALK=1` makes the caller run both and count
 //! differences (the tests use it).

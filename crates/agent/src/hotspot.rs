@@ -103,12 +103,12 @@ pub struct Layout {
 
     blob_size: usize,
     /// Where an nmethod keeps its debug information, when this JDK's
-    /// structure table says (JDK 11–22 layout); `None` turns scope decoding off.
+    /// structure table says (the JDK 11–21 layout); `None` turns scope decoding off.
     scopes: Option<ScopeFields>,
 }
 
 /// Offsets, inside an nmethod, of the fields that locate its debug
-/// information (JDK 11–22): the PcDesc table runs from `_scopes_pcs_offset`
+/// information (JDK 11–21): the PcDesc table runs from `_scopes_pcs_offset`
 /// to `_dependencies_offset`, the scopes stream from the
 /// `_scopes_data_begin` pointer to the PcDesc table, and the metadata table
 /// (methods the scopes name) from `_metadata_offset` to the scopes stream.

@@ -67,17 +67,18 @@ struct Mapping {
 struct SymbolTable {
     /// (start, size, name offset, name length), sorted by start.
     entries: Vec<(u64, u64, u32, u32)>,
-    names: String,
+    /// Names as they are in the file: checked as UTF-8 only when looked up.
+    names: Vec<u8>,
 }
 
 impl SymbolTable {
     /// Builds a table from (start, size, name); for equal starts the
     /// largest size wins.
-    fn new<'a>(symbols: impl Iterator<Item = (u64, u64, &'a str)>) -> SymbolTable {
+    fn new<'a>(symbols: impl Iterator<Item = (u64, u64, &'a [u8])>) -> SymbolTable {
         let mut t = SymbolTable::default();
         for (start, size, name) in symbols {
             let (Ok(at), Ok(len)) = (u32::try_from(t.names.len()), u32::try_from(name.len())) else { break };
-            t.names.push_str(name);
+            t.names.extend_from_slice(name);
             t.entries.push((start, size, at, len));
         }
         t.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
@@ -89,7 +90,8 @@ impl SymbolTable {
         let i = self.entries.partition_point(|e| e.0 <= addr).checked_sub(1)?;
         let &(start, size, at, len) = self.entries.get(i)?;
         let reach = if size > 0 { size } else { UNSIZED_REACH };
-        (addr - start < reach).then(|| self.names.get(at as usize..(at + len) as usize)).flatten()
+        let name = (addr - start < reach).then(|| self.names.get(at as usize..(at + len) as usize)).flatten()?;
+        std::str::from_utf8(name).ok()
     }
 }
 
@@ -109,7 +111,7 @@ impl Elf {
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)));
+            .filter_map(|s| Some((s.address(), s.size(), s.name_bytes().ok()?)));
         Some(Elf { symbols: SymbolTable::new(functions), segments })
     }
 
@@ -153,7 +155,7 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
 }
 
 fn parse_kallsyms(text: &str) -> Option<SymbolTable> {
-    let mut entries: Vec<(u64, u64, &str)> = Vec::new();
+    let mut entries: Vec<(u64, u64, &[u8])> = Vec::new();
     for line in text.lines() {
         let mut f = line.split_whitespace();
         let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
@@ -162,7 +164,7 @@ fn parse_kallsyms(text: &str) -> Option<SymbolTable> {
         }
         let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
         if addr != 0 {
-            entries.push((addr, 0, name));
+            entries.push((addr, 0, name.as_bytes()));
         }
     }
     // All-zero addresses mean kallsyms hides them from us.
@@ -289,7 +291,7 @@ mod tests {
 
     #[test]
     fn sized_symbols_do_not_reach_past_their_end() {
-        let t = SymbolTable::new([(0x2000, 0, "b"), (0x1000, 0x10, "a"), (0x1000, 0, "a_alias")].into_iter());
+        let t = SymbolTable::new([(0x2000, 0, &b"b"[..]), (0x1000, 0x10, &b"a"[..]), (0x1000, 0, &b"a_alias"[..])].into_iter());
         assert_eq!(t.lookup(0x100f), Some("a"));
         assert_eq!(t.lookup(0x1010), None);
         assert_eq!(t.lookup(0x2fff), Some("b"));

@@ -2,7 +2,7 @@
 //! start timers), stop (disarm and wait for handlers), and dump (turn the
 //! sample store into a [`Profile`] with resolved names).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -372,27 +372,29 @@ impl Profiler {
     fn build_alloc(&self, rec: &Recording, interval: u64, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, AllocStats) {
         let Some(store) = self.alloc.stored() else { return (Profile::default(), AllocStats::default()) };
         let mut profile = Profile::new(Self::meta(rec, "Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
-        let mut frames = Vec::new();
+        let mut ids = Vec::new();
+        let mut memo = FrameMemo::default();
         let (own_walks, jvmti_walks, checked, mismatched) = self.alloc.walk_counts();
         let mut st = AllocStats { dropped: store.stats().dropped, callback_ns: self.alloc.callback_ns_mean(), callback_median_ns: self.alloc.callback_ns_median(), own_walks, jvmti_walks, checked, mismatched, ..AllocStats::default() };
         for t in store.snapshot() {
             st.samples += t.samples;
             st.estimated_bytes += t.total;
-            frames.clear();
+            ids.clear();
             if rec.config.threads && t.tid != 0 {
-                frames.push(self.thread_root(t.tid));
+                ids.push(profile.intern(self.thread_root(t.tid)));
             }
             let (class, stack) = match t.frames.split_first() {
                 Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
                 _ => (None, &t.frames[..]),
             };
             for f in stack.iter().rev() {
-                frames.push(self.frame(f, symbols, jvmti, jni));
+                ids.push(memo.id(&mut profile, f, || self.frame(f, symbols, jvmti, jni)));
             }
             if let Some(id) = class {
-                frames.push(Frame::new(self.alloc.class_name(id), FrameKind::Alloc));
+                let class_frame = RawFrame { bci: MARK_ALLOC_CLASS, method: id };
+                ids.push(memo.id(&mut profile, &class_frame, || Frame::new(self.alloc.class_name(id), FrameKind::Alloc)));
             }
-            profile.add_frames(frames.drain(..), t.samples, t.total);
+            profile.add(ids.clone(), t.samples, t.total);
         }
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), st.samples.to_string()));
@@ -437,12 +439,13 @@ impl Profiler {
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
         let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
-        let mut frames = Vec::new();
+        let mut ids = Vec::new();
+        let mut memo = FrameMemo::default();
         for t in &traces {
             summary.samples += t.samples;
-            frames.clear();
-            self.trace_frames(t, config.threads, symbols, jvmti, jni, &mut frames, &mut summary);
-            profile.add_frames(frames.drain(..), t.samples, t.total);
+            ids.clear();
+            self.trace_frames(t, config.threads, (symbols, jvmti, jni), (&mut profile, &mut memo), &mut ids, &mut summary);
+            profile.add(ids.clone(), t.samples, t.total);
         }
         native_symbols::resolver().clear();
         let m = &mut profile.meta;
@@ -462,50 +465,58 @@ impl Profiler {
         (profile, summary)
     }
 
-    fn trace_frames(&self, t: &StoredTrace, per_thread: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni, out: &mut Vec<Frame>, summary: &mut Summary) {
-        let thread_root = |tid: u32| self.thread_root(tid);
+    /// Appends the frame ids of one stored CPU trace to `out` (root first).
+    fn trace_frames(&self, t: &StoredTrace, per_thread: bool, env: (&Symbols, Jvmti, Jni), into: (&mut Profile, &mut FrameMemo), out: &mut Vec<u32>, summary: &mut Summary) {
+        let (symbols, jvmti, jni) = env;
+        let (profile, memo) = into;
         let (native, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
         if !native.is_empty() {
             summary.native_samples += t.samples;
         }
-        let push_native = |out: &mut Vec<Frame>| {
-            for f in native.iter().rev() {
-                out.push(self.frame(f, symbols, jvmti, jni));
-            }
-        };
+        let mut push_raw = |profile: &mut Profile, out: &mut Vec<u32>, f: &RawFrame| out.push(memo.id(profile, f, || self.frame(f, symbols, jvmti, jni)));
         match marker {
             Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {
                 if code == MARK_NO_JAVA_FRAME {
                     summary.java_samples += t.samples;
                 }
                 if per_thread {
-                    out.push(thread_root(t.tid));
+                    out.push(profile.intern(self.thread_root(t.tid)));
                 } else {
                     let name = self.threads.name(t.tid).unwrap_or_else(|| "thread".into());
-                    out.push(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native));
+                    out.push(profile.intern(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native)));
                 }
-                push_native(out);
+                native.iter().rev().for_each(|f| push_raw(profile, out, f));
             }
             Some(code) => {
                 summary.java_samples += t.samples;
                 summary.failed += t.samples;
                 *summary.failed_by_reason.entry(failure_name(code)).or_default() += t.samples;
                 if per_thread && t.tid != 0 {
-                    out.push(thread_root(t.tid));
+                    out.push(profile.intern(self.thread_root(t.tid)));
                 }
-                out.push(Frame::new(failure_name(code), FrameKind::Error));
-                push_native(out);
+                out.push(profile.intern(Frame::new(failure_name(code), FrameKind::Error)));
+                native.iter().rev().for_each(|f| push_raw(profile, out, f));
             }
             None => {
                 summary.java_samples += t.samples;
                 if per_thread && t.tid != 0 {
-                    out.push(thread_root(t.tid));
+                    out.push(profile.intern(self.thread_root(t.tid)));
                 }
-                for f in t.frames.iter().rev() {
-                    out.push(self.frame(f, symbols, jvmti, jni));
-                }
+                t.frames.iter().rev().for_each(|f| push_raw(profile, out, f));
             }
         }
+    }
+}
+
+/// Stored frames already turned into profile frames during one build: a
+/// deep profile repeats the same few thousand frames hundreds of thousands
+/// of times, and naming one means a symbol lookup and a new string.
+#[derive(Default)]
+struct FrameMemo(HashMap<RawFrame, u32>);
+
+impl FrameMemo {
+    fn id(&mut self, profile: &mut Profile, f: &RawFrame, make: impl FnOnce() -> Frame) -> u32 {
+        *self.0.entry(*f).or_insert_with(|| profile.intern(make()))
     }
 }
 
