@@ -46,7 +46,7 @@ static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 /// Reads the environment switches and notes the continuation entry method
 /// (its `jmethodID`, or 0). Call before allocation sampling starts.
 pub fn configure(continuation_entry: usize) -> bool {
-    let on = std::env::var_os("OXPROF_ALLOC_WALK").map_or(true, |v| v != "0");
+    let on = std::env::var_os("OXPROF_ALLOC_WALK").is_none_or(|v| v != "0");
     ENABLED.store(on, Ordering::Relaxed);
     CHECK.store(std::env::var_os("OXPROF_CHECK_ALLOC_WALK").is_some_and(|v| v == "1"), Ordering::Relaxed);
     if continuation_entry != 0 {
