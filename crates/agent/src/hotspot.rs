@@ -534,42 +534,52 @@ impl Layout {
     /// The `bci` to store for a compiled frame of `method` without scope
     /// decoding: 0, or the native-method marker for a JNI wrapper.
     pub fn compiled_bci(&self, method: usize) -> i32 {
-        const ACC_NATIVE: usize = 0x0100;
-        match self.method_flags.and_then(|o| safemem::read_word(method.wrapping_add(o))) {
-            Some(flags) if flags as u32 as usize & ACC_NATIVE != 0 => jvmti_sys::asgct::BCI_NATIVE_FRAME,
-            _ => 0,
-        }
+        let native = self.native_flag(method, |a| safemem::read_word(a).map(|w| w as u32));
+        if native == Some(true) { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { 0 }
+    }
+
+    /// The bytecode index of `bcp` in `method`, or 0 if it is not inside
+    /// the method's bytecodes.
+    pub fn bci(&self, method: usize, bcp: usize) -> i32 {
+        self.bci_with(method, bcp, safemem::read_word, safemem::read_u16)
     }
 
     /// Whether `method` is a Java `native` method; `None` where this JDK does
     /// not export the flags. `method` must be a live `Method*` (one whose
     /// jmethodID was read back), as in [`Layout::bci_live`].
     pub fn is_native_live(&self, method: usize) -> Option<bool> {
-        const ACC_NATIVE: u32 = 0x0100;
         // SAFETY: a live Method is mapped metadata; the flags are a u32.
-        self.method_flags.map(|o| unsafe { ((method + o) as *const u32).read_volatile() } & ACC_NATIVE != 0)
+        self.native_flag(method, |a| Some(unsafe { (a as *const u32).read_volatile() }))
     }
 
     /// [`Layout::bci`] by plain reads, for a `method` known to be live: its
     /// jmethodID was read back and a frame of it is on the calling thread's
     /// own stack, so neither the Method nor its ConstMethod can go away.
     pub fn bci_live(&self, method: usize, bcp: usize) -> i32 {
-        // SAFETY: as the comment says; the offsets come from the JVM's table.
-        let cm = unsafe { ((method + self.method_const) as *const usize).read_volatile() };
-        if cm == 0 {
-            return 0;
-        }
-        // SAFETY: the ConstMethod of a live Method; `_code_size` is a u16.
-        let size = unsafe { ((cm + self.const_code_size) as *const u16).read_volatile() } as usize;
-        let start = cm + self.const_size;
-        if bcp >= start && bcp < start + size { (bcp - start) as i32 } else { 0 }
+        self.bci_with(
+            method,
+            bcp,
+            // SAFETY: fields of the live Method and of its ConstMethod (the
+            // offsets come from the JVM's table).
+            |a| Some(unsafe { (a as *const usize).read_volatile() }),
+            // SAFETY: as above; `_code_size` is a u16.
+            |a| Some(unsafe { (a as *const u16).read_volatile() }),
+        )
     }
 
-    /// The bytecode index of `bcp` in `method`, or 0 if it is not inside
-    /// the method's bytecodes.
-    pub fn bci(&self, method: usize, bcp: usize) -> i32 {
-        let Some(cm) = safemem::read_word(method.wrapping_add(self.method_const)) else { return 0 };
-        let Some(size) = safemem::read_u16(cm.wrapping_add(self.const_code_size)) else { return 0 };
+    /// The `native` access flag of `method`, read with `read_u32` (safe
+    /// reads for an unchecked pointer, plain ones for a live method).
+    fn native_flag(&self, method: usize, read_u32: impl Fn(usize) -> Option<u32>) -> Option<bool> {
+        const ACC_NATIVE: u32 = 0x0100;
+        read_u32(method.wrapping_add(self.method_flags?)).map(|flags| flags & ACC_NATIVE != 0)
+    }
+
+    /// The bytecode index of `bcp` in `method`, reading the Method and its
+    /// ConstMethod with `word` and `half`; 0 if `bcp` is not inside the
+    /// method's bytecodes.
+    fn bci_with(&self, method: usize, bcp: usize, word: impl Fn(usize) -> Option<usize>, half: impl Fn(usize) -> Option<u16>) -> i32 {
+        let Some(cm) = word(method.wrapping_add(self.method_const)).filter(|&cm| cm != 0) else { return 0 };
+        let Some(size) = half(cm.wrapping_add(self.const_code_size)) else { return 0 };
         let start = cm.wrapping_add(self.const_size);
         if bcp >= start && bcp < start.wrapping_add(size as usize) { (bcp - start) as i32 } else { 0 }
     }
