@@ -62,11 +62,6 @@ pub fn checking() -> bool {
     CHECK.load(Ordering::Relaxed)
 }
 
-/// Whether the walk can run in this JVM (layout known, decoding possible).
-pub fn available() -> bool {
-    ENABLED.load(Ordering::Relaxed) && hotspot::layout().is_some_and(Layout::has_debug_ranges)
-}
-
 /// Walks the current thread's Java frames into `out`, leaf first. `env` is
 /// the callback's `JNIEnv`. `None`: use `GetStackTrace`.
 pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
@@ -98,8 +93,8 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
                 let bci = if native { BCI_NATIVE_FRAME } else { l.bci_live(method, bcp) };
                 push(out, &mut n, RawFrame::java(id, bci, JavaFrameType::Interpreted));
             }
-            PhysFrame::Compiled { method, .. } if method == entry => return Some(n),
-            PhysFrame::Compiled { method, pc, blob } => {
+            PhysFrame::Compiled { blob, .. } if blob.method == entry => return Some(n),
+            PhysFrame::Compiled { pc, blob } => {
                 let id = l.compile_id(&blob);
                 if let Some(id) = id {
                     if SITES.get(pc, blob.start, id, out, &mut n) {
@@ -107,7 +102,7 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
                     }
                 }
                 let first = n;
-                compiled_frames(l, method, pc, &blob, &mut scratch, out, &mut n)?;
+                compiled_frames(l, pc, &blob, &mut scratch, out, &mut n)?;
                 // Not when the output filled up: the list may be cut short.
                 if let (Some(id), Some(frames)) = (id, out.get(first..n).filter(|_| n < out.len())) {
                     SITES.put(pc, blob.start, id, frames);
@@ -118,10 +113,10 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
     Some(n)
 }
 
-/// The Java frames of compiled frame `pc` in `blob` (of `method`): the
-/// native method of a JNI wrapper, or the inlined scopes and the compiled
-/// method itself.
-fn compiled_frames(l: &Layout, method: usize, pc: usize, blob: &Blob, scratch: &mut [(usize, i32)], out: &mut [RawFrame], n: &mut usize) -> Option<()> {
+/// The Java frames of compiled frame `pc` in `blob`: the native method of a
+/// JNI wrapper, or the inlined scopes and the compiled method itself.
+fn compiled_frames(l: &Layout, pc: usize, blob: &Blob, scratch: &mut [(usize, i32)], out: &mut [RawFrame], n: &mut usize) -> Option<()> {
+    let method = blob.method;
     let id = method_id(l, method)?;
     if l.is_native_live(method) == Some(true) {
         push(out, n, RawFrame::java(id, BCI_NATIVE_FRAME, JavaFrameType::Compiled));
@@ -135,6 +130,7 @@ fn compiled_frames(l: &Layout, method: usize, pc: usize, blob: &Blob, scratch: &
     }
     Some(())
 }
+
 fn push(out: &mut [RawFrame], n: &mut usize, f: RawFrame) {
     if let Some(slot) = out.get_mut(*n) {
         *slot = f;

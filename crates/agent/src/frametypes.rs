@@ -14,7 +14,7 @@ use std::ffi::c_void;
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
-use crate::hotspot::{self, Layout};
+use crate::hotspot::{self, Blob, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::store::{JavaFrameType, RawFrame};
 
@@ -69,7 +69,7 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
                 }
                 i = at + 1;
             }
-            PhysFrame::Compiled { method, .. } => {
+            PhysFrame::Compiled { blob: Blob { method, .. }, .. } => {
                 let end = frames.len().min(i + MAX_INLINE);
                 let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
                     if first {
@@ -125,8 +125,7 @@ mod tests {
     }
 
     const fn comp(m: usize) -> PhysFrame {
-        let blob = crate::hotspot::Blob { frame_bytes: 0, frame_complete: 0, code_begin: 0, method: m * 10, start: 0, size: 0 };
-        PhysFrame::Compiled { method: m * 10, pc: 0, blob }
+        PhysFrame::Compiled { pc: 0, blob: Blob { frame_bytes: 0, frame_complete: 0, code_begin: 0, method: m * 10, start: 0, size: 0 } }
     }
 
     #[test]

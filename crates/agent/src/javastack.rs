@@ -40,9 +40,9 @@ pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 pub enum PhysFrame {
     /// An interpreted frame: its `Method*` and bytecode pointer (as last saved).
     Interpreted { method: usize, bcp: usize },
-    /// A compiled frame: the `Method*` the nmethod was compiled for (the root
-    /// of any inlined methods), the frame's PC and its code blob.
-    Compiled { method: usize, pc: usize, blob: Blob },
+    /// A compiled frame: its PC and its code blob, whose `method` is the
+    /// `Method*` the nmethod was compiled for (the root of any inlined methods).
+    Compiled { pc: usize, blob: Blob },
 }
 
 /// Where a walk starts.
@@ -234,7 +234,7 @@ impl Iterator for JavaStack<'_> {
                     self.steps = MAX_STEPS;
                 }
                 if blob.method != 0 {
-                    return Some(PhysFrame::Compiled { method: blob.method, pc, blob });
+                    return Some(PhysFrame::Compiled { pc, blob });
                 }
                 continue;
             }

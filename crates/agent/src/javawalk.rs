@@ -47,7 +47,7 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
             // The interpreter's native-method entry keeps no bytecode pointer.
             PhysFrame::Interpreted { method, bcp: 0 } => (method, BCI_NATIVE_FRAME, JavaFrameType::Interpreted),
             PhysFrame::Interpreted { method, bcp } => (method, l.bci(method, bcp), JavaFrameType::Interpreted),
-            PhysFrame::Compiled { method, .. } => (method, l.compiled_bci(method), JavaFrameType::Compiled),
+            PhysFrame::Compiled { blob, .. } => (blob.method, l.compiled_bci(blob.method), JavaFrameType::Compiled),
         };
         let Some(id) = l.jmethod_id(method) else { break };
         *slot = RawFrame::java(id, bci, ty);
