@@ -16,6 +16,7 @@
 pub mod alloc;
 pub mod allocstack;
 pub mod commands;
+pub mod cputime;
 pub mod engine;
 pub mod event_log;
 pub mod frametypes;

@@ -22,6 +22,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::cputime::{thread_cpu_ns, CpuSpent};
 use crate::engine::perf_ring;
 use crate::native_dwarf;
 use crate::store::RawFrame;
@@ -35,38 +36,25 @@ const MAX_STACK_SPAN: usize = 64 << 20;
 /// Whether safe memory probes work (checked by [`init`]).
 static SAFE_READ: AtomicBool = AtomicBool::new(false);
 
-/// Time spent in [`collect`] and how many calls, since [`init`].
-static SPENT_NS: AtomicU64 = AtomicU64::new(0);
-static CALLS: AtomicU64 = AtomicU64::new(0);
+/// CPU time spent in [`collect`], since [`init`].
+static SPENT: CpuSpent = CpuSpent::new();
 /// Memory probes made by walks since [`init`].
 static PROBES: AtomicU64 = AtomicU64::new(0);
 
 /// Mean memory probes per sample, times 100.
 pub fn probes_per_100_samples() -> u64 {
-    let calls = CALLS.load(Ordering::Relaxed);
-    (PROBES.load(Ordering::Relaxed) * 100).checked_div(calls).unwrap_or(0)
+    (PROBES.load(Ordering::Relaxed) * 100).checked_div(SPENT.calls()).unwrap_or(0)
 }
 
 /// Mean CPU nanoseconds one sample spent collecting its native part, if any.
 pub fn mean_ns() -> Option<u64> {
-    let calls = CALLS.load(Ordering::Relaxed);
-    (calls > 0).then(|| SPENT_NS.load(Ordering::Relaxed) / calls)
-}
-
-/// This thread's CPU time: wall time would count the times the thread is
-/// preempted inside the handler, which on a loaded machine dominate the mean.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    SPENT.mean_ns()
 }
 
 /// Checks, off the signal path, that safe reads work, and resets the cost
 /// counters. Returns whether safe reads work.
 pub fn init() -> bool {
-    SPENT_NS.store(0, Ordering::Relaxed);
-    CALLS.store(0, Ordering::Relaxed);
+    SPENT.reset();
     PROBES.store(0, Ordering::Relaxed);
     if PIPE_W.load(Ordering::SeqCst) < 0 {
         let mut fds = [-1; 2];
@@ -261,8 +249,7 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, dwarf: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
     let start = thread_cpu_ns();
     let n = walk(tid, ucontext, kernel, dwarf, in_java_code, out);
-    SPENT_NS.fetch_add(thread_cpu_ns().wrapping_sub(start), Ordering::Relaxed);
-    CALLS.fetch_add(1, Ordering::Relaxed);
+    SPENT.add_since(start);
     n
 }
 

@@ -18,11 +18,12 @@
 
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
+use crate::cputime::{thread_cpu_ns, CpuSpent};
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
@@ -148,6 +149,7 @@ pub fn install() -> std::io::Result<()> {
 /// Makes the handler record into `ctx`. Any previous context must have been
 /// taken back with [`disarm`].
 pub fn arm(ctx: Box<SignalContext>) {
+    HANDLER.reset();
     let old = CONTEXT.swap(Box::into_raw(ctx), Ordering::SeqCst);
     debug_assert!(old.is_null());
     ENABLED.store(true, Ordering::SeqCst);
@@ -170,15 +172,13 @@ fn wait_for_handlers() {
     }
 }
 
-/// CPU time spent in the handler's sampling work, and how many times.
-static HANDLER_NS: AtomicU64 = AtomicU64::new(0);
-static HANDLER_CALLS: AtomicU64 = AtomicU64::new(0);
+/// CPU time spent in the handler's sampling work, since [`arm`].
+static HANDLER: CpuSpent = CpuSpent::new();
 
 /// Mean CPU nanoseconds of one sample in the handler (walks, native part,
 /// store), if any.
 pub fn handler_mean_ns() -> Option<u64> {
-    let calls = HANDLER_CALLS.load(Ordering::Relaxed);
-    (calls > 0).then(|| HANDLER_NS.load(Ordering::Relaxed) / calls)
+    HANDLER.mean_ns()
 }
 
 /// The SIGPROF handler. See the module rules.
@@ -191,11 +191,10 @@ extern "C" fn on_sigprof(_signo: libc::c_int, _info: *mut libc::siginfo_t, ucont
     if ENABLED.load(Ordering::SeqCst) {
         let ctx = CONTEXT.load(Ordering::SeqCst);
         if !ctx.is_null() {
-            let start = native_unwind::thread_cpu_ns();
+            let start = thread_cpu_ns();
             // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
             sample(unsafe { &*ctx }, ucontext);
-            HANDLER_NS.fetch_add(native_unwind::thread_cpu_ns().wrapping_sub(start), Ordering::Relaxed);
-            HANDLER_CALLS.fetch_add(1, Ordering::Relaxed);
+            HANDLER.add_since(start);
         }
     }
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
