@@ -99,7 +99,7 @@ pub struct AllocStats {
     pub dropped: u64,
     /// Mean time of one SampledObjectAlloc callback, in nanoseconds.
     pub callback_ns: u64,
-    /// Median time of one callback (to within a factor of two).
+    /// Median time of one callback (to within a quarter octave, ±9%).
     pub callback_median_ns: u64,
     /// Stacks taken by oxprof's own walk, and by `GetStackTrace`.
     pub own_walks: u64,
@@ -126,7 +126,7 @@ pub struct AllocSampler {
     /// Callback durations in quarter octaves (see [`duration_bucket`]), for
     /// the median: the mean includes the rare callback that lost the CPU to
     /// another thread part-way.
-    callback_log2: Histogram,
+    callback_hist: Histogram,
     own_walks: AtomicU64,
     jvmti_walks: AtomicU64,
     checked: AtomicU64,
@@ -195,7 +195,7 @@ impl AllocSampler {
         self.tagging.store(can_tag, Ordering::Relaxed);
         self.callback_ns.store(0, Ordering::Relaxed);
         self.callbacks.store(0, Ordering::Relaxed);
-        self.callback_log2.0.iter().for_each(|b| b.store(0, Ordering::Relaxed));
+        self.callback_hist.0.iter().for_each(|b| b.store(0, Ordering::Relaxed));
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
@@ -301,7 +301,7 @@ impl AllocSampler {
         let ns = t0.elapsed().as_nanos() as u64;
         self.callback_ns.fetch_add(ns, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
-        if let Some(b) = self.callback_log2.0.get(duration_bucket(ns)) {
+        if let Some(b) = self.callback_hist.0.get(duration_bucket(ns)) {
             b.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -415,8 +415,8 @@ impl AllocSampler {
     /// The median callback time, to within a quarter octave (±9%); 0
     /// before any.
     pub fn callback_ns_median(&self) -> u64 {
-        let counts: Vec<u64> = self.callback_log2.0.iter().map(|b| b.load(Ordering::Relaxed)).collect();
-        median_of_log2_buckets(&counts)
+        let counts: Vec<u64> = self.callback_hist.0.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        histogram_median(&counts)
     }
 }
 
@@ -429,7 +429,7 @@ fn duration_bucket(ns: u64) -> usize {
 }
 
 /// The median of a [`duration_bucket`] histogram, as its bucket's middle.
-fn median_of_log2_buckets(counts: &[u64]) -> u64 {
+fn histogram_median(counts: &[u64]) -> u64 {
     let total: u64 = counts.iter().sum();
     let mut seen = 0;
     for (b, &c) in counts.iter().enumerate() {
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn median_of_buckets() {
-        assert_eq!(median_of_log2_buckets(&[0; 8]), 0);
+        assert_eq!(histogram_median(&[0; 8]), 0);
         assert_eq!(duration_bucket(1024), 40);
         assert_eq!(duration_bucket(1279), 40);
         assert_eq!(duration_bucket(1280), 41);
@@ -485,7 +485,7 @@ mod tests {
         let mut b = [0u64; 128];
         b[duration_bucket(1000)] += 3;
         b[duration_bucket(1_000_000)] += 1;
-        let m = median_of_log2_buckets(&b);
+        let m = histogram_median(&b);
         assert!((900..1100).contains(&m), "{m}");
     }
 
