@@ -42,11 +42,43 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
                 continue; // an empty stack trace
             }
             // oxprof's JVM-thread frames have no class: jfr print shows ".[GC Thread]".
-            let method = frame.split('(').next().unwrap().trim_start_matches('.').to_string();
+            let method = frame_method(frame).trim_start_matches('.').to_string();
             *leaves.entry(method).or_insert(0) += 1;
         }
     }
     leaves
+}
+
+/// The class and method of a `jfr print` frame line, `Class.method(params)
+/// line: N`: what precedes the last parenthesised group, which a C++ name
+/// such as `{virtual override thunk({offset(-8)}, X::f)}` may itself contain.
+fn frame_method(frame: &str) -> &str {
+    let head = frame.split(" line:").next().unwrap_or(frame).trim_end();
+    if !head.ends_with(')') {
+        return head;
+    }
+    let mut depth = 0;
+    for (i, c) in head.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &head[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    head
+}
+
+#[test]
+fn jfr_print_frame_lines_give_class_and_method() {
+    assert_eq!(frame_method("Convert.spin(int) line: 12"), "Convert.spin");
+    assert_eq!(frame_method("java.lang.String.equals(Object) line: 10"), "java.lang.String.equals");
+    assert_eq!(frame_method(".[GC Thread]()"), ".[GC Thread]");
+    assert_eq!(frame_method(".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}()"), ".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}");
 }
 
 /// Leaf frame counts of collapsed stacks (skipping allocated-class leaves when `skip_class`).
