@@ -60,7 +60,9 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 /// false, for dump) or finished (stop); a command naming another format
 /// also gets that format, from the same samples.
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
+    let started = std::time::Instant::now();
     let mut built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
+    crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::live_report::effective(&rec.config.live, command);
@@ -113,6 +115,7 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     for path in output::write_profiles(&built, &out)? {
         lines.push(format!("profile written to {}", path.display()));
     }
+    crate::log::debug(&format!("profiles built and written in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     Ok(lines)
 }
 

@@ -416,7 +416,9 @@ fn continuation_entry(jvmti: Jvmti, jni: Jni) -> usize {
 
 /// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
+    let started = std::time::Instant::now();
     let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
+    log::debug(&format!("recording stopped in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     match commands::write_recording(agent, &rec, &rec.config, jni, true) {
         Ok(lines) => lines.iter().for_each(|l| log::info(l)),
         Err(e) => log::error(&e),

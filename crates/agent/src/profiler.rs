@@ -327,7 +327,9 @@ impl Profiler {
     pub fn build(&self, rec: &Recording, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Vec<Built> {
         let mut out = Vec::new();
         if let Some(run) = &rec.cpu {
+            let started = Instant::now();
             let (profile, s) = self.build_cpu(rec, run, symbols, jvmti, jni);
+            log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
             let summary_line = format!(
                 "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
                 s.samples,
@@ -435,12 +437,30 @@ impl Profiler {
     fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
-        native_symbols::resolver().refresh();
+        let kernel_frames = run.engine == Engine::Perf && engine::perf::kernel_stacks();
+        {
+            let mut resolver = native_symbols::resolver();
+            resolver.refresh();
+            if kernel_frames {
+                resolver.prefetch_kernel();
+            }
+        }
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
         let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
         let mut ids = Vec::new();
         let mut memo = FrameMemo::default();
+        if kernel_frames {
+            // Name the Java and native frames first, while another thread
+            // reads the kernel's symbols; kernel frames are named below.
+            for t in &traces {
+                let (native, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
+                let frames = if marker.is_some() { native } else { &t.frames[..] };
+                for f in frames.iter().filter(|f| f.bci != RawFrame::KERNEL_PC) {
+                    memo.id(&mut profile, f, || self.frame(f, symbols, jvmti, jni));
+                }
+            }
+        }
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
