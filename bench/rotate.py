@@ -20,6 +20,13 @@ that does nothing), built here with the JDK's headers. Example:
 
 @OUT is replaced by a per-run path in the results directory. Prepare the
 workloads first with bench/setup.sh.
+
+--side-by-side runs the reference arm and one other arm at the same time,
+each pinned to a CPU of its own (swapped every round), and takes their
+ratio; each round does this once per non-reference arm. Both runs then see
+the same host slowdowns, which removes most of the drift between runs that
+follow each other. Each JVM sees one CPU (its ergonomics pick accordingly),
+so the figures are for a one-CPU JVM; needs at least two CPUs.
 """
 
 import argparse
@@ -59,6 +66,43 @@ def bootstrap_median(xs, reps=4000, seed=1):
     return meds[int(0.05 * reps)], meds[int(0.95 * reps) - 1]
 
 
+def run_side_by_side(jobs, timeout):
+    """Start every (argv, log_base, cpu) at once, each pinned to its CPU;
+    return their results (as run.run_one) in order."""
+    procs = []
+    for argv, base, cpu in jobs:
+        out, err = open(base + ".out", "wb"), open(base + ".err", "wb")
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                             preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu}))
+        procs.append({"p": p, "t0": t0, "files": (out, err), "base": base})
+    left = {d["p"].pid: d for d in procs}
+    deadline = time.monotonic() + timeout
+    while left:
+        pid, status, ru = os.wait4(-1, os.WNOHANG)
+        if pid == 0:
+            if time.monotonic() > deadline:
+                for d in left.values():
+                    d["p"].kill()
+                deadline = float("inf")
+            time.sleep(0.01)
+            continue
+        d = left.pop(pid, None)
+        if d is None:
+            continue
+        d["wall"] = time.monotonic() - d["t0"]
+        d["p"].returncode = 0  # reaped here
+        for f in d["files"]:
+            f.close()
+        if os.WIFSIGNALED(status):
+            rc, why = -os.WTERMSIG(status), "killed by signal %d" % os.WTERMSIG(status)
+        else:
+            rc = os.WEXITSTATUS(status)
+            why = "exit status %d" % rc if rc else ""
+        d.update(rc=rc, why=why, cpu=ru.ru_utime + ru.ru_stime)
+    return [{"wall": d["wall"], "cpu": d["cpu"], "rc": d["rc"], "why": d["why"] or "", "stderr": d["base"] + ".err"} for d in procs]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("arms", nargs="+", metavar="NAME=JVM_OPTIONS", help="the first arm is the reference")
@@ -67,6 +111,8 @@ def main():
     ap.add_argument("--agent", default=runpy.DEFAULT_AGENT, help="oxprof agent (default %(default)s)")
     ap.add_argument("--label", default=None, help="results directory name")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="run the reference and each other arm at the same time, one CPU each (see above)")
     args = ap.parse_args()
 
     arms = []
@@ -77,6 +123,8 @@ def main():
         arms.append((name, opts))
     if len(arms) < 2:
         sys.exit("rotate.py: give at least two arms")
+    if args.side_by_side and len(os.sched_getaffinity(0)) < 2:
+        sys.exit("rotate.py: --side-by-side needs two CPUs; this process may use %d" % len(os.sched_getaffinity(0)))
     wl = runpy.WORKLOADS[args.workload]
     missing = [n for n in wl.needs if not os.path.exists(n)]
     if missing:
@@ -95,31 +143,65 @@ def main():
 
     walls = {name: [] for name, _ in arms}
     cpus = {name: [] for name, _ in arms}
-    print("workload %s, %d rounds of %d arms, results in %s" % (args.workload, args.rounds, len(arms), rundir), flush=True)
+    # Side by side, each arm has its own reference run (the ref lists hold
+    # one entry per other arm per round, in the same order).
+    refs = {name: {"wall": [], "cpu": []} for name, _ in arms[1:]}
+    mode = "side by side, one CPU each" if args.side_by_side else "one after another"
+    print("workload %s, %d rounds of %d arms (%s), results in %s" % (args.workload, args.rounds, len(arms), mode, rundir), flush=True)
+    cpu_ids = sorted(os.sched_getaffinity(0))[:2]
+
+    def job(r, name, opts, slot):
+        base = os.path.join(rundir, "%s-%02d-%s" % (args.workload, r + 1, name.replace("/", "_")))
+        opts = opts.replace("@AGENT", agent).replace("@OUT", base)
+        if empty:
+            opts = opts.replace("@EMPTY", empty)
+        where = os.path.join(scratch, str(slot))
+        os.makedirs(where, exist_ok=True)
+        if wl.prepare:
+            wl.prepare(where)
+        return wl.build(shlex.split(opts), where), base
+
     for r in range(args.rounds):
         order = arms[r % len(arms):] + arms[:r % len(arms)]
         line = []
-        for name, opts in order:
-            base = os.path.join(rundir, "%s-%02d-%s" % (args.workload, r + 1, name.replace("/", "_")))
-            opts = opts.replace("@AGENT", agent).replace("@OUT", base)
-            if empty:
-                opts = opts.replace("@EMPTY", empty)
-            if wl.prepare:
-                wl.prepare(scratch)
-            res = runpy.run_one(wl.build(shlex.split(opts), scratch), base, args.timeout)
-            if res["rc"] != 0:
-                sys.exit("rotate.py: %s failed in round %d (%s); see %s.err" % (name, r + 1, res["why"], base))
-            walls[name].append(res["wall"])
-            cpus[name].append(res["cpu"])
-            line.append("%s %.2fs" % (name, res["wall"]))
+        if args.side_by_side:
+            ref_name, ref_opts = arms[0]
+            for name, opts in [a for a in order if a[0] != ref_name]:
+                pair = [job(r, ref_name + "-for-" + name, ref_opts, 0), job(r, name, opts, 1)]
+                swap = r % 2
+                jobs = [(argv, base, cpu_ids[(i + swap) % 2]) for i, (argv, base) in enumerate(pair)]
+                res_ref, res = run_side_by_side(jobs, args.timeout)
+                for n, x in ((ref_name, res_ref), (name, res)):
+                    if x["rc"] != 0:
+                        sys.exit("rotate.py: %s failed in round %d (%s); see %s" % (n, r + 1, x["why"], x["stderr"]))
+                refs[name]["wall"].append(res_ref["wall"])
+                refs[name]["cpu"].append(res_ref["cpu"])
+                walls[ref_name].append(res_ref["wall"])
+                cpus[ref_name].append(res_ref["cpu"])
+                walls[name].append(res["wall"])
+                cpus[name].append(res["cpu"])
+                line.append("%s %.2fs|%s %.2fs" % (name, res["wall"], ref_name, res_ref["wall"]))
+        else:
+            for name, opts in order:
+                argv, base = job(r, name, opts, 0)
+                res = runpy.run_one(argv, base, args.timeout)
+                if res["rc"] != 0:
+                    sys.exit("rotate.py: %s failed in round %d (%s); see %s.err" % (name, r + 1, res["why"], base))
+                walls[name].append(res["wall"])
+                cpus[name].append(res["cpu"])
+                line.append("%s %.2fs" % (name, res["wall"]))
+            for name, _ in arms[1:]:
+                refs[name]["wall"].append(walls[arms[0][0]][-1])
+                refs[name]["cpu"].append(cpus[arms[0][0]][-1])
         print("round %2d: %s" % (r + 1, "  ".join(line)), flush=True)
 
     ref = arms[0][0]
-    summary = {"workload": args.workload, "rounds": args.rounds, "arms": dict(arms), "wall": walls, "cpu": cpus, "ratios": {}}
+    summary = {"workload": args.workload, "rounds": args.rounds, "side_by_side": args.side_by_side,
+               "arms": dict(arms), "wall": walls, "cpu": cpus, "ratios": {}}
     print("\nmedian wall: " + "  ".join("%s %.2fs" % (n, statistics.median(walls[n])) for n, _ in arms))
     for name, _ in arms[1:]:
         for what, data in (("wall", walls), ("cpu", cpus)):
-            ratios = [b / a for a, b in zip(data[ref], data[name])]
+            ratios = [b / a for a, b in zip(refs[name][what], data[name])]
             m = statistics.median(ratios)
             lo, hi = bootstrap_median(ratios)
             summary["ratios"]["%s/%s %s" % (name, ref, what)] = {"median": m, "ci90": [lo, hi], "per_round": ratios}
