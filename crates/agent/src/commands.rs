@@ -60,6 +60,25 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 /// false, for dump) or finished (stop); a command naming another format
 /// also gets that format, from the same samples.
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
+    let result = build_and_write(agent, rec, command, jni, last);
+    release_freed_memory();
+    result
+}
+
+/// Hands the dump's freed memory back to the system. A dump's tables (the
+/// kernel's symbols alone are ~8 MB) are freed when it ends, but glibc keeps
+/// freed heap pages, so without this a JVM that is dumped now and then
+/// would carry the largest dump's peak in its RSS for good.
+fn release_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free pages of malloc's arenas; it
+    // takes each arena's lock itself and is safe to call from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
     let started = std::time::Instant::now();
     let mut built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
     crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));

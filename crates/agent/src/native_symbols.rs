@@ -81,9 +81,22 @@ impl SymbolTable {
             t.names.extend_from_slice(name);
             t.entries.push((start, size, at, len));
         }
-        t.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        t.entries.dedup_by_key(|e| e.0);
+        t.sort();
         t
+    }
+
+    /// A table over names already in one buffer: `entries` are (start,
+    /// size, offset of the name in `names`, its length).
+    fn from_parts(entries: Vec<(u64, u64, u32, u32)>, names: Vec<u8>) -> SymbolTable {
+        let mut t = SymbolTable { entries, names };
+        t.sort();
+        t
+    }
+
+    fn sort(&mut self) {
+        self.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        self.entries.dedup_by_key(|e| e.0);
+        self.entries.shrink_to_fit();
     }
 
     fn lookup(&self, addr: u64) -> Option<&str> {
@@ -128,13 +141,11 @@ pub struct NativeSymbols {
     objects: HashMap<String, Option<Elf>>,
     kernel: Option<SymbolTable>,
     kernel_loaded: bool,
-    /// `/proc/kallsyms` being read on another thread ([`NativeSymbols::prefetch_kernel`]).
-    kernel_pending: Option<std::thread::JoinHandle<Option<SymbolTable>>>,
     names: HashMap<(usize, bool), Frame>,
 }
 
 fn read_kallsyms() -> Option<SymbolTable> {
-    std::fs::read("/proc/kallsyms").ok().and_then(|t| parse_kallsyms(&t))
+    std::fs::read("/proc/kallsyms").ok().and_then(parse_kallsyms)
 }
 
 /// The process-wide resolver, refreshed with [`NativeSymbols::refresh`].
@@ -161,26 +172,33 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
 }
 
 /// Function symbols of `/proc/kallsyms` ("ADDR TYPE NAME [MODULE]" lines).
-/// Works on bytes: the file is ~120,000 lines and this runs while a dump
-/// waits for it.
-fn parse_kallsyms(text: &[u8]) -> Option<SymbolTable> {
-    let mut entries: Vec<(u64, u64, &[u8])> = Vec::with_capacity(text.len() / 40);
+/// Works on bytes and keeps the file as the table's name buffer: the file
+/// is ~120,000 lines (5 MB), this runs while a dump waits for it, and
+/// copying the names would double the dump's transient memory.
+fn parse_kallsyms(text: Vec<u8>) -> Option<SymbolTable> {
+    let mut entries = Vec::with_capacity(text.len() / 48);
+    let mut line_start = 0usize;
     for line in text.split(|&b| b == b'\n') {
+        let at = line_start;
+        line_start += line.len() + 1;
         let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
         let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
         if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
             continue;
         }
         let Some(addr) = parse_hex(addr) else { continue };
+        // The name's offset in the file: it is a subslice of `line`.
+        let offset = at + (name.as_ptr() as usize - line.as_ptr() as usize);
+        let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(name.len())) else { break };
         if addr != 0 {
-            entries.push((addr, 0, name));
+            entries.push((addr, 0, offset, len));
         }
     }
     // All-zero addresses mean kallsyms hides them from us.
     if entries.is_empty() {
         return None;
     }
-    Some(SymbolTable::new(entries.into_iter()))
+    Some(SymbolTable::from_parts(entries, text))
 }
 
 fn parse_hex(digits: &[u8]) -> Option<u64> {
@@ -219,29 +237,10 @@ impl NativeSymbols {
         *self = NativeSymbols::default();
     }
 
-    /// Starts reading `/proc/kallsyms` on a helper thread, for a dump that
-    /// will probably name kernel frames. The kernel takes ~20 ms to produce
-    /// the file and parsing takes ~10 ms more; this overlaps both with the
-    /// naming of Java and native frames (a dump at JVM exit usually has the
-    /// other cores to itself).
-    pub fn prefetch_kernel(&mut self) {
-        if self.kernel_loaded || self.kernel_pending.is_some() {
-            return;
-        }
-        match std::thread::Builder::new().name("oxprof-kallsyms".into()).spawn(read_kallsyms) {
-            Ok(handle) => self.kernel_pending = Some(handle),
-            Err(e) => crate::log::debug(&format!("reading kallsyms in the dumping thread: {e}")),
-        }
-    }
-
     fn kernel_table(&mut self) -> Option<&SymbolTable> {
         if !self.kernel_loaded {
             self.kernel_loaded = true;
-            self.kernel = match self.kernel_pending.take() {
-                // A panic there (none expected) just means no kernel names.
-                Some(handle) => handle.join().ok().flatten(),
-                None => read_kallsyms(),
-            };
+            self.kernel = read_kallsyms();
         }
         self.kernel.as_ref()
     }
@@ -316,12 +315,12 @@ mod tests {
 
     #[test]
     fn kallsyms_lookup_and_hidden_addresses() {
-        let t = parse_kallsyms(b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\n").unwrap();
+        let t = parse_kallsyms(b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\n".to_vec()).unwrap();
         assert_eq!(t.lookup(0xffffffff81000150), Some("do_fsync"));
         assert_eq!(t.lookup(0xffffffff81000250), Some("do_fsync"), "data symbols are not functions");
         assert_eq!(t.lookup(0xffffffff81000300), Some("ksys_write"));
         assert_eq!(t.lookup(0xffffffff80000000), None);
-        assert!(parse_kallsyms(b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n").is_none());
+        assert!(parse_kallsyms(b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n".to_vec()).is_none());
     }
 
     #[test]

@@ -437,30 +437,12 @@ impl Profiler {
     fn build_cpu(&self, rec: &Recording, run: &CpuRun, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> (Profile, Summary) {
         let Some(store) = self.store.get() else { return (Profile::default(), Summary::default()) };
         let traces = store.snapshot();
-        let kernel_frames = run.engine == Engine::Perf && engine::perf::kernel_stacks();
-        {
-            let mut resolver = native_symbols::resolver();
-            resolver.refresh();
-            if kernel_frames {
-                resolver.prefetch_kernel();
-            }
-        }
+        native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &rec.config;
         let mut profile = Profile::new(Self::meta(rec, "CPU profile", run.event.name(), run.engine.describe(), config.interval_ns, "ns"));
         let mut ids = Vec::new();
         let mut memo = FrameMemo::default();
-        if kernel_frames {
-            // Name the Java and native frames first, while another thread
-            // reads the kernel's symbols; kernel frames are named below.
-            for t in &traces {
-                let (native, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
-                let frames = if marker.is_some() { native } else { &t.frames[..] };
-                for f in frames.iter().filter(|f| f.bci != RawFrame::KERNEL_PC) {
-                    memo.id(&mut profile, f, || self.frame(f, symbols, jvmti, jni));
-                }
-            }
-        }
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
