@@ -177,18 +177,15 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
 /// copying the names would double the dump's transient memory.
 fn parse_kallsyms(text: Vec<u8>) -> Option<SymbolTable> {
     let mut entries = Vec::with_capacity(text.len() / 48);
-    let mut line_start = 0usize;
     for line in text.split(|&b| b == b'\n') {
-        let at = line_start;
-        line_start += line.len() + 1;
         let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
         let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
         if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
             continue;
         }
         let Some(addr) = parse_hex(addr) else { continue };
-        // The name's offset in the file: it is a subslice of `line`.
-        let offset = at + (name.as_ptr() as usize - line.as_ptr() as usize);
+        // The name's offset in the file: it is a subslice of `text`.
+        let offset = name.as_ptr() as usize - text.as_ptr() as usize;
         let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(name.len())) else { break };
         if addr != 0 {
             entries.push((addr, 0, offset, len));

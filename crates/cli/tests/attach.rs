@@ -116,21 +116,16 @@ fn fifty_start_stop_cycles_without_crash_or_growth() {
     let cmd = java_cmd(["-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch", "-cp", s.0.to_str().unwrap(), "Spin", "forever"]);
     let mut jvm = RunningJvm::spawn(cmd, &s.0, "ready");
     let out = s.path("c.collapsed");
-    let mut rss_after_10 = 0;
     let mut series = Vec::new();
     for i in 1..=50 {
         let o = attach(jvm.pid(), &["start", "--interval", "1ms"]);
         assert!(o.status.success(), "cycle {i} start: {}", text(&o.stderr));
         let o = attach(jvm.pid(), &["stop", "-o", out.to_str().unwrap()]);
         assert!(o.status.success(), "cycle {i} stop: {}", text(&o.stderr));
-        let rss = rss_kb(jvm.pid());
-        series.push(rss);
-        if i == 10 {
-            rss_after_10 = rss;
-        }
+        series.push(rss_kb(jvm.pid()));
     }
     assert!(jvm.alive());
-    let growth = rss_kb(jvm.pid()) as i64 - rss_after_10 as i64;
+    let growth = rss_kb(jvm.pid()) as i64 - series[9] as i64;
     eprintln!("RSS growth from cycle 10 to 50: {growth} kB");
     assert!(growth < 4 * 1024, "the JVM grew by {growth} kB over 40 start/stop cycles; RSS per cycle (kB): {series:?}");
 }

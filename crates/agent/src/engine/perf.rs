@@ -65,11 +65,6 @@ pub fn set_kernel_stacks(on: bool) {
     KERNEL_STACKS.store(on, Ordering::SeqCst);
 }
 
-/// Whether counters opened now record kernel callchains.
-pub fn kernel_stacks() -> bool {
-    KERNEL_STACKS.load(Ordering::SeqCst)
-}
-
 /// An open cpu-clock counter for one thread; closed on drop.
 #[derive(Debug)]
 pub struct PerfEvent {
