@@ -61,6 +61,9 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 /// also gets that format, from the same samples.
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
     let result = build_and_write(agent, rec, command, jni, last);
+    if last {
+        crate::native_symbols::forget_kernel_table();
+    }
     release_freed_memory();
     result
 }

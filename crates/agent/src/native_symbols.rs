@@ -9,9 +9,18 @@
 //! becomes `lib.so+0xOFFSET` (address inside a known object) or `[unknown]`.
 //! Objects are parsed on first use and dropped again with [`NativeSymbols::clear`]
 //! after a dump (libjvm's table alone holds about 100,000 names).
+//!
+//! Reading `/proc/kallsyms` is the slowest part of naming (the kernel formats
+//! 120,000 lines: 20-40 ms), so a CPU recording that collects kernel frames
+//! has it read on a thread of its own when it starts
+//! ([`prefetch_kernel_table`]); its dumps then find the table ready instead
+//! of making the JVM wait for it at exit. The table is kept until the
+//! recording's last dump ([`forget_kernel_table`]).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::io::BufRead;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use oxprof_profile::{Frame, FrameKind};
@@ -139,13 +148,90 @@ impl Elf {
 pub struct NativeSymbols {
     maps: Vec<Mapping>,
     objects: HashMap<String, Option<Elf>>,
-    kernel: Option<SymbolTable>,
+    kernel: Option<Arc<SymbolTable>>,
     kernel_loaded: bool,
     names: HashMap<(usize, bool), Frame>,
 }
 
 fn read_kallsyms() -> Option<SymbolTable> {
-    std::fs::read("/proc/kallsyms").ok().and_then(parse_kallsyms)
+    KallsymsReader::open()?.parse()
+}
+
+/// `/proc/kallsyms` opened, with every buffer its parse needs allocated by
+/// the thread that opens it. A prefetch thread only grows them (glibc
+/// reallocates a block in the arena it came from), so the table's memory
+/// stays in the opening thread's malloc arena, which gives its freed pages
+/// back with `malloc_trim`; a helper thread's own arena would keep them.
+struct KallsymsReader {
+    input: std::io::BufReader<std::fs::File>,
+    entries: Vec<(u64, u64, u32, u32)>,
+    names: Vec<u8>,
+    line: Vec<u8>,
+}
+
+impl KallsymsReader {
+    fn open() -> Option<KallsymsReader> {
+        let file = std::fs::File::open("/proc/kallsyms").ok()?;
+        // About 120,000 function names of 24 bytes on average.
+        Some(KallsymsReader { input: std::io::BufReader::with_capacity(1 << 16, file), entries: Vec::with_capacity(1 << 17), names: Vec::with_capacity(3 << 20), line: Vec::with_capacity(512) })
+    }
+
+    fn parse(self) -> Option<SymbolTable> {
+        let KallsymsReader { input, entries, names, line } = self;
+        parse_kallsyms_into(input, entries, names, line)
+    }
+}
+
+/// The kernel table read ahead for the running CPU recording.
+enum Prefetch {
+    Reading(JoinHandle<Option<SymbolTable>>),
+    /// `None`: the kernel hides its addresses (or the read failed).
+    Read(Option<Arc<SymbolTable>>),
+}
+
+static PREFETCH: Mutex<Option<Prefetch>> = Mutex::new(None);
+
+fn prefetch_slot() -> MutexGuard<'static, Option<Prefetch>> {
+    PREFETCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts reading `/proc/kallsyms` on a thread of its own (which first runs
+/// `on_thread_start`, so it can keep itself out of the profile), unless a
+/// table is already read or being read. Without a thread the dump reads it.
+pub fn prefetch_kernel_table(on_thread_start: impl FnOnce() + Send + 'static) {
+    let mut slot = prefetch_slot();
+    if slot.is_some() {
+        return;
+    }
+    let Some(reader) = KallsymsReader::open() else { return };
+    let spawned = std::thread::Builder::new().name("oxprof-kallsyms".into()).spawn(move || {
+        on_thread_start();
+        reader.parse()
+    });
+    match spawned {
+        Ok(handle) => *slot = Some(Prefetch::Reading(handle)),
+        Err(e) => crate::log::debug(&format!("kernel symbols will be read at dump time: no thread ({e})")),
+    }
+}
+
+/// The prefetched kernel table, waiting for its thread if it is still
+/// reading; `None` when nothing was prefetched.
+fn prefetched_kernel_table() -> Option<Option<Arc<SymbolTable>>> {
+    let mut slot = prefetch_slot();
+    let table = match slot.take()? {
+        Prefetch::Reading(handle) => handle.join().ok().flatten().map(Arc::new),
+        Prefetch::Read(table) => table,
+    };
+    *slot = Some(Prefetch::Read(table.clone()));
+    Some(table)
+}
+
+/// Drops the prefetched kernel table (after a recording's last dump).
+pub fn forget_kernel_table() {
+    let taken = prefetch_slot().take();
+    if let Some(Prefetch::Reading(handle)) = taken {
+        let _ = handle.join();
+    }
 }
 
 /// The process-wide resolver, refreshed with [`NativeSymbols::refresh`].
@@ -171,31 +257,49 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
     out
 }
 
-/// Function symbols of `/proc/kallsyms` ("ADDR TYPE NAME [MODULE]" lines).
-/// Works on bytes and keeps the file as the table's name buffer: the file
-/// is ~120,000 lines (5 MB), this runs while a dump waits for it, and
-/// copying the names would double the dump's transient memory.
-fn parse_kallsyms(text: Vec<u8>) -> Option<SymbolTable> {
-    let mut entries = Vec::with_capacity(text.len() / 48);
-    for line in text.split(|&b| b == b'\n') {
-        let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
+/// Function symbols of `/proc/kallsyms` ("ADDR TYPE NAME [MODULE]" lines),
+/// read line by line with only the names kept: the file is ~120,000 lines
+/// (5 MB), and the table may be held for a whole recording. `None` when
+/// the kernel shows every address as zero (it hides them from us); that is
+/// decided on the first lines, without reading the rest.
+#[cfg(test)]
+fn parse_kallsyms(input: impl BufRead) -> Option<SymbolTable> {
+    parse_kallsyms_into(input, Vec::new(), Vec::new(), Vec::new())
+}
+
+/// [`parse_kallsyms`] into the given (empty) buffers.
+fn parse_kallsyms_into(mut input: impl BufRead, mut entries: Vec<(u64, u64, u32, u32)>, mut names: Vec<u8>, mut line: Vec<u8>) -> Option<SymbolTable> {
+    /// Function lines looked at before deciding the addresses are hidden.
+    const HIDDEN_AFTER: usize = 64;
+    let mut functions = 0usize;
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let mut fields = line.split(|&b| b == b' ' || b == b'\t' || b == b'\n').filter(|f| !f.is_empty());
         let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
         if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
             continue;
         }
         let Some(addr) = parse_hex(addr) else { continue };
-        // The name's offset in the file: it is a subslice of `text`.
-        let offset = name.as_ptr() as usize - text.as_ptr() as usize;
-        let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(name.len())) else { break };
-        if addr != 0 {
-            entries.push((addr, 0, offset, len));
+        functions += 1;
+        if addr == 0 {
+            if entries.is_empty() && functions >= HIDDEN_AFTER {
+                return None;
+            }
+            continue;
         }
+        let (Ok(at), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else { break };
+        names.extend_from_slice(name);
+        entries.push((addr, 0, at, len));
     }
-    // All-zero addresses mean kallsyms hides them from us.
     if entries.is_empty() {
         return None;
     }
-    Some(SymbolTable::from_parts(entries, text))
+    names.shrink_to_fit();
+    Some(SymbolTable::from_parts(entries, names))
 }
 
 fn parse_hex(digits: &[u8]) -> Option<u64> {
@@ -206,12 +310,20 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
 }
 
 /// A demangled C++ name without parameters, or `None` for a plain C name.
+/// Rust's legacy mangling uses the same scheme plus a last path segment
+/// `h` + 16 hex digits (a hash), which is dropped.
 fn demangle(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
-    sym.demangle_with_options(&cpp_demangle::DemangleOptions::new().no_params().no_return_type()).ok()
+    let mut d = sym.demangle_with_options(&cpp_demangle::DemangleOptions::new().no_params().no_return_type()).ok()?;
+    if let Some((path, last)) = d.rsplit_once("::") {
+        if last.len() == 17 && last.starts_with('h') && last[1..].bytes().all(|b| b.is_ascii_hexdigit()) {
+            d.truncate(path.len());
+        }
+    }
+    Some(d)
 }
 
 fn file_name(path: &str) -> &str {
@@ -237,9 +349,9 @@ impl NativeSymbols {
     fn kernel_table(&mut self) -> Option<&SymbolTable> {
         if !self.kernel_loaded {
             self.kernel_loaded = true;
-            self.kernel = read_kallsyms();
+            self.kernel = prefetched_kernel_table().unwrap_or_else(|| read_kallsyms().map(Arc::new));
         }
-        self.kernel.as_ref()
+        self.kernel.as_deref()
     }
 
     /// The frame for a code address (`kernel` for kernel addresses).
@@ -312,12 +424,16 @@ mod tests {
 
     #[test]
     fn kallsyms_lookup_and_hidden_addresses() {
-        let t = parse_kallsyms(b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\n".to_vec()).unwrap();
+        let t = parse_kallsyms(&b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\nffffffff81000400 t no_newline_at_end"[..]).unwrap();
         assert_eq!(t.lookup(0xffffffff81000150), Some("do_fsync"));
         assert_eq!(t.lookup(0xffffffff81000250), Some("do_fsync"), "data symbols are not functions");
         assert_eq!(t.lookup(0xffffffff81000300), Some("ksys_write"));
         assert_eq!(t.lookup(0xffffffff80000000), None);
-        assert!(parse_kallsyms(b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n".to_vec()).is_none());
+        assert_eq!(t.lookup(0xffffffff81000410), Some("no_newline_at_end"));
+        assert!(parse_kallsyms(&b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n"[..]).is_none());
+        // Hidden addresses are recognised on the first lines: the rest is not read.
+        let hidden = "0000000000000000 t f\n".repeat(64) + "ffffffff81000000 T not_read\n";
+        assert!(parse_kallsyms(hidden.as_bytes()).is_none());
     }
 
     #[test]
@@ -333,6 +449,8 @@ mod tests {
     fn demangles_cpp_and_keeps_c_names() {
         assert_eq!(demangle("_ZN20G1ParScanThreadState23trim_queue_to_thresholdEj").as_deref(), Some("G1ParScanThreadState::trim_queue_to_threshold"));
         assert_eq!(demangle("deflate"), None);
+        assert_eq!(demangle("_ZN6oxprof10allocstack4walk17h213e07cda3dd6af0E").as_deref(), Some("oxprof::allocstack::walk"));
+        assert_eq!(demangle("_ZN3foo17hzzzzzzzzzzzzzzzzE").as_deref(), Some("foo::hzzzzzzzzzzzzzzzz"), "not a hash: kept");
     }
 
     #[test]

@@ -255,6 +255,10 @@ impl Profiler {
                 return Err(format!("cannot start the {} engine: {e}", engine.short()));
             }
         };
+        if kernel_stacks {
+            let registry = self.threads.clone();
+            native_symbols::prefetch_kernel_table(move || registry.exclude(crate::threads::current_tid()));
+        }
         let line = format!("started {} profiling: engine {}, interval {}, {}", event.name(), engine.describe(), fmt_interval(config.interval_ns), threads);
         Ok((CpuRun { event, engine, fallback }, line))
     }
