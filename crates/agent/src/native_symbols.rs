@@ -157,28 +157,71 @@ fn read_kallsyms() -> Option<SymbolTable> {
     KallsymsReader::open()?.parse()
 }
 
-/// `/proc/kallsyms` opened, with every buffer its parse needs allocated by
-/// the thread that opens it. A prefetch thread only grows them (glibc
-/// reallocates a block in the arena it came from), so the table's memory
-/// stays in the opening thread's malloc arena, which gives its freed pages
-/// back with `malloc_trim`; a helper thread's own arena would keep them.
-struct KallsymsReader {
-    input: std::io::BufReader<std::fs::File>,
+/// A kallsyms text to parse, with every buffer the parse needs allocated
+/// by the thread that creates the reader. A prefetch thread only grows them
+/// (glibc reallocates a block in the arena it came from), so the table's
+/// memory stays in the creating thread's malloc arena, which gives its
+/// freed pages back with `malloc_trim`; a helper thread's own arena would
+/// keep them.
+struct KallsymsReader<R> {
+    input: R,
     entries: Vec<(u64, u64, u32, u32)>,
     names: Vec<u8>,
     line: Vec<u8>,
 }
 
-impl KallsymsReader {
-    fn open() -> Option<KallsymsReader> {
+impl KallsymsReader<std::io::BufReader<std::fs::File>> {
+    fn open() -> Option<Self> {
         let file = std::fs::File::open("/proc/kallsyms").ok()?;
+        Some(KallsymsReader::new(std::io::BufReader::with_capacity(1 << 16, file)))
+    }
+}
+
+impl<R: BufRead> KallsymsReader<R> {
+    fn new(input: R) -> Self {
         // About 120,000 function names of 24 bytes on average.
-        Some(KallsymsReader { input: std::io::BufReader::with_capacity(1 << 16, file), entries: Vec::with_capacity(1 << 17), names: Vec::with_capacity(3 << 20), line: Vec::with_capacity(512) })
+        KallsymsReader { input, entries: Vec::with_capacity(1 << 17), names: Vec::with_capacity(3 << 20), line: Vec::with_capacity(512) }
     }
 
+    /// Function symbols of `/proc/kallsyms` ("ADDR TYPE NAME [MODULE]"
+    /// lines), read line by line with only the names kept: the file is
+    /// ~120,000 lines (5 MB), and the table may be held for a whole
+    /// recording. `None` when the kernel shows every address as zero (it
+    /// hides them from us); that is decided on the first lines, without
+    /// reading the rest.
     fn parse(self) -> Option<SymbolTable> {
-        let KallsymsReader { input, entries, names, line } = self;
-        parse_kallsyms_into(input, entries, names, line)
+        /// Function lines looked at before deciding the addresses are hidden.
+        const HIDDEN_AFTER: usize = 64;
+        let KallsymsReader { mut input, mut entries, mut names, mut line } = self;
+        let mut functions = 0usize;
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let mut fields = line.split(|&b| b == b' ' || b == b'\t' || b == b'\n').filter(|f| !f.is_empty());
+            let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
+            if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
+                continue;
+            }
+            let Some(addr) = parse_hex(addr) else { continue };
+            functions += 1;
+            if addr == 0 {
+                if entries.is_empty() && functions >= HIDDEN_AFTER {
+                    return None;
+                }
+                continue;
+            }
+            let (Ok(at), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else { break };
+            names.extend_from_slice(name);
+            entries.push((addr, 0, at, len));
+        }
+        if entries.is_empty() {
+            return None;
+        }
+        names.shrink_to_fit();
+        Some(SymbolTable::from_parts(entries, names))
     }
 }
 
@@ -255,51 +298,6 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
     }
     out.sort_by_key(|m| m.start);
     out
-}
-
-/// Function symbols of `/proc/kallsyms` ("ADDR TYPE NAME [MODULE]" lines),
-/// read line by line with only the names kept: the file is ~120,000 lines
-/// (5 MB), and the table may be held for a whole recording. `None` when
-/// the kernel shows every address as zero (it hides them from us); that is
-/// decided on the first lines, without reading the rest.
-#[cfg(test)]
-fn parse_kallsyms(input: impl BufRead) -> Option<SymbolTable> {
-    parse_kallsyms_into(input, Vec::new(), Vec::new(), Vec::new())
-}
-
-/// [`parse_kallsyms`] into the given (empty) buffers.
-fn parse_kallsyms_into(mut input: impl BufRead, mut entries: Vec<(u64, u64, u32, u32)>, mut names: Vec<u8>, mut line: Vec<u8>) -> Option<SymbolTable> {
-    /// Function lines looked at before deciding the addresses are hidden.
-    const HIDDEN_AFTER: usize = 64;
-    let mut functions = 0usize;
-    loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let mut fields = line.split(|&b| b == b' ' || b == b'\t' || b == b'\n').filter(|f| !f.is_empty());
-        let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
-        if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
-            continue;
-        }
-        let Some(addr) = parse_hex(addr) else { continue };
-        functions += 1;
-        if addr == 0 {
-            if entries.is_empty() && functions >= HIDDEN_AFTER {
-                return None;
-            }
-            continue;
-        }
-        let (Ok(at), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else { break };
-        names.extend_from_slice(name);
-        entries.push((addr, 0, at, len));
-    }
-    if entries.is_empty() {
-        return None;
-    }
-    names.shrink_to_fit();
-    Some(SymbolTable::from_parts(entries, names))
 }
 
 fn parse_hex(digits: &[u8]) -> Option<u64> {
@@ -422,15 +420,19 @@ mod tests {
         assert_eq!(m[2].path, "[vdso]");
     }
 
+    fn parse_kallsyms(text: &[u8]) -> Option<SymbolTable> {
+        KallsymsReader::new(text).parse()
+    }
+
     #[test]
     fn kallsyms_lookup_and_hidden_addresses() {
-        let t = parse_kallsyms(&b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\nffffffff81000400 t no_newline_at_end"[..]).unwrap();
+        let t = parse_kallsyms(b"ffffffff81000000 T _stext\nffffffff81000100 t do_fsync\nffffffff81000200 D some_data\nffffffff81000300 T ksys_write\t[ext4]\nnot a line\nzz T bad_address\nffffffff81000400 t no_newline_at_end").unwrap();
         assert_eq!(t.lookup(0xffffffff81000150), Some("do_fsync"));
         assert_eq!(t.lookup(0xffffffff81000250), Some("do_fsync"), "data symbols are not functions");
         assert_eq!(t.lookup(0xffffffff81000300), Some("ksys_write"));
         assert_eq!(t.lookup(0xffffffff80000000), None);
         assert_eq!(t.lookup(0xffffffff81000410), Some("no_newline_at_end"));
-        assert!(parse_kallsyms(&b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n"[..]).is_none());
+        assert!(parse_kallsyms(b"0000000000000000 T _stext\n0000000000000000 t do_fsync\n").is_none());
         // Hidden addresses are recognised on the first lines: the rest is not read.
         let hidden = "0000000000000000 t f\n".repeat(64) + "ffffffff81000000 T not_read\n";
         assert!(parse_kallsyms(hidden.as_bytes()).is_none());

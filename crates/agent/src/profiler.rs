@@ -39,6 +39,12 @@ pub struct CpuRun {
     pub fallback: Option<String>,
 }
 
+/// Whether a CPU recording collects kernel frames: perf_events records
+/// them beside the native stack, unless native stacks are off.
+fn collects_kernel_stacks(engine: Engine, cstack: CStack) -> bool {
+    engine == Engine::Perf && cstack != CStack::No
+}
+
 /// A recording in progress.
 pub struct Recording {
     pub config: Config,
@@ -210,6 +216,12 @@ impl Profiler {
                 }
             }
         }
+        if cpu.as_ref().is_some_and(|run| collects_kernel_stacks(run.engine, config.cstack)) {
+            // Started only now that nothing can fail, so the table is
+            // dropped by this recording's last dump (see `write_recording`).
+            let registry = self.threads.clone();
+            native_symbols::prefetch_kernel_table(move || registry.exclude(crate::threads::current_tid()));
+        }
         if let Some(path) = config.status.clone() {
             self.publish_status(path);
         }
@@ -227,7 +239,7 @@ impl Profiler {
         }
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
         let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
-        let kernel_stacks = engine == Engine::Perf && config.cstack != CStack::No;
+        let kernel_stacks = collects_kernel_stacks(engine, config.cstack);
         if !native_unwind::init() && config.cstack != CStack::No {
             log::warn("no safe memory probe (pipe, process_vm_readv): native stacks keep only the interrupted function");
         }
@@ -255,10 +267,6 @@ impl Profiler {
                 return Err(format!("cannot start the {} engine: {e}", engine.short()));
             }
         };
-        if kernel_stacks {
-            let registry = self.threads.clone();
-            native_symbols::prefetch_kernel_table(move || registry.exclude(crate::threads::current_tid()));
-        }
         let line = format!("started {} profiling: engine {}, interval {}, {}", event.name(), engine.describe(), fmt_interval(config.interval_ns), threads);
         Ok((CpuRun { event, engine, fallback }, line))
     }
