@@ -33,6 +33,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::{self, Blob, Layout};
+use crate::method_ids;
 use crate::javastack::{JavaStack, PhysFrame, Start};
 use crate::scopes::{self, DebugInfo, MAX_SCOPES};
 use crate::store::{JavaFrameType, RawFrame};
@@ -86,7 +87,7 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
         };
         match phys {
             PhysFrame::Interpreted { method, bcp } => {
-                let id = method_id(l, method)?;
+                let id = method_ids::get(l, method)?;
                 // A native method's interpreted frame keeps no bytecode
                 // pointer, though its slot is not always cleared.
                 let native = bcp == 0 || l.is_native_live(method) == Some(true);
@@ -117,7 +118,7 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
 /// JNI wrapper, or the inlined scopes and the compiled method itself.
 fn compiled_frames(l: &Layout, pc: usize, blob: &Blob, scratch: &mut [(usize, i32)], out: &mut [RawFrame], n: &mut usize) -> Option<()> {
     let method = blob.method;
-    let id = method_id(l, method)?;
+    let id = method_ids::get(l, method)?;
     if l.is_native_live(method) == Some(true) {
         push(out, n, RawFrame::java(id, BCI_NATIVE_FRAME, JavaFrameType::Compiled));
         return Some(());
@@ -125,7 +126,7 @@ fn compiled_frames(l: &Layout, pc: usize, blob: &Blob, scratch: &mut [(usize, i3
     let k = inlined(l, blob, pc, scratch)?;
     for (i, &(m, bci)) in scratch.iter().take(k).enumerate() {
         let ty = if i + 1 == k { JavaFrameType::Compiled } else { JavaFrameType::Inlined };
-        let id = if i + 1 == k { id } else { method_id(l, m)? };
+        let id = if i + 1 == k { id } else { method_ids::get(l, m)? };
         push(out, n, RawFrame::java(id, bci, ty));
     }
     Some(())
@@ -155,36 +156,6 @@ fn inlined(l: &Layout, blob: &Blob, pc: usize, out: &mut [(usize, i32)]) -> Opti
     };
     let offset = i32::try_from(pc.checked_sub(blob.code_begin)?).ok()?;
     scopes::frames_at(&info, offset, out)
-}
-
-/// A cache of `Method*` → `jmethodID`. Entries are written without a lock;
-/// a torn or stale entry fails the read-back check and is looked up again.
-const CACHE: usize = 8192;
-
-struct Entry {
-    method: AtomicUsize,
-    id: AtomicUsize,
-}
-
-static IDS: [Entry; CACHE] = [const { Entry { method: AtomicUsize::new(0), id: AtomicUsize::new(0) } }; CACHE];
-
-/// The `jmethodID` of a `Method*` (read back to confirm), or `None`.
-fn method_id(l: &Layout, method: usize) -> Option<usize> {
-    let e = IDS.get((method >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51 & (CACHE - 1))?;
-    if e.method.load(Ordering::Relaxed) == method {
-        let id = e.id.load(Ordering::Relaxed);
-        // SAFETY: every id in the cache was read back once: a jmethodID,
-        // which points at a slot in a JNI method block that is never freed.
-        if id != 0 && unsafe { (id as *const usize).read_volatile() } == method {
-            return Some(id);
-        }
-    }
-    // Looked up through safe reads: `method` may not be a Method at all.
-    let id = l.jmethod_id(method)?;
-    e.id.store(0, Ordering::Relaxed);
-    e.method.store(method, Ordering::Relaxed);
-    e.id.store(id, Ordering::Relaxed);
-    Some(id)
 }
 
 /// Decoded call sites of compiled frames, keyed by return address and

@@ -149,6 +149,15 @@ static LAYOUT: OnceLock<Layout> = OnceLock::new();
 /// strings, once one was seen.
 static NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static NATIVE_NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Name pointers read once and found to be neither: the names of stubs,
+/// adapters and buffer blobs, which walks meet on every sample. An nmethod's
+/// name is always one of libjvm's read-only literals, so a pointer whose
+/// bytes were read and did not match can never name an nmethod later, and
+/// a cached entry never needs invalidating. Direct-mapped; a collision only
+/// costs a read.
+static OTHER_BLOB_NAMES: [std::sync::atomic::AtomicUsize; OTHER_NAMES_CACHED] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; OTHER_NAMES_CACHED];
+const OTHER_NAMES_CACHED: usize = 128;
 
 /// The layout, once [`init`] succeeded. Signal-safe (an atomic load).
 pub fn layout() -> Option<&'static Layout> {
@@ -478,6 +487,10 @@ impl Layout {
                 if name != 0 && (name == NMETHOD_NAME.load(Ordering::Relaxed) || name == NATIVE_NMETHOD_NAME.load(Ordering::Relaxed)) {
                     return true;
                 }
+                let other = OTHER_BLOB_NAMES.get((name >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57 & (OTHER_NAMES_CACHED - 1));
+                if name != 0 && other.is_some_and(|o| o.load(Ordering::Relaxed) == name) {
+                    return false;
+                }
                 match safemem::read_bytes8(name) {
                     Some(b) if &b == b"nmethod\0" => {
                         NMETHOD_NAME.store(name, Ordering::Relaxed);
@@ -487,6 +500,13 @@ impl Layout {
                     Some(b) if &b == b"native n" && safemem::read_bytes8(name + 8).is_some_and(|r| r[..7] == *b"method\0") => {
                         NATIVE_NMETHOD_NAME.store(name, Ordering::Relaxed);
                         return true;
+                    }
+                    // Read, and not an nmethod's name (an unreadable
+                    // pointer is not cached: it may be a torn read).
+                    Some(b) if b != *b"native n" => {
+                        if let Some(o) = other {
+                            o.store(name, Ordering::Relaxed);
+                        }
                     }
                     _ => {}
                 }

@@ -9,9 +9,8 @@
 //! a compiled frame gives the method it was compiled for, marked compiled,
 //! without the methods inlined into it (decoding the compiler's scope data
 //! is left out: those samples are attributed to the compiled root). Each
-//! `Method*` is turned into its `jmethodID` through its class's jmethodID
-//! cache and checked by reading it back; the walk stops at the first frame
-//! it cannot name.
+//! `Method*` is turned into its `jmethodID` (see `method_ids`) and checked
+//! by reading it back; the walk stops at the first frame it cannot name.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +19,7 @@ use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 
 use crate::hotspot::{self, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::method_ids;
 use crate::store::{JavaFrameType, RawFrame};
 
 /// What the walk found.
@@ -49,7 +49,7 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
             PhysFrame::Interpreted { method, bcp } => (method, l.bci(method, bcp), JavaFrameType::Interpreted),
             PhysFrame::Compiled { blob, .. } => (blob.method, l.compiled_bci(blob.method), JavaFrameType::Compiled),
         };
-        let Some(id) = l.jmethod_id(method) else { break };
+        let Some(id) = method_ids::get(l, method) else { break };
         *slot = RawFrame::java(id, bci, ty);
         n += 1;
     }

@@ -30,6 +30,7 @@ pub mod jvmti;
 pub mod live;
 pub mod live_report;
 pub mod log;
+pub mod method_ids;
 pub mod native_dwarf;
 pub mod native_symbols;
 pub mod native_unwind;

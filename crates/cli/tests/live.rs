@@ -187,13 +187,16 @@ fn recall_per_site_within_15_percent() {
 
 #[test]
 fn recall_stays_within_15_percent_when_the_budget_forces_thinning() {
-    let report = recall("256k");
+    // Untrimmed, this run tracks about 1 MiB; half that forces one thinning
+    // and leaves siteA (a tenth of the bytes) a few hundred survivors, so the
+    // 15% bound holds with room for sampling noise (a quarter of it did not).
+    let report = recall("512k");
     let line = report.lines().find(|l| l.starts_with("sampling:")).unwrap();
     assert!(line.contains("thinned") && line.contains("survivors re-weighted"), "{line}");
     // Thinning keeps the tracking memory near the budget.
     let used = line.rsplit("tracking memory ").next().unwrap();
     let words: Vec<&str> = used.split_whitespace().collect();
-    assert!(bytes_of(words[0], words[1]) <= 300.0 * 1024.0, "{line}");
+    assert!(bytes_of(words[0], words[1]) <= 1.05 * 512.0 * 1024.0, "{line}");
 }
 
 #[test]
