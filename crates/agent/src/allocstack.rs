@@ -33,10 +33,10 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::{self, Blob, Layout};
-use crate::method_ids;
 use crate::javastack::{JavaStack, PhysFrame, Start};
+use crate::method_ids;
 use crate::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::store::{JavaFrameType, RawFrame};
+use crate::store::{direct_mapped_slot, JavaFrameType, RawFrame};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
@@ -203,7 +203,7 @@ static SITES: SiteCache = SiteCache {
 
 impl SiteCache {
     fn entry(&self, pc: usize) -> Option<&Site> {
-        self.entries.get((pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) & (SITES_CACHED - 1))
+        self.entries.get(direct_mapped_slot(pc, SITES_CACHED))
     }
 
     /// Pushes the cached frames of call site `pc` in nmethod (`blob`,

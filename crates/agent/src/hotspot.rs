@@ -15,6 +15,7 @@
 use std::sync::OnceLock;
 
 use crate::safemem;
+use crate::store::direct_mapped_slot;
 use crate::vmstructs::VmStructs;
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
@@ -484,11 +485,14 @@ impl Layout {
             }
             NmethodTest::Name { offset } => {
                 let name = word(offset);
-                if name != 0 && (name == NMETHOD_NAME.load(Ordering::Relaxed) || name == NATIVE_NMETHOD_NAME.load(Ordering::Relaxed)) {
+                if name == 0 {
+                    return false;
+                }
+                if name == NMETHOD_NAME.load(Ordering::Relaxed) || name == NATIVE_NMETHOD_NAME.load(Ordering::Relaxed) {
                     return true;
                 }
-                let other = OTHER_BLOB_NAMES.get((name >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57 & (OTHER_NAMES_CACHED - 1));
-                if name != 0 && other.is_some_and(|o| o.load(Ordering::Relaxed) == name) {
+                let other = OTHER_BLOB_NAMES.get(direct_mapped_slot(name >> 3, OTHER_NAMES_CACHED));
+                if other.is_some_and(|o| o.load(Ordering::Relaxed) == name) {
                     return false;
                 }
                 match safemem::read_bytes8(name) {
@@ -497,12 +501,13 @@ impl Layout {
                         return true;
                     }
                     // A JNI wrapper is an nmethod too (of the native method).
-                    Some(b) if &b == b"native n" && safemem::read_bytes8(name + 8).is_some_and(|r| r[..7] == *b"method\0") => {
+                    Some(b) if &b == b"native n" && safemem::read_bytes8(name.wrapping_add(8)).is_some_and(|r| r[..7] == *b"method\0") => {
                         NATIVE_NMETHOD_NAME.store(name, Ordering::Relaxed);
                         return true;
                     }
-                    // Read, and not an nmethod's name (an unreadable
-                    // pointer is not cached: it may be a torn read).
+                    // Read, and not an nmethod's name. Not cached: an
+                    // unreadable pointer (it may be a torn read), or a
+                    // "native n" whose rest could not be read.
                     Some(b) if b != *b"native n" => {
                         if let Some(o) = other {
                             o.store(name, Ordering::Relaxed);

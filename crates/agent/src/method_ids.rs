@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::Layout;
+use crate::store::direct_mapped_slot;
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;
@@ -29,7 +30,7 @@ static IDS: [Entry; CACHED] = [const { Entry { method: AtomicUsize::new(0), id: 
 /// The `jmethodID` of `method` (read back to confirm), or `None` when
 /// `method` is not a live `Method` with one. Async-signal-safe.
 pub fn get(l: &Layout, method: usize) -> Option<usize> {
-    let e = IDS.get((method >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51 & (CACHED - 1))?;
+    let e = IDS.get(direct_mapped_slot(method >> 3, CACHED))?;
     if e.method.load(Ordering::Relaxed) == method {
         let id = e.id.load(Ordering::Relaxed);
         // SAFETY: only ids that were read back through a safe read are ever

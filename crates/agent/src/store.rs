@@ -201,6 +201,17 @@ pub struct StoredTrace {
     pub total: u64,
 }
 
+/// The slot of `key` in a direct-mapped table of `entries` slots (a power of
+/// two): the top bits of its Fibonacci hash, so keys that differ only in low
+/// bits spread out. For the walks' lock-free caches. Signal-safe, never
+/// panics.
+pub const fn direct_mapped_slot(key: usize, entries: usize) -> usize {
+    match key.wrapping_mul(0x9E37_79B9_7F4A_7C15).checked_shr(usize::BITS - entries.trailing_zeros()) {
+        Some(top) => top & entries.wrapping_sub(1),
+        None => 0,
+    }
+}
+
 fn mix(mut h: u64, v: u64) -> u64 {
     h ^= v;
     h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -433,6 +444,21 @@ mod tests {
 
     fn f(bci: i32, method: usize) -> RawFrame {
         RawFrame { bci, method }
+    }
+
+    #[test]
+    fn direct_mapped_slots_are_the_hash_top_bits_and_spread_aligned_keys() {
+        // The top 13 bits for 8192 slots, the top 7 for 128.
+        for key in [0x7f00_1234_5678usize, 8, usize::MAX] {
+            assert_eq!(direct_mapped_slot(key, 8192), key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51);
+            assert_eq!(direct_mapped_slot(key, 128), key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57);
+        }
+        assert_eq!(direct_mapped_slot(12345, 1), 0);
+        // 4096 consecutive 16-byte-aligned addresses (as Method* or code
+        // addresses are) fill most of a 4096-slot table.
+        let used: std::collections::HashSet<usize> = (0..4096usize).map(|i| direct_mapped_slot(0x7f00_0000_0000 + 16 * i, 4096)).collect();
+        assert!(used.iter().all(|&s| s < 4096));
+        assert!(used.len() > 2500, "{} slots used", used.len());
     }
 
     #[test]
