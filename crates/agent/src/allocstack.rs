@@ -36,7 +36,7 @@ use crate::hotspot::{self, Blob, Layout};
 use crate::javastack::{JavaStack, PhysFrame, Start};
 use crate::method_ids;
 use crate::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::store::{direct_mapped_slot, JavaFrameType, RawFrame};
+use crate::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
@@ -50,6 +50,10 @@ pub fn configure(continuation_entry: usize) -> bool {
     let on = std::env::var_os("OXPROF_ALLOC_WALK").is_none_or(|v| v != "0");
     ENABLED.store(on, Ordering::Relaxed);
     CHECK.store(std::env::var_os("OXPROF_CHECK_ALLOC_WALK").is_some_and(|v| v == "1"), Ordering::Relaxed);
+    // The call-site cache is read before it is written (see `prefault`).
+    prefault(&SITES.entries, |e| {
+        let _ = e.seq.compare_exchange(0, 0, Ordering::Relaxed, Ordering::Relaxed);
+    });
     if continuation_entry != 0 {
         // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
         let method = unsafe { (continuation_entry as *const usize).read_volatile() };

@@ -21,12 +21,18 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
         Some(Command::Start) => crate::start(agent, config, jni),
         Some(Command::Stop) => {
             let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
-            write_recording(agent, &rec, &config, jni, true)
+            let written = write_recording(agent, &rec, &config, jni, true);
+            release_freed_memory();
+            written
         }
-        Some(Command::Dump) => agent.profiler.with_recording(|rec| match rec {
-            Some(rec) => write_recording(agent, rec, &config, jni, false),
-            None => Err("profiling is not running; nothing to dump".into()),
-        }),
+        Some(Command::Dump) => {
+            let written = agent.profiler.with_recording(|rec| match rec {
+                Some(rec) => write_recording(agent, rec, &config, jni, false),
+                None => Err("profiling is not running; nothing to dump".into()),
+            });
+            release_freed_memory();
+            written
+        }
         Some(Command::Status) => Ok(vec![agent.profiler.with_recording(|rec| status_line(agent, rec))]),
         None => Ok(vec!["oxprof agent loaded; profiling is not running".into()]),
     }
@@ -64,11 +70,12 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     if last {
         crate::native_symbols::forget_kernel_table();
     }
-    release_freed_memory();
     result
 }
 
-/// Hands the dump's freed memory back to the system. A dump's tables (the
+/// Hands the dump's freed memory back to the system (after a command, not
+/// at JVM exit, where trimming would only cost time: each trimmed range
+/// flushes the TLB of every CPU the JVM runs on). A dump's tables (the
 /// kernel's symbols alone are ~8 MB) are freed when it ends, but glibc keeps
 /// freed heap pages, so without this a JVM that is dumped now and then
 /// would carry the largest dump's peak in its RSS for good.

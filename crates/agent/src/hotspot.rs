@@ -176,6 +176,10 @@ pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
         return Err("process_vm_readv on the own process is not allowed".into());
     }
     let l = Layout::from_vm_structs(vs, env)?;
+    // Read before written, like the walks' other caches.
+    crate::store::prefault(&OTHER_BLOB_NAMES, |e| {
+        let _ = e.compare_exchange(0, 0, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed);
+    });
     Ok(LAYOUT.get_or_init(|| l))
 }
 

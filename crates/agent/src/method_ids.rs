@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::Layout;
-use crate::store::direct_mapped_slot;
+use crate::store::{direct_mapped_slot, prefault};
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;
@@ -26,6 +26,14 @@ struct Entry {
 /// another method's id (or a stale one); every hit is confirmed by reading
 /// the id back, and a failed check is a miss.
 static IDS: [Entry; CACHED] = [const { Entry { method: AtomicUsize::new(0), id: AtomicUsize::new(0) } }; CACHED];
+
+/// Backs the table with memory before the walks use it (see
+/// [`prefault`]). Off the signal path.
+pub fn prepare() {
+    prefault(&IDS, |e| {
+        let _ = e.id.compare_exchange(0, 0, Ordering::Relaxed, Ordering::Relaxed);
+    });
+}
 
 /// The `jmethodID` of `method` (read back to confirm), or `None` when
 /// `method` is not a live `Method` with one. Async-signal-safe.

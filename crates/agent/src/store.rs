@@ -9,6 +9,11 @@
 //! its counters. When the table or the arena is full, samples are counted as
 //! dropped; nothing blocks.
 //!
+//! Every page is first touched by a write (the claim is tried before the slot
+//! is compared, and readers visit only claimed slots, listed in claim order):
+//! a first read would map the kernel's zero page, and replacing it on the
+//! next write flushes the TLB of every CPU the process runs on.
+//!
 //! Readers (dump) run off the signal path and only look at published slots.
 //! [`SampleStore::reset`] must only run when no writer is active (the signal
 //! module guarantees that).
@@ -175,6 +180,8 @@ pub struct StoreStats {
 pub struct SampleStore {
     slots: Mapping,
     slot_count: usize,
+    /// Claimed slot numbers plus one, in claim order (0: not written yet).
+    order: Mapping,
     frames: Mapping,
     frame_capacity: usize,
     frame_cursor: AtomicUsize,
@@ -212,6 +219,20 @@ pub const fn direct_mapped_slot(key: usize, entries: usize) -> usize {
     }
 }
 
+/// Backs every page of a static lock-free table with its own memory now, off
+/// the sample path, by applying `write` (an atomic write that keeps the
+/// value: `compare_exchange(0, 0)`; not `fetch_or(0)`, which compilers turn
+/// into a load) to one element per page and to the last one. The walks'
+/// caches read an entry before they write it; on a page nothing has written
+/// yet, that read maps the kernel's shared zero page, and the write after
+/// it must replace the mapping and flush the TLB of every CPU the process
+/// runs on (an inter-processor interrupt). Costs the table's size in
+/// resident memory.
+pub fn prefault<T>(table: &[T], write: impl Fn(&T)) {
+    let per_page = (4096 / std::mem::size_of::<T>().max(1)).max(1);
+    table.iter().step_by(per_page).chain(table.last()).for_each(write);
+}
+
 fn mix(mut h: u64, v: u64) -> u64 {
     h ^= v;
     h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -234,10 +255,12 @@ impl SampleStore {
     pub fn new(slot_count: usize, frame_capacity: usize) -> Option<SampleStore> {
         let slot_count = slot_count.max(16).next_power_of_two();
         let slots = Mapping::new(slot_count * std::mem::size_of::<Slot>())?;
+        let order = Mapping::new(slot_count * std::mem::size_of::<AtomicU32>())?;
         let frames = Mapping::new(frame_capacity.max(1) * std::mem::size_of::<RawFrame>())?;
         Some(SampleStore {
             slots,
             slot_count,
+            order,
             frames,
             frame_capacity: frame_capacity.max(1),
             frame_cursor: AtomicUsize::new(0),
@@ -290,26 +313,52 @@ impl SampleStore {
         let mut i = key as usize;
         for _ in 0..MAX_PROBE {
             let slot = self.slot(i);
-            let k = slot.key.load(Ordering::Acquire);
-            if k == 0 {
-                if self.used_slots.load(Ordering::Relaxed) * 4 >= self.slot_count * 3 {
-                    break; // keep probe chains short: treat 75% as full
+            // Claim first, compare after. The first access to a page of the
+            // table must be a write: a read would map the kernel's shared
+            // zero page there, and the write that follows would have to
+            // replace that mapping and flush the TLB of every CPU running
+            // this process (an inter-processor interrupt, tens of µs on a
+            // virtual machine, and a stall for whatever the other CPU runs).
+            // On javac that was 1,600 interrupts per allocation recording.
+            let k = if self.has_room() {
+                match slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        self.note_used(self.used_slots.fetch_add(1, Ordering::Relaxed), i);
+                        return self.fill(slot, tid, frames, weight).then_some(self.index(i));
+                    }
+                    Err(k) => k,
                 }
-                if slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                    self.used_slots.fetch_add(1, Ordering::Relaxed);
-                    return self.fill(slot, tid, frames, weight).then_some(self.index(i));
-                }
-                // Lost the race: look at what the winner put there.
-                if slot.key.load(Ordering::Acquire) == key && self.matches(slot, tid, frames) {
-                    return self.count(slot, weight).then_some(self.index(i));
-                }
-            } else if k == key && self.matches(slot, tid, frames) {
+            } else {
+                slot.key.load(Ordering::Acquire)
+            };
+            if k == key && self.matches(slot, tid, frames) {
                 return self.count(slot, weight).then_some(self.index(i));
+            }
+            if k == 0 {
+                break; // an empty slot, and no room to claim it: not stored
             }
             i = i.wrapping_add(1);
         }
         self.dropped.fetch_add(1, Ordering::Relaxed);
         None
+    }
+
+    /// Whether a new stack may still claim a slot: past 75% full, probe
+    /// chains grow long, so the table counts as full.
+    fn has_room(&self) -> bool {
+        self.used_slots.load(Ordering::Relaxed) * 4 < self.slot_count * 3
+    }
+
+    /// Appends slot `i` to the claim order (the `n`th claim), so a snapshot
+    /// visits only claimed slots and never reads (and so never maps the zero
+    /// page into) parts of the table no stack has reached yet.
+    fn note_used(&self, n: usize, i: usize) {
+        if n < self.slot_count {
+            // SAFETY: `n < slot_count` and the order mapping holds
+            // `slot_count` u32s; all-zero is a valid AtomicU32.
+            let cell = unsafe { &*(self.order.ptr.as_ptr() as *const AtomicU32).add(n) };
+            cell.store(self.index(i) + 1, Ordering::Release);
+        }
     }
 
     fn index(&self, i: usize) -> u32 {
@@ -404,8 +453,12 @@ impl SampleStore {
     /// sees each slot either not yet published or complete.
     pub fn snapshot(&self) -> Vec<StoredTrace> {
         let mut out = Vec::new();
-        for i in 0..self.slot_count {
-            let slot = self.slot(i);
+        let claimed = self.used_slots.load(Ordering::Acquire).min(self.slot_count);
+        for n in 0..claimed {
+            // SAFETY: `n < slot_count`, the length of the order mapping in u32s.
+            let cell = unsafe { &*(self.order.ptr.as_ptr() as *const AtomicU32).add(n) };
+            let Some(i) = cell.load(Ordering::Acquire).checked_sub(1) else { continue };
+            let slot = self.slot(i as usize);
             if slot.state.load(Ordering::Acquire) != READY {
                 continue;
             }
@@ -429,6 +482,7 @@ impl SampleStore {
     /// Empties the store. The caller guarantees no writer is running.
     pub fn reset(&self) {
         self.slots.zero();
+        self.order.zero();
         self.frames.zero();
         self.frame_cursor.store(0, Ordering::Relaxed);
         self.used_slots.store(0, Ordering::Relaxed);
@@ -515,6 +569,32 @@ mod tests {
         assert_eq!(s.stats().dropped, 32);
         // Existing stacks still count when the store is full.
         assert!(s.record(0, &[f(0, 1)], 1));
+    }
+
+    /// Pages of `m` the kernel has mapped (mincore).
+    fn mapped_pages(m: &Mapping) -> usize {
+        let pages = m.len.div_ceil(4096);
+        let mut v = vec![0u8; pages];
+        // SAFETY: `m` is a live mapping of `m.len` bytes; `v` has one byte
+        // per page.
+        assert_eq!(unsafe { libc::mincore(m.ptr.as_ptr() as *mut _, m.len, v.as_mut_ptr()) }, 0);
+        v.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    #[test]
+    fn snapshots_read_only_claimed_slots() {
+        // 65536 slots of 48 bytes: 768 pages, of which one stack claims one.
+        let s = SampleStore::new(1 << 16, 1024).unwrap();
+        assert!(s.record(7, &[f(1, 10), f(2, 20)], 3));
+        assert!(s.record(7, &[f(1, 11)], 3));
+        assert!(s.record(7, &[f(1, 10), f(2, 20)], 3));
+        let mut snap = s.snapshot();
+        snap.sort_by_key(|t| t.frames.len());
+        assert_eq!(snap.iter().map(|t| (t.frames.len(), t.samples, t.total)).collect::<Vec<_>>(), [(1, 1, 3), (2, 2, 6)]);
+        // Reading every slot would have mapped the zero page over the whole
+        // table, and each later claim there would flush all CPUs' TLBs.
+        let mapped = mapped_pages(&s.slots);
+        assert!(mapped <= 2, "{mapped} pages of the slot table are mapped");
     }
 
     #[test]
