@@ -207,6 +207,22 @@ def main():
             summary["ratios"]["%s/%s %s" % (name, ref, what)] = {"median": m, "ci90": [lo, hi], "per_round": ratios}
             print("%-28s median %.3f  90%% interval %.3f-%.3f  (per round %.3f-%.3f)"
                   % ("%s/%s %s" % (name, ref, what), m, lo, hi, min(ratios), max(ratios)))
+    # Arms with the reference's own options (null arms, e.g. plain-again=)
+    # measure nothing but noise; the mean of all such runs in a round is a
+    # steadier reference than the one plain run.
+    nulls = [n for n, o in arms if o == arms[0][1]]
+    if len(nulls) > 1 and not args.side_by_side:
+        for name, _ in arms:
+            if name in nulls:
+                continue
+            for what, data in (("wall", walls), ("cpu", cpus)):
+                ratios = [data[name][r] / statistics.mean(data[n][r] for n in nulls) for r in range(args.rounds)]
+                m = statistics.median(ratios)
+                lo, hi = bootstrap_median(ratios)
+                key = "%s/mean(%s) %s" % (name, ",".join(nulls), what)
+                summary["ratios"][key] = {"median": m, "ci90": [lo, hi], "per_round": ratios}
+                print("%-28s median %.3f  90%% interval %.3f-%.3f  (per round %.3f-%.3f)"
+                      % (key, m, lo, hi, min(ratios), max(ratios)))
     with open(os.path.join(rundir, "rotate.json"), "w") as f:
         json.dump(summary, f, indent=1)
     print("results: %s/rotate.json" % rundir)

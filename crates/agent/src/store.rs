@@ -1,18 +1,24 @@
 //! The lock-free sample store the signal handler writes into.
 //!
-//! A fixed-size open-addressing hash table of distinct stacks plus a frame
-//! arena, both preallocated with `mmap` before profiling starts (untouched
-//! pages cost no resident memory). Inserting takes no lock and allocates
-//! nothing: a stack's slot is claimed with a compare-and-swap on its hash, its
-//! frames are copied into arena space reserved with `fetch_add`, and the slot
-//! is published with a release store. Identical stacks share one slot and bump
-//! its counters. When the table or the arena is full, samples are counted as
-//! dropped; nothing blocks.
+//! Distinct stacks live in slots handed out in order, their frames in an
+//! arena, and a hash index (open addressing, 4 bytes per entry) maps a
+//! stack's hash to its slot. All three are preallocated with `mmap` before
+//! profiling starts. Inserting takes no lock and allocates nothing: a new
+//! stack takes the next slot and arena space with `fetch_add`, fills them,
+//! and is published by a compare-and-swap on an empty index entry; a
+//! thread that loses that race to the same stack counts its sample there
+//! and abandons its own slot. Identical stacks share one slot and bump its
+//! counters. When slots or arena run out, samples are counted as dropped;
+//! nothing blocks.
 //!
-//! Every page is first touched by a write (the claim is tried before the slot
-//! is compared, and readers visit only claimed slots, listed in claim order):
-//! a first read would map the kernel's zero page, and replacing it on the
-//! next write flushes the TLB of every CPU the process runs on.
+//! Pages are what costs here. The index is written with zeros when the store
+//! is created, so it is resident (1 MiB for the CPU store) and lookups,
+//! which land on it at random, never fault; slots and frames fill their
+//! pages in order, so a run with a few thousand stacks touches a few dozen
+//! pages of them instead of one page per stack. And every page is first
+//! touched by a write: a first read would map the kernel's shared zero page,
+//! and replacing that on the next write flushes the TLB of every CPU the
+//! process runs on (an inter-processor interrupt per page).
 //!
 //! Readers (dump) run off the signal path and only look at published slots.
 //! [`SampleStore::reset`] must only run when no writer is active (the signal
@@ -100,7 +106,6 @@ impl RawFrame {
     }
 }
 
-const EMPTY: u32 = 0;
 const WRITING: u32 = 1;
 const READY: u32 = 2;
 const DEAD: u32 = 3;
@@ -158,6 +163,16 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Writes zeros over the whole mapping, so every page is backed by
+    /// memory of its own (a first read would map the shared zero page).
+    fn write_zeros(&self) {
+        // SAFETY: the range is exactly our writable mapping; callers ensure
+        // nobody else uses it meanwhile (creation, or reset with no writer).
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly what `new` mapped.
@@ -178,14 +193,17 @@ pub struct StoreStats {
 
 /// The store. Create it before profiling starts; share it by reference.
 pub struct SampleStore {
+    /// The hash index: per entry, the number of its slot plus one (0: empty).
+    index: Mapping,
+    index_len: usize,
+    /// Slots, handed out in order, so they fill their pages densely.
     slots: Mapping,
-    slot_count: usize,
-    /// Claimed slot numbers plus one, in claim order (0: not written yet).
-    order: Mapping,
+    slot_capacity: usize,
+    next_slot: AtomicUsize,
     frames: Mapping,
     frame_capacity: usize,
     frame_cursor: AtomicUsize,
-    used_slots: AtomicUsize,
+    published: AtomicUsize,
     recorded: AtomicU64,
     dropped: AtomicU64,
     /// Where each recorded sample is also logged with its time (JFR), or null.
@@ -250,32 +268,45 @@ fn hash(tid: u32, frames: &[RawFrame]) -> u64 {
 }
 
 impl SampleStore {
-    /// A store for up to `slot_count` distinct stacks (rounded up to a power of
-    /// two) and `frame_capacity` frames in total.
+    /// A store for up to three quarters of `slot_count` (rounded up to a
+    /// power of two) distinct stacks and `frame_capacity` frames in total.
+    /// The hash index (4 bytes per entry) is made resident here; slots and
+    /// frames only as they fill.
     pub fn new(slot_count: usize, frame_capacity: usize) -> Option<SampleStore> {
-        let slot_count = slot_count.max(16).next_power_of_two();
-        let slots = Mapping::new(slot_count * std::mem::size_of::<Slot>())?;
-        let order = Mapping::new(slot_count * std::mem::size_of::<AtomicU32>())?;
+        let index_len = slot_count.max(16).next_power_of_two();
+        // Past 75% full, probe chains grow long: that many slots at most.
+        let slot_capacity = index_len / 4 * 3;
+        let index = Mapping::new(index_len * std::mem::size_of::<AtomicU32>())?;
+        index.write_zeros();
+        let slots = Mapping::new(slot_capacity * std::mem::size_of::<Slot>())?;
         let frames = Mapping::new(frame_capacity.max(1) * std::mem::size_of::<RawFrame>())?;
         Some(SampleStore {
+            index,
+            index_len,
             slots,
-            slot_count,
-            order,
+            slot_capacity,
+            next_slot: AtomicUsize::new(0),
             frames,
             frame_capacity: frame_capacity.max(1),
             frame_cursor: AtomicUsize::new(0),
-            used_slots: AtomicUsize::new(0),
+            published: AtomicUsize::new(0),
             recorded: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             log: AtomicPtr::new(std::ptr::null_mut()),
         })
     }
 
-    fn slot(&self, i: usize) -> &Slot {
-        let i = i & (self.slot_count - 1);
-        // SAFETY: `i < slot_count` by the mask; the mapping holds `slot_count`
-        // zero-initialised slots, and all-zero is a valid `Slot` (atomics).
-        unsafe { &*(self.slots.ptr.as_ptr() as *const Slot).add(i) }
+    fn index_entry(&self, i: usize) -> &AtomicU32 {
+        let i = i & (self.index_len - 1);
+        // SAFETY: `i < index_len` by the mask; the mapping holds `index_len`
+        // u32s, and any bit pattern is a valid AtomicU32.
+        unsafe { &*(self.index.ptr.as_ptr() as *const AtomicU32).add(i) }
+    }
+
+    fn slot(&self, n: usize) -> Option<&Slot> {
+        // SAFETY: `n < slot_capacity`, the mapping's length in slots;
+        // all-zero is a valid `Slot` (atomics).
+        (n < self.slot_capacity).then(|| unsafe { &*(self.slots.ptr.as_ptr() as *const Slot).add(n) })
     }
 
     fn frame_ptr(&self, at: usize) -> *mut RawFrame {
@@ -311,95 +342,99 @@ impl SampleStore {
     fn insert(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
         let key = hash(tid, frames);
         let mut i = key as usize;
+        let mut mine: Option<usize> = None;
         for _ in 0..MAX_PROBE {
-            let slot = self.slot(i);
-            // Claim first, compare after. The first access to a page of the
-            // table must be a write: a read would map the kernel's shared
-            // zero page there, and the write that follows would have to
-            // replace that mapping and flush the TLB of every CPU running
-            // this process (an inter-processor interrupt, tens of µs on a
-            // virtual machine, and a stall for whatever the other CPU runs).
-            // On javac that was 1,600 interrupts per allocation recording.
-            let k = if self.has_room() {
-                match slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => {
-                        self.note_used(self.used_slots.fetch_add(1, Ordering::Relaxed), i);
-                        return self.fill(slot, tid, frames, weight).then_some(self.index(i));
+            let entry = self.index_entry(i);
+            let mut e = entry.load(Ordering::Acquire);
+            if e == 0 {
+                // A new stack: fill a slot of our own, then publish it here.
+                let n = match mine {
+                    Some(n) => n,
+                    None => {
+                        let n = self.new_slot(key, tid, frames, weight)?;
+                        mine = Some(n);
+                        n
                     }
-                    Err(k) => k,
+                };
+                match entry.compare_exchange(0, n as u32 + 1, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        if let Some(slot) = self.slot(n) {
+                            slot.state.store(READY, Ordering::Release);
+                        }
+                        self.published.fetch_add(1, Ordering::Relaxed);
+                        self.recorded.fetch_add(1, Ordering::Relaxed);
+                        return Some(n as u32);
+                    }
+                    Err(now) => e = now, // another thread published first
                 }
-            } else {
-                slot.key.load(Ordering::Acquire)
-            };
-            if k == key && self.matches(slot, tid, frames) {
-                return self.count(slot, weight).then_some(self.index(i));
             }
-            if k == 0 {
-                break; // an empty slot, and no room to claim it: not stored
+            let n = e as usize - 1;
+            if let Some(slot) = self.slot(n).filter(|s| s.key.load(Ordering::Relaxed) == key) {
+                if self.matches(slot, tid, frames) {
+                    self.abandon(mine);
+                    return self.count(slot, weight).then_some(n as u32);
+                }
             }
             i = i.wrapping_add(1);
         }
+        self.abandon(mine);
         self.dropped.fetch_add(1, Ordering::Relaxed);
         None
     }
 
-    /// Whether a new stack may still claim a slot: past 75% full, probe
-    /// chains grow long, so the table counts as full.
-    fn has_room(&self) -> bool {
-        self.used_slots.load(Ordering::Relaxed) * 4 < self.slot_count * 3
-    }
-
-    /// Appends slot `i` to the claim order (the `n`th claim), so a snapshot
-    /// visits only claimed slots and never reads (and so never maps the zero
-    /// page into) parts of the table no stack has reached yet.
-    fn note_used(&self, n: usize, i: usize) {
-        if n < self.slot_count {
-            // SAFETY: `n < slot_count` and the order mapping holds
-            // `slot_count` u32s; all-zero is a valid AtomicU32.
-            let cell = unsafe { &*(self.order.ptr.as_ptr() as *const AtomicU32).add(n) };
-            cell.store(self.index(i) + 1, Ordering::Release);
+    /// Takes the next free slot and fills it with this stack, unpublished.
+    /// `None` (counted as dropped) when the slots or the arena ran out.
+    fn new_slot(&self, key: u64, tid: u32, frames: &[RawFrame], weight: u64) -> Option<usize> {
+        let n = self.next_slot.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = self.slot(n) else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let len = frames.len();
+        let at = self.frame_cursor.fetch_add(len, Ordering::Relaxed);
+        if at.checked_add(len).map_or(true, |end| end > self.frame_capacity) {
+            slot.state.store(DEAD, Ordering::Release);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
+        // SAFETY: [at, at+len) was reserved above by this thread alone and
+        // lies inside the arena; source and destination cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(frames.as_ptr(), self.frame_ptr(at), len) };
+        slot.key.store(key, Ordering::Relaxed);
+        slot.tid.store(tid, Ordering::Relaxed);
+        slot.frames_at.store(at as u64, Ordering::Relaxed);
+        slot.num_frames.store(len as u32, Ordering::Relaxed);
+        slot.samples.store(1, Ordering::Relaxed);
+        slot.total.store(weight, Ordering::Relaxed);
+        slot.state.store(WRITING, Ordering::Release);
+        Some(n)
     }
 
-    fn index(&self, i: usize) -> u32 {
-        (i & (self.slot_count - 1)) as u32
+    /// Marks a filled slot that lost the race to publish its stack as unused.
+    fn abandon(&self, mine: Option<usize>) {
+        if let Some(slot) = mine.and_then(|n| self.slot(n)) {
+            slot.state.store(DEAD, Ordering::Release);
+        }
     }
 
     /// The stack in slot `slot` (from [`SampleStore::record_slot`]), if published.
     pub fn trace(&self, slot: u32) -> Option<StoredTrace> {
-        let slot_ref = self.slot(slot as usize);
-        if slot_ref.state.load(Ordering::Acquire) != READY {
+        self.slot(slot as usize).and_then(|s| self.read(s))
+    }
+
+    /// A published slot's stack and counters.
+    fn read(&self, slot: &Slot) -> Option<StoredTrace> {
+        if slot.state.load(Ordering::Acquire) != READY {
             return None;
         }
-        let n = slot_ref.num_frames.load(Ordering::Relaxed) as usize;
-        let at = slot_ref.frames_at.load(Ordering::Relaxed) as usize;
+        let n = slot.num_frames.load(Ordering::Relaxed) as usize;
+        let at = slot.frames_at.load(Ordering::Relaxed) as usize;
         if at + n > self.frame_capacity {
             return None;
         }
         // SAFETY: published slot, range inside the arena (checked above).
         let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
-        Some(StoredTrace { tid: slot_ref.tid.load(Ordering::Relaxed), frames, samples: slot_ref.samples.load(Ordering::Relaxed), total: slot_ref.total.load(Ordering::Relaxed) })
-    }
-
-    fn fill(&self, slot: &Slot, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
-        let n = frames.len();
-        let at = self.frame_cursor.fetch_add(n, Ordering::Relaxed);
-        if at.checked_add(n).map_or(true, |end| end > self.frame_capacity) {
-            slot.state.store(DEAD, Ordering::Release);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        // SAFETY: [at, at+n) was reserved above by this thread alone and lies
-        // inside the arena; source and destination cannot overlap.
-        unsafe { std::ptr::copy_nonoverlapping(frames.as_ptr(), self.frame_ptr(at), n) };
-        slot.tid.store(tid, Ordering::Relaxed);
-        slot.frames_at.store(at as u64, Ordering::Relaxed);
-        slot.num_frames.store(n as u32, Ordering::Relaxed);
-        slot.samples.store(1, Ordering::Relaxed);
-        slot.total.store(weight, Ordering::Relaxed);
-        slot.state.store(READY, Ordering::Release);
-        self.recorded.fetch_add(1, Ordering::Relaxed);
-        true
+        Some(StoredTrace { tid: slot.tid.load(Ordering::Relaxed), frames, samples: slot.samples.load(Ordering::Relaxed), total: slot.total.load(Ordering::Relaxed) })
     }
 
     fn count(&self, slot: &Slot, weight: u64) -> bool {
@@ -410,13 +445,13 @@ impl SampleStore {
     }
 
     /// Whether a slot (whose key matched) holds exactly this stack. Waits a
-    /// bounded time for a slot another thread is still writing.
+    /// bounded time for a slot another thread has just published.
     fn matches(&self, slot: &Slot, tid: u32, frames: &[RawFrame]) -> bool {
         let mut spins = 0;
         loop {
             match slot.state.load(Ordering::Acquire) {
                 READY => break,
-                EMPTY | WRITING if spins < MAX_SPIN => {
+                WRITING if spins < MAX_SPIN => {
                     spins += 1;
                     std::hint::spin_loop();
                 }
@@ -440,7 +475,7 @@ impl SampleStore {
         StoreStats {
             recorded: self.recorded.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
-            distinct: self.used_slots.load(Ordering::Relaxed) as u64,
+            distinct: self.published.load(Ordering::Relaxed) as u64,
         }
     }
 
@@ -449,43 +484,23 @@ impl SampleStore {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Copies out every published stack. Safe to call while writers run: it
-    /// sees each slot either not yet published or complete.
+    /// Copies out every published stack, in the order they were first
+    /// seen. Safe to call while writers run: it sees each slot either not
+    /// yet published or complete.
     pub fn snapshot(&self) -> Vec<StoredTrace> {
-        let mut out = Vec::new();
-        let claimed = self.used_slots.load(Ordering::Acquire).min(self.slot_count);
-        for n in 0..claimed {
-            // SAFETY: `n < slot_count`, the length of the order mapping in u32s.
-            let cell = unsafe { &*(self.order.ptr.as_ptr() as *const AtomicU32).add(n) };
-            let Some(i) = cell.load(Ordering::Acquire).checked_sub(1) else { continue };
-            let slot = self.slot(i as usize);
-            if slot.state.load(Ordering::Acquire) != READY {
-                continue;
-            }
-            let n = slot.num_frames.load(Ordering::Relaxed) as usize;
-            let at = slot.frames_at.load(Ordering::Relaxed) as usize;
-            if at + n > self.frame_capacity {
-                continue;
-            }
-            // SAFETY: published slot, range inside the arena (checked above).
-            let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
-            out.push(StoredTrace {
-                tid: slot.tid.load(Ordering::Relaxed),
-                frames,
-                samples: slot.samples.load(Ordering::Relaxed),
-                total: slot.total.load(Ordering::Relaxed),
-            });
-        }
-        out
+        let taken = self.next_slot.load(Ordering::Acquire).min(self.slot_capacity);
+        (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s))).collect()
     }
 
     /// Empties the store. The caller guarantees no writer is running.
     pub fn reset(&self) {
+        // The index stays resident (rewritten, not dropped): see `insert`.
+        self.index.write_zeros();
         self.slots.zero();
-        self.order.zero();
         self.frames.zero();
+        self.next_slot.store(0, Ordering::Relaxed);
         self.frame_cursor.store(0, Ordering::Relaxed);
-        self.used_slots.store(0, Ordering::Relaxed);
+        self.published.store(0, Ordering::Relaxed);
         self.recorded.store(0, Ordering::Relaxed);
         self.dropped.store(0, Ordering::Relaxed);
     }
@@ -582,19 +597,25 @@ mod tests {
     }
 
     #[test]
-    fn snapshots_read_only_claimed_slots() {
-        // 65536 slots of 48 bytes: 768 pages, of which one stack claims one.
-        let s = SampleStore::new(1 << 16, 1024).unwrap();
+    fn stacks_fill_slot_pages_densely_and_snapshots_read_only_those() {
+        // 65536 index entries (256 KiB, resident from the start) and room
+        // for 49152 slots of 48 bytes (576 pages), untouched until used.
+        let s = SampleStore::new(1 << 16, 1 << 16).unwrap();
+        assert_eq!(mapped_pages(&s.index), 64);
+        assert_eq!(mapped_pages(&s.slots), 0);
+        for m in 0..200 {
+            assert!(s.record(7, &[f(1, 10 + m), f(2, 20)], 3));
+        }
         assert!(s.record(7, &[f(1, 10), f(2, 20)], 3));
-        assert!(s.record(7, &[f(1, 11)], 3));
-        assert!(s.record(7, &[f(1, 10), f(2, 20)], 3));
-        let mut snap = s.snapshot();
-        snap.sort_by_key(|t| t.frames.len());
-        assert_eq!(snap.iter().map(|t| (t.frames.len(), t.samples, t.total)).collect::<Vec<_>>(), [(1, 1, 3), (2, 2, 6)]);
-        // Reading every slot would have mapped the zero page over the whole
-        // table, and each later claim there would flush all CPUs' TLBs.
+        let snap = s.snapshot();
+        assert_eq!(snap.len(), 200);
+        // First seen first; the repeated stack counted in its slot.
+        assert_eq!((snap[0].frames.clone(), snap[0].samples, snap[0].total), (vec![f(1, 10), f(2, 20)], 2, 6));
+        assert_eq!(s.stats(), StoreStats { recorded: 201, dropped: 0, distinct: 200 });
+        // 200 slots fill three pages, wherever their hashes fall; a
+        // snapshot reads no slot beyond them.
         let mapped = mapped_pages(&s.slots);
-        assert!(mapped <= 2, "{mapped} pages of the slot table are mapped");
+        assert!(mapped <= 3, "{mapped} pages of slots are mapped");
     }
 
     #[test]
