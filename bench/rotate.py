@@ -2,8 +2,11 @@
 """Overhead with more than two arms, run in rotation, with confidence intervals.
 
 Each round runs every arm once, in an order that rotates from round to round
-(so no arm always follows another), and the ratio of each arm to the first
-arm is taken within the round. On this project's VMs the host's speed drifts
+(so every arm runs in every position; the rotation is cyclic, so within a
+round an arm mostly follows the same neighbour), and the ratio of each arm to
+the first arm is taken within the round. Arms whose options equal the first
+arm's (null arms, such as plain-again=) get a second line too: each other
+arm against the mean of all plain runs of its round, a steadier reference. On this project's VMs the host's speed drifts
 by 5-15% over tens of seconds, so ratios of neighbouring runs are what can
 be compared; the report gives each arm's median ratio with a 90% bootstrap
 interval over the rounds, so a figure comes with how sure it is.
