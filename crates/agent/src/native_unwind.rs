@@ -22,7 +22,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::cputime::{thread_cpu_ns, CpuSpent};
+use crate::cputime::CpuSpent;
 use crate::engine::perf_ring;
 use crate::native_dwarf;
 use crate::store::RawFrame;
@@ -247,9 +247,9 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 /// (`native_dwarf`) instead of frame pointers; `in_java_code` tells where the
 /// JVM's Java frames begin.
 pub fn collect(tid: u32, ucontext: *mut c_void, kernel: bool, dwarf: bool, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
-    let start = thread_cpu_ns();
+    let call = SPENT.begin();
     let n = walk(tid, ucontext, kernel, dwarf, in_java_code, out);
-    SPENT.add_since(start);
+    SPENT.end(call);
     n
 }
 

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
-use crate::cputime::{thread_cpu_ns, CpuSpent};
+use crate::cputime::CpuSpent;
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
@@ -191,10 +191,10 @@ extern "C" fn on_sigprof(_signo: libc::c_int, _info: *mut libc::siginfo_t, ucont
     if ENABLED.load(Ordering::SeqCst) {
         let ctx = CONTEXT.load(Ordering::SeqCst);
         if !ctx.is_null() {
-            let start = thread_cpu_ns();
+            let call = HANDLER.begin();
             // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
             sample(unsafe { &*ctx }, ucontext);
-            HANDLER.add_since(start);
+            HANDLER.end(call);
         }
     }
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
