@@ -8,8 +8,9 @@ the first arm is taken within the round. Arms whose options equal the first
 arm's (null arms, such as plain-again=) get a second line too: each other
 arm against the mean of all plain runs of its round, a steadier reference.
 On this project's VMs the host's speed drifts by 5-15% over tens of
-seconds, so ratios of neighbouring runs are what can be compared; the report gives each arm's median ratio with a 90% bootstrap
-interval over the rounds, so a figure comes with how sure it is.
+seconds, so ratios of neighbouring runs are what can be compared; the
+report gives each arm's median ratio with a 90% bootstrap interval over the
+rounds, so a figure comes with how sure it is.
 
 Arms are NAME=JVM_OPTIONS; in the options, @AGENT stands for the oxprof agent
 and @EMPTY for bench/empty_agent.c (the JEP 331 floor: sampling on, a callback
