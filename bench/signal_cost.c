@@ -40,7 +40,6 @@ static const char *names[MODES] = {"plain", "perf cpu-clock", "timer_create"};
 static int mode, pingpong;
 static long steps = 40000, interval_ns = 10000000;
 static volatile long sink;
-static volatile sig_atomic_t dummy;
 static long signals[MODES];
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread long my_signals;

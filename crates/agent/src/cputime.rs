@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// One call in this many is timed (a power of two).
 pub const TIMED_EVERY: u64 = 8;
 
-/// This thread's CPU time: wall time would count the times the thread is
-/// preempted inside the handler, which on a loaded machine dominate the mean.
+/// This thread's CPU time (also used for the JFR stream writer's cost). Wall
+/// time would count the times the thread is preempted inside the handler,
+/// which on a loaded machine dominate the mean.
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.

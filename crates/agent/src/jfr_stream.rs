@@ -25,6 +25,7 @@ use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState
 use oxprof_profile::OutputFormat;
 
 use crate::alloc::MARK_ALLOC_CLASS;
+use crate::cputime::thread_cpu_ns;
 use crate::event_log::{now_ticks, EventLog};
 use crate::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
 use crate::jvmti::{self, Jni};
@@ -101,14 +102,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn leaked_log(cell: &OnceLock<&'static EventLog>) -> &'static EventLog {
     cell.get_or_init(|| Box::leak(Box::new(EventLog::new(LOG_CAPACITY))))
-}
-
-/// CPU time of the calling thread, in nanoseconds.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn wall_ns() -> i64 {
