@@ -115,6 +115,11 @@ def main():
     ap.add_argument("--agent", default=runpy.DEFAULT_AGENT, help="oxprof agent (default %(default)s)")
     ap.add_argument("--label", default=None, help="results directory name")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--scratch", default=None,
+                    help="where the workload writes (javac's classes, Lucene's index); default "
+                         "bench/work/scratch. A tmpfs such as /dev/shm takes out the file system's "
+                         "noise: on ext4, creating files soon after deleting as many costs ~1 s of "
+                         "CPU per javac run, and how much varies from run to run")
     ap.add_argument("--side-by-side", action="store_true",
                     help="run the reference and each other arm at the same time, one CPU each (see above)")
     args = ap.parse_args()
@@ -142,7 +147,10 @@ def main():
     agent = os.path.join(rundir, "liboxprof.so")
     shutil.copy2(args.agent, agent)   # a rebuild during the run cannot change it
     empty = build_empty_agent(rundir) if any("@EMPTY" in o for _, o in arms) else None
-    scratch = os.path.join(runpy.WORK, "scratch", args.workload)
+    if args.scratch:
+        scratch = os.path.join(args.scratch, "oxprof-bench-" + args.workload)
+    else:
+        scratch = os.path.join(runpy.WORK, "scratch", args.workload)
     os.makedirs(scratch, exist_ok=True)
 
     walls = {name: [] for name, _ in arms}
