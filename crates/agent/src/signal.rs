@@ -182,7 +182,7 @@ pub fn handler_mean_ns() -> Option<u64> {
 }
 
 /// The SIGPROF handler. See the module rules.
-extern "C" fn on_sigprof(_signo: libc::c_int, _info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+extern "C" fn on_sigprof(_signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid for the thread's life.
@@ -193,7 +193,8 @@ extern "C" fn on_sigprof(_signo: libc::c_int, _info: *mut libc::siginfo_t, ucont
         if !ctx.is_null() {
             let call = HANDLER.begin();
             // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
-            sample(unsafe { &*ctx }, ucontext);
+            let ctx = unsafe { &*ctx };
+            sample(ctx, ucontext, ctx.weight.saturating_mul(periods(info)));
             HANDLER.end(call);
         }
     }
@@ -225,11 +226,40 @@ fn jni_env(vm: *mut JavaVM) -> *mut JNIEnv {
     }
 }
 
-fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
+/// Offset of `si_overrun` in a Linux `siginfo_t` on 64-bit targets: three
+/// `int`s, padding to the 8-byte aligned union, then the POSIX timer's
+/// `si_tid` and `si_overrun` (the kernel's and glibc's layout alike; the
+/// libc crate has no accessor for it).
+const SI_OVERRUN_OFFSET: usize = 20;
+
+/// How many sampling periods this signal stands for. A POSIX CPU-time timer
+/// (the `ctimer` engine) is checked at the kernel's tick (4 ms at HZ=250), so
+/// with a shorter interval one signal comes per tick and the periods it
+/// missed are reported as the timer's overrun: weighing the sample by
+/// 1 + overrun keeps the profile's CPU time right. Other engines' signals
+/// stand for one period.
+fn periods(info: *const libc::siginfo_t) -> u64 {
+    if info.is_null() {
+        return 1;
+    }
+    // SAFETY: the kernel passes a valid siginfo_t for the handler's duration.
+    let code = unsafe { (*info).si_code };
+    if code != libc::SI_TIMER {
+        return 1;
+    }
+    // SAFETY: for SI_TIMER the union holds the timer fields; the read stays
+    // inside the 128-byte siginfo_t and tolerates any alignment.
+    let overrun = unsafe { (info as *const u8).add(SI_OVERRUN_OFFSET).cast::<i32>().read_unaligned() };
+    // A thousand periods missed in one tick is not plausible: the cap keeps
+    // a garbage value from inflating one stack.
+    1 + (overrun.clamp(0, 1000) as u64)
+}
+
+fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
     let tid = gettid();
     let env = jni_env(ctx.vm);
     if env.is_null() && ctx.cstack == CStack::No {
-        record_marker(ctx, tid, MARK_NON_JAVA_THREAD);
+        record_marker(ctx, tid, MARK_NON_JAVA_THREAD, weight);
         return;
     }
     let Some(buffer) = take_buffer(ctx, tid) else {
@@ -238,7 +268,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
     };
     let native = native_part(ctx, tid, ucontext, buffer);
     if env.is_null() {
-        record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD);
+        record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD, weight);
         buffer.busy.store(false, Ordering::Release);
         return;
     }
@@ -269,15 +299,15 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void) {
         }
         // SAFETY: the native part and then `n` Java frames are in our buffer.
         let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
-        ctx.store.record(tid_key, frames, ctx.weight);
+        ctx.store.record(tid_key, frames, weight);
     } else if n == 0 {
-        record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME);
+        record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME, weight);
     } else if n == ticks::UNKNOWN_NOT_JAVA {
         // JIT compiler and other JVM-internal threads land here too; the dump
         // tells them from application threads, so keep the thread id.
-        record_native_marker(ctx, buffer, native, tid, n);
+        record_native_marker(ctx, buffer, native, tid, n, weight);
     } else {
-        record_native_marker(ctx, buffer, native, tid_key, n);
+        record_native_marker(ctx, buffer, native, tid_key, n, weight);
     }
     buffer.busy.store(false, Ordering::Release);
 }
@@ -357,22 +387,22 @@ fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Bu
 
 /// Records the native part followed by a marker frame naming why there is
 /// no Java stack (a one-frame stack when there is no native part).
-fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32) {
+fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32, weight: u64) {
     if native == 0 || native >= buffer.len {
-        return record_marker(ctx, tid, code);
+        return record_marker(ctx, tid, code, weight);
     }
     // SAFETY: we own the buffer and `native < buffer.len`.
     let frames = unsafe {
         buffer.ptr.add(native).write(RawFrame { bci: code, method: 0 });
         std::slice::from_raw_parts(buffer.ptr, native + 1)
     };
-    ctx.store.record(tid, frames, ctx.weight);
+    ctx.store.record(tid, frames, weight);
 }
 
 /// Records a one-frame stack naming why there is no Java stack.
-fn record_marker(ctx: &SignalContext, tid: u32, code: i32) {
+fn record_marker(ctx: &SignalContext, tid: u32, code: i32, weight: u64) {
     let frame = [RawFrame { bci: code, method: 0 }];
-    ctx.store.record(tid, &frame, ctx.weight);
+    ctx.store.record(tid, &frame, weight);
 }
 
 fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {

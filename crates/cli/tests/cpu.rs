@@ -52,6 +52,32 @@ fn cpu_shares_match_thread_cpu_time_within_5_points() {
     assert!((truth_share - profile_share).abs() <= 5.0, "profile says {profile_share:.1}%, truth {truth_share:.1}%");
 }
 
+/// `ctimer` below the kernel tick: a POSIX CPU-time timer is checked once
+/// per tick (4 ms at HZ=250), so at 1 ms one signal stands for several
+/// periods. With `total` the profile's CPU time must still match what the
+/// threads measured themselves (it came out 4 times too low before samples
+/// were weighed by the timer's overrun).
+#[test]
+fn ctimer_cpu_time_is_right_below_the_kernel_tick() {
+    let s = Scratch::new("ctimer-tick");
+    compile(&s.0, &["Ratio.java"]);
+    let out = s.path("ratio.collapsed");
+    let o = run_java(&s.0, &format!("start,event=ctimer,interval=1ms,total,file={}", out.display()), &[], &s.0, &["Ratio", "1.5", "0.5"]);
+    let stdout = text(&o.stdout);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(summary(&err)["engine"], "ctimer", "{err}");
+    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
+    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
+    let stacks = read_collapsed(&out);
+    for (method, key) in [("Ratio.burnA", "burnA="), ("Ratio.burnB", "burnB=")] {
+        let profiled = samples_with(&stacks, method) as f64;
+        let measured = val(key);
+        eprintln!("{method}: profile {:.3} s, ThreadMXBean {:.3} s", profiled / 1e9, measured / 1e9);
+        assert!((profiled / measured - 1.0).abs() < 0.15, "{method}: profile says {profiled} ns, the thread measured {measured} ns");
+    }
+}
+
 #[test]
 fn itimer_and_ctimer_engines_profile_too() {
     let s = Scratch::new("engines");

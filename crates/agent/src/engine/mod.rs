@@ -4,6 +4,8 @@
 //!   sent to that thread (`F_SETOWN_EX`). Not limited by the kernel tick.
 //! - `ctimer`: `timer_create` on each thread's CPU-time clock, signal sent to
 //!   that thread (`SIGEV_THREAD_ID`). The fallback when perf_events is refused.
+//!   The kernel checks it at its tick: below the tick a signal stands for
+//!   several periods, and the handler weighs it by the timer's overrun.
 //! - `itimer`: one process-wide `setitimer(ITIMER_PROF)`; limited by the tick.
 //!
 //! Per-thread engines hand out a [`ThreadTimer`] per thread; the thread
