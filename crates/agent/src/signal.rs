@@ -415,3 +415,52 @@ fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `periods` reads the overrun where the kernel writes it: a real POSIX
+    /// CPU-time timer on this thread, at an interval far below the tick, so
+    /// the signal it sends reports missed periods.
+    #[test]
+    fn periods_reads_a_real_timers_overrun() {
+        static SUM: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        static SIGNALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        extern "C" fn count(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+            SIGNALS.fetch_add(1, Ordering::Relaxed);
+            SUM.fetch_add(periods(info), Ordering::Relaxed);
+        }
+        // SIGUSR2, so other tests' SIGPROF handlers are not involved.
+        // SAFETY: installing a handler that only does relaxed atomic adds.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = count as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, ptr::null_mut()), 0);
+        }
+        // SAFETY: plain data, zeroed is a valid start.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = libc::SIGUSR2;
+        sev.sigev_notify_thread_id = gettid() as libc::c_int;
+        let mut timer: libc::timer_t = ptr::null_mut();
+        // SAFETY: valid pointers; the timer is deleted below.
+        assert_eq!(unsafe { libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut sev, &mut timer) }, 0);
+        let period = libc::timespec { tv_sec: 0, tv_nsec: 100_000 };
+        let spec = libc::itimerspec { it_interval: period, it_value: period };
+        // SAFETY: arming the timer created above.
+        assert_eq!(unsafe { libc::timer_settime(timer, 0, &spec, ptr::null_mut()) }, 0);
+        let start = crate::cputime::thread_cpu_ns();
+        while crate::cputime::thread_cpu_ns() - start < 300_000_000 {
+            std::hint::black_box(0u64);
+        }
+        // SAFETY: deleting our own timer; no signal is sent afterwards.
+        unsafe { libc::timer_delete(timer) };
+        let (signals, sum) = (SIGNALS.load(Ordering::Relaxed), SUM.load(Ordering::Relaxed));
+        // 300 ms at 0.1 ms is 3,000 periods; the tick (1-10 ms) sends far
+        // fewer signals, and their overruns make up the rest.
+        assert!(signals > 0 && signals < 1_000, "{signals} signals");
+        assert!((2_400..=3_300).contains(&sum), "{signals} signals stood for {sum} periods, not ~3000");
+    }
+}
