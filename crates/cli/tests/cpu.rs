@@ -74,7 +74,9 @@ fn ctimer_cpu_time_is_right_below_the_kernel_tick() {
         let profiled = samples_with(&stacks, method) as f64;
         let measured = val(key);
         eprintln!("{method}: profile {:.3} s, ThreadMXBean {:.3} s", profiled / 1e9, measured / 1e9);
-        assert!((profiled / measured - 1.0).abs() < 0.15, "{method}: profile says {profiled} ns, the thread measured {measured} ns");
+        // Loose enough for a loaded machine (a signal still pending when the
+        // run ends loses its periods), tight enough to catch a 4x error.
+        assert!((profiled / measured - 1.0).abs() < 0.3, "{method}: profile says {profiled} ns, the thread measured {measured} ns");
     }
 }
 
