@@ -31,6 +31,14 @@ fn hot_methods_appear_root_first_with_few_failed_walks() {
     assert_eq!(sum["samples"].parse::<u64>().unwrap(), all, "summary and file disagree");
 }
 
+/// Ratio.java's own measurement, "TRUTH burnA=<ns> burnB=<ns>": the CPU
+/// nanoseconds each burner thread spent, from ThreadMXBean.
+fn ratio_truth(stdout: &str) -> (f64, f64) {
+    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
+    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
+    (val("burnA="), val("burnB="))
+}
+
 /// The profile's CPU shares match the program's own ThreadMXBean measurement.
 #[test]
 fn cpu_shares_match_thread_cpu_time_within_5_points() {
@@ -38,11 +46,8 @@ fn cpu_shares_match_thread_cpu_time_within_5_points() {
     compile(&s.0, &["Ratio.java"]);
     let out = s.path("ratio.collapsed");
     let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &s.0, &["Ratio", "1.5", "0.5"]);
-    let stdout = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
-    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
-    let (ta, tb) = (val("burnA="), val("burnB="));
+    let (ta, tb) = ratio_truth(&text(&o.stdout));
     let stacks = read_collapsed(&out);
     let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
     assert!(a + b > 1000.0, "too few samples: {a} + {b}");
@@ -63,16 +68,13 @@ fn ctimer_cpu_time_is_right_below_the_kernel_tick() {
     compile(&s.0, &["Ratio.java"]);
     let out = s.path("ratio.collapsed");
     let o = run_java(&s.0, &format!("start,event=ctimer,interval=1ms,total,file={}", out.display()), &[], &s.0, &["Ratio", "1.5", "0.5"]);
-    let stdout = text(&o.stdout);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(summary(&err)["engine"], "ctimer", "{err}");
-    let truth = stdout.lines().find(|l| l.starts_with("TRUTH")).expect("truth line");
-    let val = |k: &str| -> f64 { truth.split_whitespace().find_map(|kv| kv.strip_prefix(k)).unwrap().parse().unwrap() };
+    let (ta, tb) = ratio_truth(&text(&o.stdout));
     let stacks = read_collapsed(&out);
-    for (method, key) in [("Ratio.burnA", "burnA="), ("Ratio.burnB", "burnB=")] {
+    for (method, measured) in [("Ratio.burnA", ta), ("Ratio.burnB", tb)] {
         let profiled = samples_with(&stacks, method) as f64;
-        let measured = val(key);
         eprintln!("{method}: profile {:.3} s, ThreadMXBean {:.3} s", profiled / 1e9, measured / 1e9);
         // Loose enough for a loaded machine (a signal still pending when the
         // run ends loses its periods), tight enough to catch a 4x error.
