@@ -22,7 +22,11 @@ that does nothing), built here with the JDK's headers. Example:
       alloc=-agentpath:@AGENT=start,event=alloc,file=@OUT.collapsed \\
       cpu+alloc=-agentpath:@AGENT=start,event=cpu,interval=10ms,alloc,file=@OUT.collapsed
 
-@OUT is replaced by a per-run path in the results directory. Prepare the
+@OUT is replaced by a per-run path in the results directory. A word
+env:NAME=VALUE in an arm's options sets that environment variable for its
+runs instead of passing a JVM option, for example
+  cpu-noop+alloc='env:OXPROF_SIGNAL_NOOP=1 -agentpath:@AGENT=start,event=cpu,...'
+(the handler returns at once: what the engine's timers and signals cost). Prepare the
 workloads first with bench/setup.sh.
 
 --side-by-side runs the reference arm and one other arm at the same time,
@@ -171,7 +175,10 @@ def main():
         os.makedirs(where, exist_ok=True)
         if wl.prepare:
             wl.prepare(where)
-        return wl.build(shlex.split(opts), where), base
+        words = shlex.split(opts)
+        env = [w[len("env:"):] for w in words if w.startswith("env:")]
+        argv = wl.build([w for w in words if not w.startswith("env:")], where)
+        return (["env"] + env + argv if env else argv), base
 
     for r in range(args.rounds):
         order = arms[r % len(arms):] + arms[:r % len(arms)]

@@ -238,6 +238,9 @@ impl Profiler {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+        if signal::read_noop_switch() {
+            log::warn("OXPROF_SIGNAL_NOOP=1: the signal handler returns at once and records nothing (a benchmark of the engine's own cost)");
+        }
         let mut ctx = SignalContext::new(store, asgct, vm, config.jstackdepth, config.interval_ns, config.threads);
         let kernel_stacks = collects_kernel_stacks(engine, config.cstack);
         if !native_unwind::init() && config.cstack != CStack::No {

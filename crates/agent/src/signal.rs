@@ -129,6 +129,17 @@ pub(crate) fn in_code(pc: usize) -> bool {
 static CONTEXT: AtomicPtr<SignalContext> = AtomicPtr::new(ptr::null_mut());
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Diagnostic (`OXPROF_SIGNAL_NOOP=1`): the handler returns at once, so a
+/// benchmark measures what the engine's timers and signal delivery cost the
+/// JVM, apart from any walk. Nothing is recorded.
+static NOOP: AtomicBool = AtomicBool::new(false);
+
+/// Reads `OXPROF_SIGNAL_NOOP` (off the signal path); true when it is on.
+pub fn read_noop_switch() -> bool {
+    let on = std::env::var_os("OXPROF_SIGNAL_NOOP").is_some_and(|v| v == "1");
+    NOOP.store(on, Ordering::SeqCst);
+    on
+}
 
 /// Installs the SIGPROF handler (idempotent).
 pub fn install() -> std::io::Result<()> {
@@ -188,7 +199,7 @@ extern "C" fn on_sigprof(_signo: libc::c_int, info: *mut libc::siginfo_t, uconte
     // SAFETY: the slot is valid for the thread's life.
     let saved = unsafe { *errno };
     ACTIVE.fetch_add(1, Ordering::SeqCst);
-    if ENABLED.load(Ordering::SeqCst) {
+    if ENABLED.load(Ordering::SeqCst) && !NOOP.load(Ordering::Relaxed) {
         let ctx = CONTEXT.load(Ordering::SeqCst);
         if !ctx.is_null() {
             let call = HANDLER.begin();

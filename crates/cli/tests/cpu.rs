@@ -115,6 +115,25 @@ fn cpu_falls_back_to_ctimer_when_perf_events_is_refused() {
 }
 
 #[test]
+fn signal_noop_switch_records_nothing_and_says_so() {
+    // The benchmark switch for the engine's own cost (bench/README.md): the
+    // handler returns at once, the JVM runs normally, and nothing is recorded.
+    let s = Scratch::new("signal-noop");
+    compile(&s.0, &["Hot.java"]);
+    let out = s.path("p.collapsed");
+    let mut cmd = Command::new(java());
+    cmd.env("OXPROF_SIGNAL_NOOP", "1")
+        .arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "Hot", "1"]);
+    let o = cmd.output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("OXPROF_SIGNAL_NOOP=1"), "{err}");
+    assert_eq!(summary(&err)["samples"], "0", "{err}");
+    assert_eq!(samples_with(&read_collapsed(&out), "Hot.sqrtSin"), 0);
+}
+
+#[test]
 fn threads_option_puts_a_root_frame_per_thread() {
     let s = Scratch::new("threads");
     compile(&s.0, &["Ratio.java"]);
