@@ -5,10 +5,15 @@
  *
  * Two threads run a fixed amount of arithmetic, optionally passing a byte
  * back and forth through pipes after every step (a context switch each
- * time). Each trial runs the same work three ways, in rotating order:
+ * time). Each trial runs the same work five ways, in rotating order:
  *   plain         no timer;
- *   perf          a perf_events cpu-clock counter per thread, overflow
- *                 signal (SIGPROF) to that thread (oxprof's `cpu` engine);
+ *   perf SIGPROF  a perf_events cpu-clock counter per thread, overflow
+ *                 signal (O_ASYNC + F_SETSIG SIGPROF) to that thread
+ *                 (oxprof's `cpu` engine on kernels before 5.13);
+ *   perf SIGTRAP  the same counter with the `sigtrap` attribute (Linux
+ *                 5.13+; oxprof's `cpu` engine there);
+ *   perf silent   the same counter with no signal at all: what its timer
+ *                 interrupts alone cost;
  *   timer_create  a CLOCK_THREAD_CPUTIME_ID timer per thread
  *                 (oxprof's `ctimer` engine).
  * The handler only counts. Prints the median wall ratio of each timed way
@@ -34,8 +39,8 @@
 #include <unistd.h>
 
 #define MAX_TRIALS 99
-enum { PLAIN, PERF, CTIMER, MODES };
-static const char *names[MODES] = {"plain", "perf cpu-clock", "timer_create"};
+enum { PLAIN, PERF, PERF_TRAP, PERF_SILENT, CTIMER, MODES };
+static const char *names[MODES] = {"plain", "perf SIGPROF", "perf SIGTRAP", "perf silent", "timer_create"};
 
 static int mode, pingpong;
 static long steps = 40000, interval_ns = 10000000;
@@ -58,7 +63,7 @@ static void die(const char *what) { perror(what); exit(1); }
 /* Arms this thread's timer; returns what to tear down (fd or timer). */
 static void arm(int *fd, timer_t *timer) {
     pid_t tid = syscall(SYS_gettid);
-    if (mode == PERF) {
+    if (mode == PERF || mode == PERF_TRAP || mode == PERF_SILENT) {
         struct perf_event_attr a;
         memset(&a, 0, sizeof a);
         a.type = PERF_TYPE_SOFTWARE;
@@ -67,11 +72,15 @@ static void arm(int *fd, timer_t *timer) {
         a.sample_period = interval_ns;
         a.disabled = 1;
         a.exclude_hv = 1;
-        a.wakeup_events = 1;
-        *fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, 0);
-        if (*fd < 0) die("perf_event_open (try perf_event_paranoid <= 2)");
+        if (mode == PERF) a.wakeup_events = 1;
+        if (mode == PERF_TRAP) {
+            a.sigtrap = 1;
+            a.remove_on_exec = 1;
+        }
+        *fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (*fd < 0) die(mode == PERF_TRAP ? "perf_event_open with sigtrap (Linux 5.13+)" : "perf_event_open (try perf_event_paranoid <= 2)");
         struct f_owner_ex owner = {F_OWNER_TID, tid};
-        if (fcntl(*fd, F_SETOWN_EX, &owner) || fcntl(*fd, F_SETSIG, SIGPROF) || fcntl(*fd, F_SETFL, O_ASYNC)) die("fcntl");
+        if (mode == PERF && (fcntl(*fd, F_SETOWN_EX, &owner) || fcntl(*fd, F_SETSIG, SIGPROF) || fcntl(*fd, F_SETFL, O_ASYNC))) die("fcntl");
         if (ioctl(*fd, PERF_EVENT_IOC_ENABLE, 0)) die("PERF_EVENT_IOC_ENABLE");
     } else if (mode == CTIMER) {
         struct sigevent ev;
@@ -86,7 +95,7 @@ static void arm(int *fd, timer_t *timer) {
 }
 
 static void disarm(int fd, timer_t timer) {
-    if (mode == PERF) close(fd);
+    if (fd >= 0) close(fd);
     if (mode == CTIMER) timer_delete(timer);
 }
 
@@ -135,6 +144,7 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGPROF, &sa, NULL);
+    sigaction(SIGTRAP, &sa, NULL);
     if (pipe(ping) || pipe(pong)) die("pipe");
     static double t[MODES][MAX_TRIALS];
     for (int r = 0; r < trials; r++) {
@@ -159,9 +169,16 @@ int main(int argc, char **argv) {
         qsort(ratio, trials, sizeof ratio[0], by_value);
         double median = ratio[trials / 2];
         double per_thread = (double)signals[m] / trials / 2;
-        printf("%-15s median ratio %.4f (quartiles %.4f-%.4f), %.0f signals per thread and run, ~%.1f us per signal\n", names[m],
-               median, ratio[trials / 4], ratio[3 * trials / 4], per_thread,
-               per_thread > 0 ? (median - 1) * plain / per_thread * 1e6 : 0.0);
+        const char *what = "signal";
+        if (m == PERF_SILENT) {
+            /* No signals to count: one timer interrupt per interval of each
+             * thread's CPU time, which (one thread per core) is the run's. */
+            per_thread = plain * 1e9 / interval_ns;
+            what = "timer interrupt";
+        }
+        printf("%-15s median ratio %.4f (quartiles %.4f-%.4f), %.0f %ss per thread and run, ~%.1f us per %s\n", names[m],
+               median, ratio[trials / 4], ratio[3 * trials / 4], per_thread, what,
+               per_thread > 0 ? (median - 1) * plain / per_thread * 1e6 : 0.0, what);
     }
     return 0;
 }

@@ -238,6 +238,12 @@ impl Profiler {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
         signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+        if engine == Engine::Perf && engine::perf::delivery() == engine::perf::Delivery::Trap {
+            if let Err(e) = signal::install_trap() {
+                log::warn(&format!("cannot install the SIGTRAP handler ({e}); perf_events will signal with SIGPROF"));
+                engine::perf::set_delivery(engine::perf::Delivery::Prof);
+            }
+        }
         if signal::read_noop_switch() {
             log::warn("OXPROF_SIGNAL_NOOP=1: the signal handler returns at once and records nothing (a benchmark of the engine's own cost)");
         }
@@ -270,7 +276,14 @@ impl Profiler {
                 return Err(format!("cannot start the {} engine: {e}", engine.short()));
             }
         };
-        let line = format!("started {} profiling: engine {}, interval {}, {}", event.name(), engine.describe(), fmt_interval(config.interval_ns), threads);
+        let line = format!(
+            "started {} profiling: engine {} ({}), interval {}, {}",
+            event.name(),
+            engine.describe(),
+            engine.signal_name(),
+            fmt_interval(config.interval_ns),
+            threads
+        );
         Ok((CpuRun { event, engine, fallback }, line))
     }
 

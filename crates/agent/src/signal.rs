@@ -1,4 +1,8 @@
-//! The SIGPROF handler: the only oxprof code that runs inside a signal.
+//! The sampling signal handler: the only oxprof code that runs inside a signal.
+//! Samples arrive as SIGPROF (ctimer, itimer, perf_events on old kernels) or
+//! as SIGTRAP from perf_events counters with the `sigtrap` attribute;
+//! [`on_sigtrap`] takes only those (`TRAP_PERF` with oxprof's cookie) and hands
+//! every other SIGTRAP to the handler that was there before.
 //!
 //! Rules for everything reachable from [`on_sigprof`] (checked in review):
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
@@ -155,6 +159,118 @@ pub fn install() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `si_code` of a SIGTRAP sent by a perf_events counter (Linux 5.13+).
+const TRAP_PERF: libc::c_int = 6;
+/// Offset of `si_perf_data` in a Linux `siginfo_t` on x86_64 and arm64: the
+/// three `int`s and padding (16), then the fault's `si_addr` (8), then the
+/// union whose `_perf._data` comes first. The libc crate has no accessor.
+const SI_PERF_DATA_OFFSET: usize = 24;
+
+/// Whether [`on_sigtrap`] is installed (it stays, see [`install_trap`]).
+static TRAP_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The SIGTRAP handler found at install (`SIG_DFL`, `SIG_IGN` or a function)
+/// and whether it takes a siginfo, for chaining.
+static PREV_TRAP_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
+static PREV_TRAP_SIGINFO: AtomicBool = AtomicBool::new(false);
+
+/// Installs the SIGTRAP handler for perf_events `sigtrap` counters
+/// (idempotent). It is never taken out again: a counter's signal can still be
+/// pending after the counter is closed, and SIGTRAP's default action would
+/// end the JVM with a core dump.
+pub fn install_trap() -> std::io::Result<()> {
+    if TRAP_INSTALLED.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    // SAFETY: reading the current action into a zeroed sigaction, then
+    // installing ours (SA_SIGINFO signature). The previous handler is saved
+    // before ours can run.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTRAP, ptr::null(), &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if old.sa_sigaction != on_sigtrap as *const () as usize {
+            PREV_TRAP_HANDLER.store(old.sa_sigaction, Ordering::SeqCst);
+            PREV_TRAP_SIGINFO.store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::SeqCst);
+        }
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigtrap as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    TRAP_INSTALLED.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Whether a SIGTRAP came from one of oxprof's perf_events counters.
+fn is_our_perf_trap(info: *const libc::siginfo_t) -> bool {
+    if info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid siginfo_t for the handler's duration.
+    if unsafe { (*info).si_code } != TRAP_PERF {
+        return false;
+    }
+    // SAFETY: for TRAP_PERF the union holds the perf fields; the read stays
+    // inside the 128-byte siginfo_t and tolerates any alignment.
+    let data = unsafe { (info as *const u8).add(SI_PERF_DATA_OFFSET).cast::<u64>().read_unaligned() };
+    data == crate::engine::perf::SIGTRAP_COOKIE
+}
+
+/// The SIGTRAP handler: oxprof's perf samples go to [`on_sigprof`], any
+/// other SIGTRAP (a breakpoint, another tool's counter) to the previous
+/// handler, or, if there was none, to the default action as if oxprof had
+/// not been there. See the module rules.
+extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    if is_our_perf_trap(info) {
+        #[cfg(test)]
+        tests::OUR_TRAPS.fetch_add(1, Ordering::Relaxed);
+        return on_sigprof(signo, info, ucontext);
+    }
+    // SAFETY: __errno_location returns this thread's errno slot, valid for
+    // the thread's life; the default-action path below may set errno.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    chain_trap(signo, info, ucontext);
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+/// Hands a SIGTRAP that is not oxprof's to whoever had SIGTRAP before.
+fn chain_trap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    let prev = PREV_TRAP_HANDLER.load(Ordering::SeqCst);
+    if prev == libc::SIG_IGN {
+        return;
+    }
+    if prev == libc::SIG_DFL {
+        // SAFETY: sigaction and raise are async-signal-safe. SIGTRAP is
+        // blocked while this handler runs, so the raised signal is taken with
+        // the default action (a core dump) once it returns, as it would have
+        // been without oxprof.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut());
+            libc::raise(libc::SIGTRAP);
+        }
+        return;
+    }
+    if PREV_TRAP_SIGINFO.load(Ordering::SeqCst) {
+        // SAFETY: `prev` is the address of the SA_SIGINFO handler that was
+        // installed before ours; it is called as the kernel would have.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) = unsafe { std::mem::transmute(prev) };
+        f(signo, info, ucontext);
+    } else {
+        // SAFETY: as above, for a plain `sa_handler`.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev) };
+        f(signo);
+    }
 }
 
 /// Makes the handler record into `ctx`. Any previous context must have been
@@ -431,6 +547,57 @@ fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SIGTRAPs [`on_sigtrap`] recognised as oxprof's perf samples.
+    pub(super) static OUR_TRAPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    fn kernel_at_least(major: u32, minor: u32) -> bool {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel release");
+        let mut parts = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+        let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        (a, b) >= (major, minor)
+    }
+
+    /// perf_events counters with `sigtrap` reach oxprof's handler (the
+    /// cookie is read where the kernel writes it), while any other SIGTRAP
+    /// still reaches the handler that was installed before oxprof's.
+    #[test]
+    fn perf_sigtraps_are_taken_and_other_sigtraps_chained() {
+        use crate::engine::perf::{self, Delivery};
+        static PREVIOUS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        extern "C" fn previous(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut c_void) {
+            PREVIOUS.fetch_add(1, Ordering::Relaxed);
+        }
+        let delivery = perf::probe(1_000_000).expect("perf_events cpu-clock on this thread");
+        if !kernel_at_least(5, 13) {
+            // No `sigtrap` attribute before 5.13: the probe must have found that out.
+            assert_eq!(delivery, Delivery::Prof);
+            return;
+        }
+        assert_eq!(delivery, Delivery::Trap, "Linux 5.13+ has sigtrap counters");
+        // SAFETY: installing a handler that only does a relaxed atomic add.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = previous as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            assert_eq!(libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut()), 0);
+        }
+        install_trap().unwrap();
+        // SAFETY: raising a signal whose handler (ours, chaining) is installed.
+        assert_eq!(unsafe { libc::raise(libc::SIGTRAP) }, 0);
+        assert_eq!(PREVIOUS.load(Ordering::Relaxed), 1, "a plain SIGTRAP must reach the previous handler");
+        // A real counter on this thread, 1 ms: no context is armed, so the
+        // handler records nothing, but it must be the one taking the signals.
+        let counter = perf::open(gettid(), 1_000_000).expect("sigtrap counter");
+        let start = crate::cputime::thread_cpu_ns();
+        while crate::cputime::thread_cpu_ns() - start < 200_000_000 {
+            std::hint::black_box(0u64);
+        }
+        drop(counter);
+        let ours = OUR_TRAPS.load(Ordering::Relaxed);
+        assert!(ours >= 20, "{ours} perf SIGTRAPs in 200 ms of CPU at 1 ms");
+        assert_eq!(PREVIOUS.load(Ordering::Relaxed), 1, "perf SIGTRAPs leaked to the previous handler");
+    }
 
     /// `periods` reads the overrun where the kernel writes it: a real POSIX
     /// CPU-time timer on this thread, at an interval far below the tick, so

@@ -114,6 +114,40 @@ fn cpu_falls_back_to_ctimer_when_perf_events_is_refused() {
     assert!(samples_with(&read_collapsed(&out), "Hot.sqrtSin") > 10);
 }
 
+/// The `cpu` engine signals with the counter's own SIGTRAP on Linux 5.13+
+/// (no self-interrupt per sample) and with SIGPROF before that or when
+/// `OXPROF_PERF_SIGNAL=prof` asks for it. Both routes must give the same,
+/// right profile.
+#[test]
+fn perf_events_signals_by_sigtrap_or_sigprof_and_both_profile_right() {
+    let s = Scratch::new("perf-signal");
+    compile(&s.0, &["Ratio.java"]);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let sigtrap_kernel = (v.next().unwrap_or(0), v.next().unwrap_or(0)) >= (5, 13);
+    for (env, expected) in [(None, if sigtrap_kernel { "SIGTRAP" } else { "SIGPROF" }), (Some("prof"), "SIGPROF")] {
+        let out = s.path(&format!("{expected}-{}.collapsed", env.unwrap_or("default")));
+        let mut cmd = Command::new(java());
+        if let Some(v) = env {
+            cmd.env("OXPROF_PERF_SIGNAL", v);
+        }
+        cmd.arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "Ratio", "1.5", "0.5"]);
+        let o = cmd.output().unwrap();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains(&format!("engine perf_events cpu-clock ({expected})")), "expected {expected} delivery:\n{err}");
+        assert_eq!(summary(&err)["engine"], "perf_events", "{err}");
+        let (ta, tb) = ratio_truth(&text(&o.stdout));
+        let stacks = read_collapsed(&out);
+        let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
+        assert!(a + b > 1000.0, "{expected}: too few samples: {a} + {b}");
+        let (truth, profile) = (100.0 * ta / (ta + tb), 100.0 * a / (a + b));
+        eprintln!("{expected}: burnA share: profile {profile:.1}%, ThreadMXBean {truth:.1}%");
+        assert!((truth - profile).abs() <= 5.0, "{expected}: profile says {profile:.1}%, truth {truth:.1}%");
+    }
+}
+
 #[test]
 fn signal_noop_switch_records_nothing_and_says_so() {
     // The benchmark switch for the engine's own cost (bench/README.md): the

@@ -1,7 +1,9 @@
 //! CPU sampling engines: how SIGPROF gets delivered to the threads.
 //!
 //! - `perf`: perf_events `cpu-clock`, one counter per thread, overflow signal
-//!   sent to that thread (`F_SETOWN_EX`). Not limited by the kernel tick.
+//!   sent to that thread (SIGTRAP from the counter's `sigtrap` attribute, or
+//!   SIGPROF through `F_SETOWN_EX` on kernels before 5.13). Not limited by
+//!   the kernel tick.
 //! - `ctimer`: `timer_create` on each thread's CPU-time clock, signal sent to
 //!   that thread (`SIGEV_THREAD_ID`). The fallback when perf_events is refused.
 //!   The kernel checks it at its tick: below the tick a signal stands for
@@ -46,6 +48,14 @@ impl Engine {
         }
     }
 
+    /// The signal that samples arrive with.
+    pub fn signal_name(self) -> &'static str {
+        match self {
+            Engine::Perf => perf::delivery().signal_name(),
+            Engine::Ctimer | Engine::Itimer => "SIGPROF",
+        }
+    }
+
     pub fn per_thread(self) -> bool {
         !matches!(self, Engine::Itimer)
     }
@@ -75,7 +85,7 @@ pub fn choose(event: Event, interval_ns: u64) -> (Engine, Option<String>) {
             (Engine::Ctimer, Some(format!("perf_events disabled by {DISABLE_PERF_ENV}")))
         }
         Event::Cpu => match perf::probe(interval_ns) {
-            Ok(()) => (Engine::Perf, None),
+            Ok(_) => (Engine::Perf, None),
             Err(e) => (Engine::Ctimer, Some(e.to_string())),
         },
     }
