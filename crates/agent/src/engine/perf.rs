@@ -5,12 +5,15 @@
 //!
 //! How the signal gets there ([`Delivery`]): on Linux 5.13 and later the
 //! counter's own `sigtrap` attribute sends SIGTRAP (`si_code` `TRAP_PERF`,
-//! our [`SIGTRAP_COOKIE`] in `si_perf_data`) as the thread returns to user
-//! mode. Older kernels get the classic route, `O_ASYNC` + `F_SETSIG` SIGPROF,
-//! which the kernel sends from an irq_work: a self-interrupt per sample, an
-//! extra VM exit or two in a virtual machine (`bench/signal_cost.c` measures
-//! both). `OXPROF_PERF_SIGNAL=prof` forces the classic route, for example
-//! when a debugger that stops at every SIGTRAP is attached to the JVM.
+//! our [`SIGTRAP_COOKIE`] in `si_perf_data`). Recent kernels (6.18 on the
+//! project's VM) queue it as task work, sent as the thread returns to user
+//! mode. The classic route, `O_ASYNC` + `F_SETSIG` SIGPROF, always goes
+//! through an irq_work: a self-interrupt per sample, one or two more VM exits
+//! in a virtual machine (`bench/signal_cost.c` measures both). Older 5.13+
+//! kernels queue SIGTRAP through that same irq_work, so there it gains
+//! nothing and costs nothing; kernels before 5.13 get SIGPROF.
+//! `OXPROF_PERF_SIGNAL=prof` forces SIGPROF, for example when a debugger that
+//! stops at every SIGTRAP is attached to the JVM.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
