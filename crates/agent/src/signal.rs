@@ -147,14 +147,22 @@ pub fn read_noop_switch() -> bool {
 
 /// Installs the SIGPROF handler (idempotent).
 pub fn install() -> std::io::Result<()> {
+    set_handler(libc::SIGPROF, on_sigprof)
+}
+
+type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void);
+
+/// Installs `handler` for `signo` with the SA_SIGINFO signature, nothing
+/// blocked besides `signo` itself, and interrupted system calls restarted.
+fn set_handler(signo: libc::c_int, handler: SigInfoHandler) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; we fill the fields
     // we need and install a handler with the SA_SIGINFO signature.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigprof as *const () as usize;
+        sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        if libc::sigaction(libc::SIGPROF, &sa, ptr::null_mut()) != 0 {
+        if libc::sigaction(signo, &sa, ptr::null_mut()) != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -183,9 +191,8 @@ pub fn install_trap() -> std::io::Result<()> {
     if TRAP_INSTALLED.load(Ordering::SeqCst) {
         return Ok(());
     }
-    // SAFETY: reading the current action into a zeroed sigaction, then
-    // installing ours (SA_SIGINFO signature). The previous handler is saved
-    // before ours can run.
+    // SAFETY: reading the current action into a zeroed sigaction. The
+    // previous handler is saved before ours can run.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
         if libc::sigaction(libc::SIGTRAP, ptr::null(), &mut old) != 0 {
@@ -195,14 +202,8 @@ pub fn install_trap() -> std::io::Result<()> {
             PREV_TRAP_HANDLER.store(old.sa_sigaction, Ordering::SeqCst);
             PREV_TRAP_SIGINFO.store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::SeqCst);
         }
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigtrap as *const () as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        if libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
     }
+    set_handler(libc::SIGTRAP, on_sigtrap)?;
     TRAP_INSTALLED.store(true, Ordering::SeqCst);
     Ok(())
 }
@@ -551,11 +552,12 @@ mod tests {
     /// SIGTRAPs [`on_sigtrap`] recognised as oxprof's perf samples.
     pub(super) static OUR_TRAPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+    /// Whether the running kernel is at least `major.minor` (the integration
+    /// tests have the same helper in `tests/common`).
     fn kernel_at_least(major: u32, minor: u32) -> bool {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel release");
         let mut parts = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
-        let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-        (a, b) >= (major, minor)
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
     }
 
     /// perf_events counters with `sigtrap` reach oxprof's handler (the
@@ -578,7 +580,7 @@ mod tests {
         // SAFETY: installing a handler that only does a relaxed atomic add.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = previous as usize;
+            sa.sa_sigaction = previous as *const () as usize;
             sa.sa_flags = libc::SA_SIGINFO;
             assert_eq!(libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut()), 0);
         }
@@ -614,7 +616,7 @@ mod tests {
         // SAFETY: installing a handler that only does relaxed atomic adds.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = count as usize;
+            sa.sa_sigaction = count as *const () as usize;
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, ptr::null_mut()), 0);
         }

@@ -3,7 +3,6 @@
 mod common;
 
 use common::*;
-use std::process::Command;
 
 #[test]
 fn hot_methods_appear_root_first_with_few_failed_walks() {
@@ -39,6 +38,21 @@ fn ratio_truth(stdout: &str) -> (f64, f64) {
     (val("burnA="), val("burnB="))
 }
 
+/// Checks a profile of `Ratio 1.5 0.5` against the program's own
+/// ThreadMXBean measurement: burnA's share of the two burners' samples is
+/// within 5 points of its share of their CPU time.
+fn assert_ratio_shares(o: &std::process::Output, out: &std::path::Path, label: &str) {
+    assert!(o.status.success(), "{label}: {}", text(&o.stderr));
+    let (ta, tb) = ratio_truth(&text(&o.stdout));
+    let stacks = read_collapsed(out);
+    let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
+    assert!(a + b > 1000.0, "{label}: too few samples: {a} + {b}");
+    let truth_share = 100.0 * ta / (ta + tb);
+    let profile_share = 100.0 * a / (a + b);
+    eprintln!("{label}: burnA share: profile {profile_share:.1}%, ThreadMXBean {truth_share:.1}%");
+    assert!((truth_share - profile_share).abs() <= 5.0, "{label}: profile says {profile_share:.1}%, truth {truth_share:.1}%");
+}
+
 /// The profile's CPU shares match the program's own ThreadMXBean measurement.
 #[test]
 fn cpu_shares_match_thread_cpu_time_within_5_points() {
@@ -46,15 +60,7 @@ fn cpu_shares_match_thread_cpu_time_within_5_points() {
     compile(&s.0, &["Ratio.java"]);
     let out = s.path("ratio.collapsed");
     let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &s.0, &["Ratio", "1.5", "0.5"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let (ta, tb) = ratio_truth(&text(&o.stdout));
-    let stacks = read_collapsed(&out);
-    let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
-    assert!(a + b > 1000.0, "too few samples: {a} + {b}");
-    let truth_share = 100.0 * ta / (ta + tb);
-    let profile_share = 100.0 * a / (a + b);
-    eprintln!("burnA share: profile {profile_share:.1}%, ThreadMXBean {truth_share:.1}%");
-    assert!((truth_share - profile_share).abs() <= 5.0, "profile says {profile_share:.1}%, truth {truth_share:.1}%");
+    assert_ratio_shares(&o, &out, "default engine");
 }
 
 /// `ctimer` below the kernel tick: a POSIX CPU-time timer is checked once
@@ -102,11 +108,8 @@ fn cpu_falls_back_to_ctimer_when_perf_events_is_refused() {
     let s = Scratch::new("fallback-engine");
     compile(&s.0, &["Hot.java"]);
     let out = s.path("p.collapsed");
-    let mut cmd = Command::new(java());
-    cmd.env("OXPROF_DISABLE_PERF_EVENTS", "1")
-        .arg(format!("-agentpath:{}=start,event=cpu,interval=5ms,file={}", agent().display(), out.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "Hot", "1"]);
-    let o = cmd.output().unwrap();
+    let opts = format!("start,event=cpu,interval=5ms,file={}", out.display());
+    let o = run_java_env(&s.0, &[("OXPROF_DISABLE_PERF_EVENTS", "1")], &opts, &[], &s.0, &["Hot", "1"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("falling back to the ctimer engine"), "{err}");
@@ -122,29 +125,16 @@ fn cpu_falls_back_to_ctimer_when_perf_events_is_refused() {
 fn perf_events_signals_by_sigtrap_or_sigprof_and_both_profile_right() {
     let s = Scratch::new("perf-signal");
     compile(&s.0, &["Ratio.java"]);
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
-    let sigtrap_kernel = (v.next().unwrap_or(0), v.next().unwrap_or(0)) >= (5, 13);
-    for (env, expected) in [(None, if sigtrap_kernel { "SIGTRAP" } else { "SIGPROF" }), (Some("prof"), "SIGPROF")] {
-        let out = s.path(&format!("{expected}-{}.collapsed", env.unwrap_or("default")));
-        let mut cmd = Command::new(java());
-        if let Some(v) = env {
-            cmd.env("OXPROF_PERF_SIGNAL", v);
-        }
-        cmd.arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
-            .args(["-cp", s.0.to_str().unwrap(), "Ratio", "1.5", "0.5"]);
-        let o = cmd.output().unwrap();
+    let default = if kernel_at_least(5, 13) { "SIGTRAP" } else { "SIGPROF" };
+    for (env, expected) in [(&[][..], default), (&[("OXPROF_PERF_SIGNAL", "prof")][..], "SIGPROF")] {
+        let out = s.path(&format!("{expected}-{}.collapsed", env.len()));
+        let opts = format!("start,event=cpu,interval=1ms,file={}", out.display());
+        let o = run_java_env(&s.0, env, &opts, &[], &s.0, &["Ratio", "1.5", "0.5"]);
         let err = text(&o.stderr);
         assert!(o.status.success(), "{err}");
         assert!(err.contains(&format!("engine perf_events cpu-clock ({expected})")), "expected {expected} delivery:\n{err}");
         assert_eq!(summary(&err)["engine"], "perf_events", "{err}");
-        let (ta, tb) = ratio_truth(&text(&o.stdout));
-        let stacks = read_collapsed(&out);
-        let (a, b) = (samples_with(&stacks, "Ratio.burnA") as f64, samples_with(&stacks, "Ratio.burnB") as f64);
-        assert!(a + b > 1000.0, "{expected}: too few samples: {a} + {b}");
-        let (truth, profile) = (100.0 * ta / (ta + tb), 100.0 * a / (a + b));
-        eprintln!("{expected}: burnA share: profile {profile:.1}%, ThreadMXBean {truth:.1}%");
-        assert!((truth - profile).abs() <= 5.0, "{expected}: profile says {profile:.1}%, truth {truth:.1}%");
+        assert_ratio_shares(&o, &out, expected);
     }
 }
 
@@ -155,11 +145,8 @@ fn signal_noop_switch_records_nothing_and_says_so() {
     let s = Scratch::new("signal-noop");
     compile(&s.0, &["Hot.java"]);
     let out = s.path("p.collapsed");
-    let mut cmd = Command::new(java());
-    cmd.env("OXPROF_SIGNAL_NOOP", "1")
-        .arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "Hot", "1"]);
-    let o = cmd.output().unwrap();
+    let opts = format!("start,event=cpu,interval=1ms,file={}", out.display());
+    let o = run_java_env(&s.0, &[("OXPROF_SIGNAL_NOOP", "1")], &opts, &[], &s.0, &["Hot", "1"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("OXPROF_SIGNAL_NOOP=1"), "{err}");

@@ -92,8 +92,15 @@ pub fn compile(out: &Path, names: &[&str]) {
 
 /// Runs `java -agentpath:liboxprof.so=OPTS -cp CP ARGS...` in `cwd`.
 pub fn run_java(cwd: &Path, opts: &str, jvm_args: &[&str], cp: &Path, main_and_args: &[&str]) -> Output {
+    run_java_env(cwd, &[], opts, jvm_args, cp, main_and_args)
+}
+
+/// [`run_java`] with environment variables set for the JVM (the agent's
+/// diagnostic switches such as `OXPROF_PERF_SIGNAL`).
+pub fn run_java_env(cwd: &Path, env: &[(&str, &str)], opts: &str, jvm_args: &[&str], cp: &Path, main_and_args: &[&str]) -> Output {
     let mut cmd = Command::new(java());
     cmd.current_dir(cwd);
+    cmd.envs(env.iter().copied());
     cmd.arg(format!("-agentpath:{}={}", agent().display(), opts));
     cmd.args(jvm_args);
     cmd.arg("-cp").arg(cp);
@@ -222,4 +229,11 @@ pub fn assert_refused(o: &Output, opts: &str, expected: &str) {
     let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
     assert_eq!(ours.len(), 1, "{opts}: expected one oxprof line in:\n{err}");
     assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
+}
+
+/// Whether the running kernel is at least `major.minor`.
+pub fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel release");
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
 }
