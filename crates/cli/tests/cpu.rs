@@ -232,6 +232,9 @@ fn bad_options_refuse_to_start_with_a_clear_message() {
 /// Inlined methods are named: the agent switches DebugNonSafepoints on, so
 /// samples inside `inner` (inlined into `outer`'s loop) are attributed to it.
 /// Without the flag, `inner` gets almost no samples (measured 2 of 1999).
+/// With it, `inner` gets 24–28% of `outer`'s samples (session 12, ten runs,
+/// old and new agent alike), so the bound is 10%: far above the 0.1% of the
+/// failure it catches, and not inside the spread of a working run.
 #[test]
 fn inlined_methods_get_their_own_samples() {
     let s = Scratch::new("inline");
@@ -242,5 +245,5 @@ fn inlined_methods_get_their_own_samples() {
     let stacks = read_collapsed(&out);
     let (inner, outer) = (samples_with(&stacks, "Inline.inner"), samples_with(&stacks, "Inline.outer"));
     assert!(outer > 500, "too few samples: {outer}");
-    assert!(inner * 4 > outer, "inlined Inline.inner has {inner} of {outer} samples under Inline.outer");
+    assert!(inner * 10 > outer, "inlined Inline.inner has {inner} of {outer} samples under Inline.outer");
 }

@@ -50,7 +50,8 @@ fn cpu_profiling_works_on_every_supported_jdk() {
         assert!(o.status.success(), "{version}: {}", text(&o.stderr));
         let stacks = read_collapsed(&out);
         let (inner, outer) = (samples_with(&stacks, "Inline.inner"), samples_with(&stacks, "Inline.outer"));
-        assert!(inner * 4 > outer, "{version}: inlined Inline.inner has {inner} of {outer} samples");
+        // 10%: see inlined_methods_get_their_own_samples in tests/cpu.rs.
+        assert!(inner * 10 > outer, "{version}: inlined Inline.inner has {inner} of {outer} samples");
 
         let o = java_in(&home).arg(format!("-agentpath:{}=start,bogus", agent().display())).arg("-version").output().unwrap();
         assert!(!o.status.success(), "{version}: started with a bad option");
