@@ -33,20 +33,16 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::{self, Blob, Layout};
-use crate::javastack::{JavaStack, PhysFrame, Start};
+use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::method_ids;
 use crate::scopes::{self, DebugInfo, MAX_SCOPES};
 use crate::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
-/// The `Method*` of `Continuation.enterSpecial` (JDK 19+): a virtual
-/// thread's frames end above it, as `GetStackTrace` shows them.
-static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 
-/// Reads the environment switches and notes the continuation entry method
-/// (its `jmethodID`, or 0). Call before allocation sampling starts.
-pub fn configure(continuation_entry: usize) -> bool {
+/// Reads the environment switches. Call before allocation sampling starts.
+pub fn configure() -> bool {
     let on = std::env::var_os("OXPROF_ALLOC_WALK").is_none_or(|v| v != "0");
     ENABLED.store(on, Ordering::Relaxed);
     CHECK.store(std::env::var_os("OXPROF_CHECK_ALLOC_WALK").is_some_and(|v| v == "1"), Ordering::Relaxed);
@@ -54,11 +50,6 @@ pub fn configure(continuation_entry: usize) -> bool {
     prefault(&SITES.entries, |e| {
         let _ = e.seq.compare_exchange(0, 0, Ordering::Relaxed, Ordering::Relaxed);
     });
-    if continuation_entry != 0 {
-        // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
-        let method = unsafe { (continuation_entry as *const usize).read_volatile() };
-        CONTINUATION_ENTRY.store(method, Ordering::Relaxed);
-    }
     on
 }
 
@@ -82,7 +73,6 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
         Start::NoJavaFrame => return Some(0),
         Start::Unknown => return None,
     }
-    let entry = CONTINUATION_ENTRY.load(Ordering::Relaxed);
     let mut n = 0;
     let mut scratch = [(0usize, 0i32); MAX_SCOPES];
     while n < out.len() {
@@ -98,7 +88,7 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
                 let bci = if native { BCI_NATIVE_FRAME } else { l.bci_live(method, bcp) };
                 push(out, &mut n, RawFrame::java(id, bci, JavaFrameType::Interpreted));
             }
-            PhysFrame::Compiled { blob, .. } if blob.method == entry => return Some(n),
+            PhysFrame::Compiled { blob, .. } if javastack::is_continuation_entry(blob.method) => return Some(n),
             PhysFrame::Compiled { pc, blob } => {
                 let id = l.compile_id(&blob);
                 if let Some(id) = id {

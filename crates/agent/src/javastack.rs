@@ -21,8 +21,30 @@
 //! the walk: callers treat the frames seen so far as all they know.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
+
+/// The `Method*` of `Continuation.enterSpecial` (JDK 19+), or 0: a virtual
+/// thread's frames end above it, as AsyncGetCallTrace and `GetStackTrace`
+/// show them, so the walkers treat it as the bottom of the stack.
+static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes the continuation entry method from its `jmethodID` (0: none).
+/// Call before sampling starts.
+pub fn set_continuation_entry(id: usize) {
+    if id != 0 {
+        // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
+        let method = unsafe { (id as *const usize).read_volatile() };
+        CONTINUATION_ENTRY.store(method, Ordering::Relaxed);
+    }
+}
+
+/// Whether `method` (a `Method*`) is the continuation entry: the walk has
+/// reached the bottom of a virtual thread's stack.
+pub fn is_continuation_entry(method: usize) -> bool {
+    method != 0 && method == CONTINUATION_ENTRY.load(Ordering::Relaxed)
+}
 
 /// The interrupted (pc, sp, fp) from a signal's `ucontext`.
 pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {

@@ -11,6 +11,11 @@
 //! is left out: those samples are attributed to the compiled root). Each
 //! `Method*` is turned into its `jmethodID` (see `method_ids`) and checked
 //! by reading it back; the walk stops at the first frame it cannot name.
+//!
+//! A walk that stops before the thread's first Java call (a frame it cannot
+//! step over or name) is reported as partial: the caller keeps its frames
+//! under the failure's marker, so they are neither lost nor mistaken for a
+//! whole stack rooted at the last frame found.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +28,14 @@ use crate::method_ids;
 use crate::store::{JavaFrameType, RawFrame};
 
 /// What the walk found.
+#[derive(Debug, PartialEq, Eq)]
 pub enum Walked {
-    /// `n` frames were written, leaf first.
+    /// `n` frames were written, leaf first: the whole stack, down to the
+    /// thread's first Java call (or as many as `out` holds).
     Frames(usize),
+    /// `n > 0` frames were written, leaf first, but the walk stopped at a
+    /// frame it could not step over or name: the frames below are missing.
+    Partial(usize),
     /// The thread is outside Java with no Java frame on its stack.
     NoJavaFrame,
     /// Nothing usable.
@@ -34,26 +44,33 @@ pub enum Walked {
 
 /// Walks the current thread's Java frames into `out`.
 pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
-    let (start, stack) = JavaStack::new(l, thread, regs);
+    let (start, mut stack) = JavaStack::new(l, thread, regs);
     match start {
         Start::Frames => {}
         Start::NoJavaFrame => return Walked::NoJavaFrame,
         Start::Unknown => return Walked::Failed,
     }
     let mut n = 0;
-    for phys in stack {
-        let Some(slot) = out.get_mut(n) else { break };
+    let whole = loop {
+        let Some(slot) = out.get_mut(n) else { break true };
+        let Some(phys) = stack.next() else { break stack.reached_bottom() };
         let (method, bci, ty) = match phys {
+            // A virtual thread's frames end here (see `javastack`).
+            PhysFrame::Compiled { blob, .. } if javastack::is_continuation_entry(blob.method) => break true,
             // The interpreter's native-method entry keeps no bytecode pointer.
             PhysFrame::Interpreted { method, bcp: 0 } => (method, BCI_NATIVE_FRAME, JavaFrameType::Interpreted),
             PhysFrame::Interpreted { method, bcp } => (method, l.bci(method, bcp), JavaFrameType::Interpreted),
             PhysFrame::Compiled { blob, .. } => (blob.method, l.compiled_bci(blob.method), JavaFrameType::Compiled),
         };
-        let Some(id) = method_ids::get(l, method) else { break };
+        let Some(id) = method_ids::get(l, method) else { break false };
         *slot = RawFrame::java(id, bci, ty);
         n += 1;
+    };
+    match (n, whole) {
+        (0, _) => Walked::Failed,
+        (n, true) => Walked::Frames(n),
+        (n, false) => Walked::Partial(n),
     }
-    if n > 0 { Walked::Frames(n) } else { Walked::Failed }
 }
 
 /// Off by `OXPROF_DISABLE_JAVA_WALKER=1` (to measure plain AsyncGetCallTrace).
@@ -67,18 +84,15 @@ pub fn configure() -> bool {
 }
 
 /// After AsyncGetCallTrace failed with `code`: walks the stack itself into
-/// `out` and returns the new frame count (0 = no Java frame), or `code`.
-pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code: i32) -> i32 {
+/// `out` ([`Walked::Failed`] when the code is not one the physical frames
+/// can answer, or the walk is off).
+pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code: i32) -> Walked {
     // Only the refusals the physical frames can answer; not a thread that
     // is exiting, not yet started, or being deoptimized.
     let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
     if !answerable || !ENABLED.load(Ordering::Relaxed) {
-        return code;
+        return Walked::Failed;
     }
-    let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return code };
-    match walk(l, l.thread(env), regs, out) {
-        Walked::Frames(n) => n as i32,
-        Walked::NoJavaFrame => 0,
-        Walked::Failed => code,
-    }
+    let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
+    walk(l, l.thread(env), regs, out)
 }

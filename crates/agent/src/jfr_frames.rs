@@ -88,14 +88,13 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
     }
 }
 
-/// A CPU stack (leaf first, as stored and as JFR wants it). One-frame
-/// marker stacks become one synthetic frame named as in the other outputs.
-///
-/// Native and kernel frames (leaf side) stay in front of a marker frame, as
-/// in the profile, so a GC thread's stack is its native frames under
-/// `[GC Thread]`.
+/// A CPU stack (leaf first, as stored and as JFR wants it). A marker
+/// becomes one synthetic root frame named as in the other outputs, under
+/// the frames stored above it: native and kernel frames, as in the profile
+/// (a GC thread's stack is its native frames under `[GC Thread]`), and the
+/// Java frames of a walk that stopped short (under `[unknown_Java]`, say).
 pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFrame]) -> Vec<JfrFrame> {
-    let (native, marker) = split_cpu_stack(frames, tid, cx.threads);
+    let (above, marker) = split_cpu_stack(frames, tid, cx.threads);
     let root = match marker {
         Some(MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD) => {
             let name = cx.threads.name(tid).unwrap_or_else(|| "thread".into());
@@ -104,7 +103,7 @@ pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFra
         Some(code) => synthetic(failure_name(code).to_string()),
         None => return frames.iter().map(|f| frame(cx, lines, f)).collect(),
     };
-    native.iter().map(|f| frame(cx, lines, f)).chain(std::iter::once(root)).collect()
+    above.iter().map(|f| frame(cx, lines, f)).chain(std::iter::once(root)).collect()
 }
 
 /// An allocation stack (from GetStackTrace: no frame types).

@@ -387,9 +387,10 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
     match hotspot::init(vs, jni.0 as usize) {
         Ok(l) => {
             method_ids::prepare();
+            javastack::set_continuation_entry(continuation_entry(agent.jvmti, jni));
             let fallback = javawalk::configure();
             log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
-            let own = allocstack::configure(continuation_entry(agent.jvmti, jni));
+            let own = allocstack::configure();
             log::debug(&format!(
                 "allocation stacks: {}",
                 match (own, l.has_debug_ranges()) {

@@ -98,28 +98,29 @@ pub struct Profiler {
     pub alloc: AllocSampler,
 }
 
-/// The synthetic frame name for an AsyncGetCallTrace error code.
-/// Reads a stored CPU stack (leaf first): its native and kernel frames, which
-/// come first, and, when it has no Java frames, the marker code that ends it
-/// naming why. A JVM-internal thread (JIT compiler, service threads) has no
+/// Reads a stored CPU stack (leaf first): the frames above its marker (its
+/// native and kernel frames, and the Java frames of a walk that stopped
+/// short), and the marker code naming why the Java part is missing or
+/// partial. A JVM-internal thread (JIT compiler, service threads) has no
 /// Java frame: AsyncGetCallTrace reports that as unknown_not_Java (the own
 /// walk as no Java frame), but it is neither a failed walk nor a Java
-/// thread's sample, so it reads as [`MARK_NON_JAVA_THREAD`]. Every output
-/// (profile, JFR) reads stacks through this one function.
+/// thread's sample, so it reads as [`MARK_NON_JAVA_THREAD`]. A stack
+/// without a marker is returned whole with `None`. Every output (profile,
+/// JFR) reads stacks through this one function.
 pub fn split_cpu_stack<'a>(frames: &'a [RawFrame], tid: u32, threads: &Threads) -> (&'a [RawFrame], Option<i32>) {
-    let native_len = frames.iter().take_while(|f| matches!(f.bci, RawFrame::NATIVE_PC | RawFrame::KERNEL_PC)).count();
-    let (native, rest) = frames.split_at(native_len);
-    let marker = match rest {
-        [f] if f.method == 0 => Some(f.bci),
-        _ => None,
+    let (above, marker) = match frames.split_last() {
+        Some((last, above)) if last.is_marker() => (above, last.bci),
+        _ => return (frames, None),
     };
+    let java_visible = || threads.is_java_visible(tid);
     let marker = match marker {
-        Some(ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME) if !threads.is_java_visible(tid) => Some(MARK_NON_JAVA_THREAD),
+        ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME if above.iter().all(RawFrame::is_native) && !java_visible() => MARK_NON_JAVA_THREAD,
         m => m,
     };
-    (native, marker)
+    (above, Some(marker))
 }
 
+/// The synthetic frame name for an AsyncGetCallTrace error code.
 pub fn failure_name(code: i32) -> &'static str {
     match code {
         ticks::NO_CLASS_LOAD => "[no_class_load]",
@@ -499,8 +500,8 @@ impl Profiler {
     fn trace_frames(&self, t: &StoredTrace, per_thread: bool, env: (&Symbols, Jvmti, Jni), into: (&mut Profile, &mut FrameMemo), out: &mut Vec<u32>, summary: &mut Summary) {
         let (symbols, jvmti, jni) = env;
         let (profile, memo) = into;
-        let (native, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
-        if !native.is_empty() {
+        let (above, marker) = split_cpu_stack(&t.frames, t.tid, &self.threads);
+        if t.frames.first().is_some_and(RawFrame::is_native) {
             summary.native_samples += t.samples;
         }
         let mut push_raw = |profile: &mut Profile, out: &mut Vec<u32>, f: &RawFrame| out.push(memo.id(profile, f, || self.frame(f, symbols, jvmti, jni)));
@@ -515,7 +516,7 @@ impl Profiler {
                     let name = self.threads.name(t.tid).unwrap_or_else(|| "thread".into());
                     out.push(profile.intern(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native)));
                 }
-                native.iter().rev().for_each(|f| push_raw(profile, out, f));
+                above.iter().rev().for_each(|f| push_raw(profile, out, f));
             }
             Some(code) => {
                 summary.java_samples += t.samples;
@@ -525,7 +526,8 @@ impl Profiler {
                     out.push(profile.intern(self.thread_root(t.tid)));
                 }
                 out.push(profile.intern(Frame::new(failure_name(code), FrameKind::Error)));
-                native.iter().rev().for_each(|f| push_raw(profile, out, f));
+                // The Java frames of a partial walk, then native frames.
+                above.iter().rev().for_each(|f| push_raw(profile, out, f));
             }
             None => {
                 summary.java_samples += t.samples;
@@ -580,6 +582,32 @@ mod tests {
         assert_eq!(thread_category("VM Thread"), "VM Thread");
         assert_eq!(thread_category("pool-1-thread-12"), "pool-1-thread");
         assert_eq!(thread_category("42"), "42");
+    }
+
+    /// A stored CPU stack is read back as the frames above its marker and
+    /// the marker's code, whatever stands above it; a Java frame without a
+    /// `jmethodID` is not a marker.
+    #[test]
+    fn cpu_stacks_split_at_their_marker() {
+        let threads = Threads::default();
+        threads.mark_java_visible(7);
+        let native = RawFrame::native_pc(0x1000);
+        let (a, b) = (RawFrame::java(0x10, 4, JavaFrameType::Compiled), RawFrame::java(0x20, 9, JavaFrameType::Interpreted));
+        let whole = [native, a, b];
+        assert_eq!(split_cpu_stack(&whole, 7, &threads), (&whole[..], None));
+        // The own walk stopped short: its Java frames stay above the marker.
+        let partial = [native, a, RawFrame::marker(ticks::UNKNOWN_JAVA)];
+        assert_eq!(split_cpu_stack(&partial, 7, &threads), (&partial[..2], Some(ticks::UNKNOWN_JAVA)));
+        let failed = [RawFrame::marker(ticks::GC_ACTIVE)];
+        assert_eq!(split_cpu_stack(&failed, 7, &threads), (&failed[..0], Some(ticks::GC_ACTIVE)));
+        // No Java frame: a JVM-internal thread, unless it is a Java thread.
+        let internal = [native, RawFrame::marker(ticks::UNKNOWN_NOT_JAVA)];
+        assert_eq!(split_cpu_stack(&internal, 8, &threads), (&internal[..1], Some(MARK_NON_JAVA_THREAD)));
+        assert_eq!(split_cpu_stack(&internal, 7, &threads), (&internal[..1], Some(ticks::UNKNOWN_NOT_JAVA)));
+        // A native Java method without a jmethodID at the root (its bci is
+        // -3, which is also unknown_not_Java's code) is a frame, not a marker.
+        let unnamed = [a, RawFrame { bci: BCI_NATIVE_FRAME, method: 0 }];
+        assert_eq!(split_cpu_stack(&unnamed, 7, &threads), (&unnamed[..], None));
     }
 
     #[test]

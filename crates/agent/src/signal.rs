@@ -31,7 +31,8 @@ use crate::cputime::CpuSpent;
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
-use crate::{frametypes, javawalk};
+use crate::javawalk::{self, Walked};
+use crate::frametypes;
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -413,10 +414,18 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
         recover(ctx, &mut trace, depth, ucontext);
     }
     let asgct_ok = trace.num_frames >= 0;
+    // A failure code to mark the Java frames with: the own walk found some
+    // but not the whole stack.
+    let mut partial = None;
     if !asgct_ok {
         // SAFETY: we own the buffer's `depth` frames after the native part (busy flag).
         let all = unsafe { std::slice::from_raw_parts_mut(java, depth) };
-        trace.num_frames = javawalk::on_failure(env as usize, ucontext, all, trace.num_frames);
+        match javawalk::on_failure(env as usize, ucontext, all, trace.num_frames) {
+            Walked::Frames(n) => trace.num_frames = n as i32,
+            Walked::Partial(n) => (partial, trace.num_frames) = (Some(trace.num_frames), n as i32),
+            Walked::NoJavaFrame => trace.num_frames = 0,
+            Walked::Failed => {}
+        }
     }
     let n = trace.num_frames;
     let tid_key = if ctx.per_thread { tid } else { 0 };
@@ -426,8 +435,15 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
             // SAFETY: the walk wrote `n` Java frames after the native part, in our buffer.
             frametypes::on_success(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, n) });
         }
-        // SAFETY: the native part and then `n` Java frames are in our buffer.
-        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
+        let mut len = native + n;
+        if let Some(code) = partial {
+            // SAFETY: `native + depth < buffer.len` (see `depth`) and `n <= depth`:
+            // the slot after the Java frames is ours.
+            unsafe { buffer.ptr.add(len).write(RawFrame::marker(code)) };
+            len += 1;
+        }
+        // SAFETY: the native part, `n` Java frames and any marker are in our buffer.
+        let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, len) };
         ctx.store.record(tid_key, frames, weight);
     } else if n == 0 {
         record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME, weight);
@@ -522,7 +538,7 @@ fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid
     }
     // SAFETY: we own the buffer and `native < buffer.len`.
     let frames = unsafe {
-        buffer.ptr.add(native).write(RawFrame { bci: code, method: 0 });
+        buffer.ptr.add(native).write(RawFrame::marker(code));
         std::slice::from_raw_parts(buffer.ptr, native + 1)
     };
     ctx.store.record(tid, frames, weight);
@@ -530,7 +546,7 @@ fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid
 
 /// Records a one-frame stack naming why there is no Java stack.
 fn record_marker(ctx: &SignalContext, tid: u32, code: i32, weight: u64) {
-    let frame = [RawFrame { bci: code, method: 0 }];
+    let frame = [RawFrame::marker(code)];
     ctx.store.record(tid, &frame, weight);
 }
 

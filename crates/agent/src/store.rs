@@ -40,8 +40,11 @@ use crate::event_log::EventLog;
 /// - `bci == -3` (`BCI_NATIVE_FRAME`): a Java `native` method.
 /// - [`RawFrame::NATIVE_PC`]: a native (C/C++) code address in `method`.
 /// - [`RawFrame::KERNEL_PC`]: a kernel code address in `method`.
-/// - other small values with `method == 0`: one-frame marker stacks (failed
-///   walk codes and the `MARK_*` constants).
+/// - `method ==` [`RawFrame::MARKER`]: `bci` is a marker naming why a CPU
+///   stack has no (or no whole) Java part (failed walk codes and the
+///   `MARK_*` constants). It ends the stack: alone or after native frames
+///   when there is no Java frame, after the Java frames the own walk found
+///   when it stopped short of the thread's first Java call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RawFrame {
@@ -65,6 +68,10 @@ impl RawFrame {
     /// `bci` marker: `method` is a kernel code address.
     pub const KERNEL_PC: i32 = -0x101;
     const BCI_MASK: i32 = 0x00ff_ffff;
+    /// `method` of a marker frame: no `jmethodID` or code address has this
+    /// value (a Java frame's `jmethodID` can be null: a method whose ID was
+    /// never made).
+    pub const MARKER: usize = usize::MAX;
 
     /// A Java frame with a known frame type. Negative `bci`s (native
     /// methods, unknown positions) are kept as they are.
@@ -93,6 +100,21 @@ impl RawFrame {
             3 => JavaFrameType::Inlined,
             _ => JavaFrameType::Unknown,
         }
+    }
+
+    /// A marker frame (see the type's comment).
+    pub fn marker(code: i32) -> RawFrame {
+        RawFrame { bci: code, method: Self::MARKER }
+    }
+
+    /// Whether this is a marker frame.
+    pub fn is_marker(&self) -> bool {
+        self.method == Self::MARKER && !self.is_native()
+    }
+
+    /// Whether this is a native or kernel code address.
+    pub fn is_native(&self) -> bool {
+        matches!(self.bci, Self::NATIVE_PC | Self::KERNEL_PC)
     }
 
     /// A native code address frame.

@@ -18,9 +18,14 @@ fn hot_methods_appear_root_first_with_few_failed_walks() {
     let a = samples_with(&stacks, "Hot.sqrtSin");
     let b = samples_with(&stacks, "Hot.logs");
     assert!(a + b > all / 2, "hot methods got {a}+{b} of {all} samples");
-    // Root first: Hot.main comes before the hot method in every such stack.
+    // Root first: Hot.main comes before the hot method in every such stack,
+    // except where a failed walk's marker is the root: the own walk's
+    // frames when it stopped short of Hot.main (counted as failed below).
     for (st, _) in stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "Hot.sqrtSin")) {
-        let main = st.iter().position(|f| f == "Hot.main").expect("Hot.main under Hot.sqrtSin");
+        if st.first().is_some_and(|f| FAILURE_MARKERS.contains(&f.as_str())) {
+            continue;
+        }
+        let main = st.iter().position(|f| f == "Hot.main").unwrap_or_else(|| panic!("Hot.main not under Hot.sqrtSin in {st:?}"));
         let hot = st.iter().position(|f| f == "Hot.sqrtSin").unwrap();
         assert!(main < hot, "not root first: {st:?}");
     }

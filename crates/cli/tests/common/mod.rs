@@ -155,6 +155,23 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The root frames the agent gives a Java thread's sample whose stack walk
+/// failed (above them: native frames, or the Java frames of a walk that
+/// stopped short).
+pub const FAILURE_MARKERS: [&str; 11] = [
+    "[no_class_load]",
+    "[gc_active]",
+    "[unknown_not_Java]",
+    "[not_walkable_not_Java]",
+    "[unknown_Java]",
+    "[not_walkable_Java]",
+    "[unknown_state]",
+    "[thread_exit]",
+    "[deopt]",
+    "[safepoint]",
+    "[unknown_error]",
+];
+
 /// Collapsed stacks: (frames root first, count).
 pub fn read_collapsed(path: &Path) -> Vec<(Vec<String>, u64)> {
     let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
