@@ -16,6 +16,7 @@ use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::{self, Blob, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::javawalk;
 use crate::store::{JavaFrameType, RawFrame};
 
 /// Inlining deeper than this is not believed (C2's MaxInlineLevel is 15).
@@ -32,27 +33,63 @@ fn method_of(f: &RawFrame) -> usize {
     unsafe { (f.method as *const usize).read_volatile() }
 }
 
-/// Sets the type of each frame of `frames` (AsyncGetCallTrace's, leaf
-/// first) that the physical walk accounts for. Returns the index after the
-/// last frame it could align.
-pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame]) -> usize {
-    let (start, stack) = JavaStack::new(l, thread, regs);
+/// Sets the type of each of AsyncGetCallTrace's `n` frames at the start of
+/// `frames` (leaf first) that the physical walk accounts for, and looks
+/// below the last one (see [`Below`]); `frames` may hold more than `n`.
+pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame], n: usize) -> Below {
+    let (start, mut stack) = JavaStack::new(l, thread, regs);
     if start != Start::Frames {
-        return 0;
+        return Below::Nothing;
     }
-    align(stack, frames, method_of)
+    let Some(walked) = frames.get_mut(..n) else { return Below::Nothing };
+    let (aligned, ended) = align(&mut stack, walked, method_of);
+    // Only when every frame was matched does the next physical frame lie
+    // below AsyncGetCallTrace's root; a stack cut by the depth limit stays so.
+    if aligned < n || ended || n >= frames.len() {
+        return Below::Nothing;
+    }
+    match javawalk::name_frames(l, &mut stack, frames, n) {
+        (k, _) if k == n => Below::Nothing,
+        (k, true) => Below::Completed(k),
+        (k, false) => Below::Cut(k),
+    }
+}
+
+/// What the physical walk finds below AsyncGetCallTrace's root frame.
+/// AsyncGetCallTrace can end a walk early without saying so (HotSpot stops
+/// at a sender it cannot follow, such as the VM calling back into Java to
+/// link an invokedynamic call site), which would make a frame in the middle
+/// of the stack look like its root.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Below {
+    /// No Java frame found below (or nothing known): the stack is whole.
+    Nothing,
+    /// More Java frames, named down to the thread's first Java call: the
+    /// stack now has this many frames.
+    Completed(usize),
+    /// More Java frames, but the physical walk stopped short too: this many
+    /// frames, and the stack is known to be cut.
+    Cut(usize),
 }
 
 /// The alignment itself, over any physical frames (`method_of` gives a
 /// stored frame's `Method*`).
-fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> usize {
+/// Returns how many frames were aligned and whether the physical frames
+/// ran out; the stack is left at the frame after the last one used.
+fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> (usize, bool) {
     let mut i = 0;
-    for (n, phys) in stack.enumerate() {
+    let mut n = 0;
+    let ended = loop {
+        if i >= frames.len() {
+            break false;
+        }
+        let Some(phys) = stack.next() else { break true };
+        n += 1;
         // The interrupted frame may be half built (a method's entry or exit)
         // and seen differently by AsyncGetCallTrace: at the top only, a
         // physical frame that matches nothing is skipped, and an interpreted
         // one may match the second Java frame, leaving the first unknown.
-        let first = n == 0;
+        let first = n == 1;
         match phys {
             PhysFrame::Interpreted { method, .. } => {
                 let at = if frames.get(i).is_some_and(|f| method_of(f) == method) {
@@ -62,7 +99,7 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
                 } else if first {
                     continue;
                 } else {
-                    break;
+                    break false;
                 };
                 if let Some(f) = frames.get_mut(at) {
                     f.set_type(JavaFrameType::Interpreted);
@@ -75,7 +112,7 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
                     if first {
                         continue;
                     }
-                    break;
+                    break false;
                 };
                 for (k, f) in frames.iter_mut().enumerate().skip(i).take(own + 1) {
                     f.set_type(if k == i + own { JavaFrameType::Compiled } else { JavaFrameType::Inlined });
@@ -83,19 +120,18 @@ fn align(stack: impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method
                 i += own + 1;
             }
         }
-        if i >= frames.len() {
-            break;
-        }
-    }
-    i
+    };
+    (i, ended)
 }
 
-/// After a successful AsyncGetCallTrace walk: types `frames` in place.
-/// `frames` must be AsyncGetCallTrace's Java frames, leaf first (types are
-/// set before any native or kernel frames are added around them).
-pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame]) {
-    if let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) {
-        annotate(l, l.thread(env), regs, frames);
+/// After a successful AsyncGetCallTrace walk: types its `n` frames at the
+/// start of `frames` in place (leaf first, before any native or kernel
+/// frames are added around them) and looks below them; `frames` is the room
+/// the walk had.
+pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame], n: usize) -> Below {
+    match (hotspot::layout(), javastack::registers(ucontext)) {
+        (Some(l), Some(regs)) => annotate(l, l.thread(env), regs, frames, n),
+        _ => Below::Nothing,
     }
 }
 
@@ -115,7 +151,7 @@ mod tests {
 
     fn run(phys: &[PhysFrame], ids: &[usize]) -> Vec<JavaFrameType> {
         let mut f = frames(ids);
-        align(phys.iter().copied(), &mut f, |f| f.method * 10);
+        align(&mut phys.iter().copied(), &mut f, |f| f.method * 10);
         assert!(f.iter().all(|f| f.java_bci() == 5), "bci kept");
         types(&f)
     }
@@ -158,6 +194,21 @@ mod tests {
         let jmid = &method_slot as *const usize as usize;
         assert_eq!(method_of(&RawFrame::java(jmid, 3, Unknown)), 0x1234);
         assert_eq!(method_of(&RawFrame { bci: BCI_NATIVE_FRAME, method: jmid }), 0x1234);
+    }
+
+    /// Once every stored frame is matched, the physical walk stands at the
+    /// frame below the stored root (where AsyncGetCallTrace may have stopped
+    /// early); a mismatch or a short walk says so.
+    #[test]
+    fn alignment_stops_below_the_stored_root() {
+        let mut f = frames(&[1, 2, 3]);
+        let mut phys = [comp(2), interp(3), interp(4), interp(5)].into_iter();
+        assert_eq!(align(&mut phys, &mut f, |f| f.method * 10), (3, false));
+        assert_eq!(phys.next(), Some(interp(4)), "the next frame is the one below the root");
+        let mut phys = [interp(1), interp(2)].into_iter();
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), (2, true));
+        let mut phys = [interp(1), interp(9), interp(3)].into_iter();
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), (1, false));
     }
 
     #[test]

@@ -50,7 +50,18 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
         Start::NoJavaFrame => return Walked::NoJavaFrame,
         Start::Unknown => return Walked::Failed,
     }
-    let mut n = 0;
+    match name_frames(l, &mut stack, out, 0) {
+        (0, _) => Walked::Failed,
+        (n, true) => Walked::Frames(n),
+        (n, false) => Walked::Partial(n),
+    }
+}
+
+/// Names the rest of `stack`'s frames into `out[n..]`; returns the new
+/// frame count and whether the stack is whole: the walk reached the
+/// thread's first Java call or a virtual thread's continuation entry, or
+/// filled `out`.
+pub fn name_frames(l: &Layout, stack: &mut JavaStack<'_>, out: &mut [RawFrame], mut n: usize) -> (usize, bool) {
     let whole = loop {
         let Some(slot) = out.get_mut(n) else { break true };
         let Some(phys) = stack.next() else { break stack.reached_bottom() };
@@ -66,11 +77,7 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
         *slot = RawFrame::java(id, bci, ty);
         n += 1;
     };
-    match (n, whole) {
-        (0, _) => Walked::Failed,
-        (n, true) => Walked::Frames(n),
-        (n, false) => Walked::Partial(n),
-    }
+    (n, whole)
 }
 
 /// Off by `OXPROF_DISABLE_JAVA_WALKER=1` (to measure plain AsyncGetCallTrace).

@@ -19,7 +19,7 @@ use crate::native_dwarf;
 use crate::native_symbols;
 use crate::native_unwind;
 use crate::options::{CStack, Config, Event};
-use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
+use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
 use crate::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
 use crate::threads::Threads;
@@ -133,6 +133,7 @@ pub fn failure_name(code: i32) -> &'static str {
         ticks::THREAD_EXIT => "[thread_exit]",
         ticks::DEOPT => "[deopt]",
         ticks::SAFEPOINT => "[safepoint]",
+        MARK_TRUNCATED => "[truncated]",
         _ => "[unknown_error]",
     }
 }

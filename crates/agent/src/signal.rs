@@ -31,13 +31,17 @@ use crate::cputime::CpuSpent;
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
+use crate::frametypes::{self, Below};
 use crate::javawalk::{self, Walked};
-use crate::frametypes;
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
 /// `bci` of a synthetic frame for a thread the JVM does not run Java on.
 pub const MARK_NON_JAVA_THREAD: i32 = 2;
+/// `bci` of the marker ending a stack that AsyncGetCallTrace and the own
+/// walk both ended before the thread's first Java call (3 is taken by
+/// `alloc::MARK_ALLOC_CLASS`).
+pub const MARK_TRUNCATED: i32 = 4;
 
 /// How many frame buffers exist; concurrent handlers each need one.
 const BUFFERS: usize = 16;
@@ -430,10 +434,16 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
     let n = trace.num_frames;
     let tid_key = if ctx.per_thread { tid } else { 0 };
     if n > 0 {
-        let n = (n as usize).min(depth);
+        let mut n = (n as usize).min(depth);
         if asgct_ok {
-            // SAFETY: the walk wrote `n` Java frames after the native part, in our buffer.
-            frametypes::on_success(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, n) });
+            // SAFETY: we own the buffer's `depth` frames after the native part
+            // (busy flag); the walk wrote the first `n`.
+            let room = unsafe { std::slice::from_raw_parts_mut(java, depth) };
+            match frametypes::on_success(env as usize, ucontext, room, n) {
+                Below::Nothing => {}
+                Below::Completed(k) => n = k.min(depth),
+                Below::Cut(k) => (n, partial) = (k.min(depth), Some(MARK_TRUNCATED)),
+            }
         }
         let mut len = native + n;
         if let Some(code) = partial {

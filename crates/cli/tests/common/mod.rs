@@ -158,7 +158,7 @@ pub fn text(b: &[u8]) -> String {
 /// The root frames the agent gives a Java thread's sample whose stack walk
 /// failed (above them: native frames, or the Java frames of a walk that
 /// stopped short).
-pub const FAILURE_MARKERS: [&str; 11] = [
+pub const FAILURE_MARKERS: [&str; 12] = [
     "[no_class_load]",
     "[gc_active]",
     "[unknown_not_Java]",
@@ -169,6 +169,7 @@ pub const FAILURE_MARKERS: [&str; 11] = [
     "[thread_exit]",
     "[deopt]",
     "[safepoint]",
+    "[truncated]",
     "[unknown_error]",
 ];
 
