@@ -17,10 +17,8 @@ use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 use crate::hotspot::{self, Blob, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::javawalk;
+use crate::scopes::MAX_SCOPES;
 use crate::store::{JavaFrameType, RawFrame};
-
-/// Inlining deeper than this is not believed (C2's MaxInlineLevel is 15).
-const MAX_INLINE: usize = 64;
 
 /// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
 /// that is not a Java frame (native/kernel code addresses are never read).
@@ -42,10 +40,9 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
         return Below::Nothing;
     }
     let Some(walked) = frames.get_mut(..n) else { return Below::Nothing };
-    let (aligned, ended) = align(&mut stack, walked, method_of);
     // Only when every frame was matched does the next physical frame lie
     // below AsyncGetCallTrace's root; a stack cut by the depth limit stays so.
-    if aligned < n || ended || n >= frames.len() {
+    if align(&mut stack, walked, method_of) < n || n >= frames.len() {
         return Below::Nothing;
     }
     match javawalk::name_frames(l, &mut stack, frames, n) {
@@ -74,16 +71,13 @@ pub enum Below {
 
 /// The alignment itself, over any physical frames (`method_of` gives a
 /// stored frame's `Method*`).
-/// Returns how many frames were aligned and whether the physical frames
-/// ran out; the stack is left at the frame after the last one used.
-fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> (usize, bool) {
+/// Returns how many frames were aligned; when that is all of them, the
+/// stack is left at the physical frame below the last one used.
+fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> usize {
     let mut i = 0;
     let mut n = 0;
-    let ended = loop {
-        if i >= frames.len() {
-            break false;
-        }
-        let Some(phys) = stack.next() else { break true };
+    while i < frames.len() {
+        let Some(phys) = stack.next() else { break };
         n += 1;
         // The interrupted frame may be half built (a method's entry or exit)
         // and seen differently by AsyncGetCallTrace: at the top only, a
@@ -99,7 +93,7 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
                 } else if first {
                     continue;
                 } else {
-                    break false;
+                    break;
                 };
                 if let Some(f) = frames.get_mut(at) {
                     f.set_type(JavaFrameType::Interpreted);
@@ -107,12 +101,12 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
                 i = at + 1;
             }
             PhysFrame::Compiled { blob: Blob { method, .. }, .. } => {
-                let end = frames.len().min(i + MAX_INLINE);
+                let end = frames.len().min(i + MAX_SCOPES);
                 let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
                     if first {
                         continue;
                     }
-                    break false;
+                    break;
                 };
                 for (k, f) in frames.iter_mut().enumerate().skip(i).take(own + 1) {
                     f.set_type(if k == i + own { JavaFrameType::Compiled } else { JavaFrameType::Inlined });
@@ -120,8 +114,8 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
                 i += own + 1;
             }
         }
-    };
-    (i, ended)
+    }
+    i
 }
 
 /// After a successful AsyncGetCallTrace walk: types its `n` frames at the
@@ -203,12 +197,13 @@ mod tests {
     fn alignment_stops_below_the_stored_root() {
         let mut f = frames(&[1, 2, 3]);
         let mut phys = [comp(2), interp(3), interp(4), interp(5)].into_iter();
-        assert_eq!(align(&mut phys, &mut f, |f| f.method * 10), (3, false));
+        assert_eq!(align(&mut phys, &mut f, |f| f.method * 10), 3);
         assert_eq!(phys.next(), Some(interp(4)), "the next frame is the one below the root");
         let mut phys = [interp(1), interp(2)].into_iter();
-        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), (2, true));
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), 2);
+        assert_eq!(phys.next(), None);
         let mut phys = [interp(1), interp(9), interp(3)].into_iter();
-        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), (1, false));
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), 1);
     }
 
     #[test]

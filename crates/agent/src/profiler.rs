@@ -112,9 +112,8 @@ pub fn split_cpu_stack<'a>(frames: &'a [RawFrame], tid: u32, threads: &Threads) 
         Some((last, above)) if last.is_marker() => (above, last.bci),
         _ => return (frames, None),
     };
-    let java_visible = || threads.is_java_visible(tid);
     let marker = match marker {
-        ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME if above.iter().all(RawFrame::is_native) && !java_visible() => MARK_NON_JAVA_THREAD,
+        ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME if above.iter().all(RawFrame::is_native) && !threads.is_java_visible(tid) => MARK_NON_JAVA_THREAD,
         m => m,
     };
     (above, Some(marker))

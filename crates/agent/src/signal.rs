@@ -270,7 +270,7 @@ fn chain_trap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_v
     if PREV_TRAP_SIGINFO.load(Ordering::SeqCst) {
         // SAFETY: `prev` is the address of the SA_SIGINFO handler that was
         // installed before ours; it is called as the kernel would have.
-        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) = unsafe { std::mem::transmute(prev) };
+        let f: SigInfoHandler = unsafe { std::mem::transmute(prev) };
         f(signo, info, ucontext);
     } else {
         // SAFETY: as above, for a plain `sa_handler`.
