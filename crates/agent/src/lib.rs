@@ -192,6 +192,9 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     // CompiledMethodLoad has the same effect, at the cost of JVM work for
     // every compiled method (0.8% of CPU on javac). Only when CPU profiling
     // runs now or may start later.
+    // Decides, from the JVM's version, whether HotSpot's internals may be
+    // used at all (logs why not); `load` is empty when they may not.
+    vmstructs::decide(jvmti);
     let vm_structs = VmStructs::load();
     if config.cpu.is_some() || !config.start {
         if vm_structs.as_ref().is_some_and(|v| v.enable_debug_non_safepoints()) {
@@ -381,7 +384,10 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
 /// this JVM's structure table lacks something, both stay off, with a log line.
 fn init_java_walker(agent: &Agent, jni: Jni) {
     let Some(vs) = agent.vm_structs.as_ref() else {
-        log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        // An untested JDK was reported once, at load time.
+        if vmstructs::vmstructs_walk_trusted() {
+            log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        }
         return;
     };
     match hotspot::init(vs, jni.0 as usize) {
