@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use crate::jvmti::Jvmti;
 use crate::log;
@@ -122,10 +123,14 @@ pub fn assume(detected: Option<u32>, assumed: Option<&str>) -> Option<u32> {
 static JMETHODID_IS_METHOD_SLOT: AtomicBool = AtomicBool::new(false);
 static VMSTRUCTS_WALK_TRUSTED: AtomicBool = AtomicBool::new(false);
 
-/// Reads the JVM's version, decides what oxprof may rely on, logs one line
-/// when something is off, and makes the decision visible to
-/// [`jmethodid_is_method_slot`] and [`vmstructs_walk_trusted`]. Call once,
-/// at load time, before anything uses HotSpot's internals.
+/// The line saying what is off and why, until [`untold_refusal`] gave it out.
+static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
+
+/// Reads the JVM's version, decides what oxprof may rely on, and makes the
+/// decision visible to [`jmethodid_is_method_slot`] and
+/// [`vmstructs_walk_trusted`]; the line saying what is off waits for
+/// [`untold_refusal`]. Call once, at load time, before anything uses
+/// HotSpot's internals.
 pub fn decide(jvmti: Jvmti) -> Trust {
     let major = jvmti.major_version();
     let property = jvmti.system_property(c"java.vm.version").ok();
@@ -136,11 +141,18 @@ pub fn decide(jvmti: Jvmti) -> Trust {
     if let Some(line) = trust.refusal() {
         let by = assumed.map(|a| format!(" (OXPROF_ASSUME_JDK={a})")).unwrap_or_default();
         let raw = if detected.is_none() { format!(" (java.vm.version {}, JVMTI {major})", property.as_deref().unwrap_or("unavailable")) } else { String::new() };
-        log::info(&format!("{line}{raw}{by}"));
+        *REFUSAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{line}{raw}{by}"));
     }
     JMETHODID_IS_METHOD_SLOT.store(trust.jmethodid_is_method_slot, Ordering::SeqCst);
     VMSTRUCTS_WALK_TRUSTED.store(trust.vmstructs_walk_trusted, Ordering::SeqCst);
     trust
+}
+
+/// The line saying which of HotSpot's internals are not used and why, the
+/// first time a profile that would use them starts (so it is logged once,
+/// and an attach's reply carries it); `None` afterwards or when nothing is off.
+pub fn untold_refusal() -> Option<String> {
+    REFUSAL.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
 /// Whether a `jmethodID` may be read as a pointer to its `Method*` slot

@@ -86,8 +86,31 @@ fn check(java: &Path, classes: &Path, out: &Path) {
     assert!(samples_with(&s, "AllocPaths.recurse") > 100, "{who}: allocation stacks not named: {s:?}");
 }
 
+/// Attached to a running JVM: the attach's reply says why (its log stays
+/// quiet), nothing is typed, and code compiled before the attach is still
+/// told from native code.
+fn check_attach(java: &Path, classes: &Path, out: &Path) {
+    let who = java.display().to_string();
+    let mut cmd = Command::new(java);
+    cmd.env("OXPROF_ASSUME_JDK", "26").args(["-cp", classes.to_str().unwrap(), "Spin", "forever"]);
+    let mut jvm = RunningJvm::spawn(cmd, classes, "ready");
+    let o = oxprof_cmd().arg("attach").arg(jvm.pid().to_string()).args(["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]).output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{who}: {err}");
+    assert_gated(&err, true, &who);
+    assert!(err.contains(&format!("profile written to {}", out.display())), "{who}: {err}");
+    let s = read_collapsed(out);
+    assert_eq!(typed_samples(&s), 0, "{who}: frame types claimed in gated mode: {s:?}");
+    // Spin.loop was compiled before the attach: only the replayed code
+    // events tell its code from native code without the structure table.
+    let (all, spin, unknown) = (total(&s), samples_with(&s, "Spin.loop"), samples_with(&s, "[unknown]"));
+    assert!(all > 100 && spin * 10 >= all * 8, "{who}: Spin.loop in {spin} of {all} samples: {s:?}");
+    assert!(unknown * 20 <= all, "{who}: compiled Java code taken for unknown native code in {unknown} of {all} samples: {s:?}");
+    assert!(jvm.alive(), "{who}: the JVM died");
+}
+
 fn compiled(s: &Scratch) {
-    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "AllocPaths.java"]);
+    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "AllocPaths.java", "Spin.java"]);
 }
 
 #[test]
@@ -95,6 +118,7 @@ fn a_newer_jdk_gets_the_jvmti_paths_only() {
     let s = Scratch::new("untested-jdk");
     compiled(&s);
     check(&java(), &s.0, &s.path("out.collapsed"));
+    check_attach(&java(), &s.0, &s.path("attach.collapsed"));
 }
 
 #[test]
@@ -105,5 +129,6 @@ fn a_newer_jdk_gets_the_jvmti_paths_only_on_every_supported_jdk() {
     compiled(&s);
     for home in std::env::split_paths(&v) {
         check(&home.join("bin/java"), &s.0, &s.path("out.collapsed"));
+        check_attach(&home.join("bin/java"), &s.0, &s.path("attach.collapsed"));
     }
 }
