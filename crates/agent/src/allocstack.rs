@@ -37,6 +37,7 @@ use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::method_ids;
 use crate::scopes::{self, DebugInfo, MAX_SCOPES};
 use crate::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
+use crate::vmstructs;
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
@@ -61,7 +62,7 @@ pub fn checking() -> bool {
 /// Walks the current thread's Java frames into `out`, leaf first. `env` is
 /// the callback's `JNIEnv`. `None`: use `GetStackTrace`.
 pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
-    if !ENABLED.load(Ordering::Relaxed) {
+    if !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
         return None;
     }
     let l = hotspot::layout().filter(|l| l.has_debug_ranges())?;

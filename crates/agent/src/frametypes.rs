@@ -19,9 +19,12 @@ use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::javawalk;
 use crate::scopes::MAX_SCOPES;
 use crate::store::{JavaFrameType, RawFrame};
+use crate::vmstructs;
 
 /// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
 /// that is not a Java frame (native/kernel code addresses are never read).
+/// Only where [`vmstructs::jmethodid_is_method_slot`] (checked by
+/// [`annotate`], the only caller on the signal path).
 fn method_of(f: &RawFrame) -> usize {
     if f.method == 0 || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME) {
         return 0;
@@ -35,6 +38,10 @@ fn method_of(f: &RawFrame) -> usize {
 /// `frames` (leaf first) that the physical walk accounts for, and looks
 /// below the last one (see [`Below`]); `frames` may hold more than `n`.
 pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame], n: usize) -> Below {
+    // From JDK 26 a jmethodID is a table key: `method_of` would fault.
+    if !vmstructs::jmethodid_is_method_slot() {
+        return Below::Nothing;
+    }
     let (start, mut stack) = JavaStack::new(l, thread, regs);
     if start != Start::Frames {
         return Below::Nothing;

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use crate::safemem;
 use crate::store::direct_mapped_slot;
-use crate::vmstructs::VmStructs;
+use crate::vmstructs::{self, VmStructs};
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
@@ -171,6 +171,9 @@ pub fn layout() -> Option<&'static Layout> {
 pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
     if let Some(l) = LAYOUT.get() {
         return Ok(l);
+    }
+    if !vmstructs::vmstructs_walk_trusted() || !vmstructs::jmethodid_is_method_slot() {
+        return Err("this JDK's version is not one HotSpot's internals were tested on".into());
     }
     if !safemem::init() {
         return Err("process_vm_readv on the own process is not allowed".into());
@@ -547,6 +550,9 @@ impl Layout {
     /// The `jmethodID` of a `Method*`, through its class's jmethodID cache,
     /// checked by reading it back. `None` if any step is implausible.
     pub fn jmethod_id(&self, method: usize) -> Option<usize> {
+        if !vmstructs::jmethodid_is_method_slot() {
+            return None;
+        }
         let cm = safemem::read_word(method.wrapping_add(self.method_const))?;
         let cp = safemem::read_word(cm.wrapping_add(self.const_constants))?;
         let holder = safemem::read_word(cp.wrapping_add(self.pool_holder))?;

@@ -31,9 +31,10 @@ use crate::hotspot::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
 static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 
 /// Notes the continuation entry method from its `jmethodID` (0: none).
-/// Call before sampling starts.
+/// Call before sampling starts. Nothing is noted where a jmethodID is not a
+/// pointer to its `Method*` slot (JDK 26 and later).
 pub fn set_continuation_entry(id: usize) {
-    if id != 0 {
+    if id != 0 && crate::vmstructs::jmethodid_is_method_slot() {
         // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
         let method = unsafe { (id as *const usize).read_volatile() };
         CONTINUATION_ENTRY.store(method, Ordering::Relaxed);

@@ -26,6 +26,7 @@ use crate::hotspot::{self, Layout};
 use crate::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::method_ids;
 use crate::store::{JavaFrameType, RawFrame};
+use crate::vmstructs;
 
 /// What the walk found.
 #[derive(Debug, PartialEq, Eq)]
@@ -97,7 +98,7 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     // Only the refusals the physical frames can answer; not a thread that
     // is exiting, not yet started, or being deoptimized.
     let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
-    if !answerable || !ENABLED.load(Ordering::Relaxed) {
+    if !answerable || !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
         return Walked::Failed;
     }
     let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return Walked::Failed };

@@ -169,6 +169,14 @@ impl Jvmti {
         Ok(self.take_string(sig))
     }
 
+    /// A VM system property (available in the OnLoad and live phases), e.g.
+    /// `java.vm.version`.
+    pub fn system_property(self, name: &CStr) -> JvmtiResult<String> {
+        let mut value: *mut c_char = ptr::null_mut();
+        check(jvmti_call!(self.0, GetSystemProperty, name.as_ptr(), &mut value))?;
+        Ok(self.take_string(value))
+    }
+
     pub fn class_loader(self, class: jclass) -> JvmtiResult<jobject> {
         let mut loader: jobject = ptr::null_mut();
         check(jvmti_call!(self.0, GetClassLoader, class, &mut loader))?;

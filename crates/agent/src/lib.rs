@@ -192,6 +192,9 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     // CompiledMethodLoad has the same effect, at the cost of JVM work for
     // every compiled method (0.8% of CPU on javac). Only when CPU profiling
     // runs now or may start later.
+    // Decides, from the JVM's version, whether HotSpot's internals may be
+    // used at all (`start` says why not); `load` is empty when they may not.
+    vmstructs::decide(jvmti);
     let vm_structs = VmStructs::load();
     if config.cpu.is_some() || !config.start {
         if vm_structs.as_ref().is_some_and(|v| v.enable_debug_non_safepoints()) {
@@ -346,20 +349,22 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
         match agent.vm_structs.as_ref().and_then(VmStructs::code_cache_bounds) {
             Some((low, high)) => signal::note_code(low, high - low),
             None => {
-                if enable_code_events(agent.jvmti) {
-                    replay_code_events(agent.jvmti);
-                }
+                // Enabled at load or now; after an attach, the code compiled
+                // before it is known only from the replay.
+                enable_code_events(agent.jvmti);
+                replay_code_events(agent.jvmti);
             }
         }
     }
-    if config.cpu.is_some() || config.alloc.is_some() {
+    let walks = config.cpu.is_some() || config.alloc.is_some();
+    if walks {
         init_java_walker(agent, jni);
     }
     let jfr = jfr_stream::wanted(&config);
     if jfr {
         jfr_stream::prepare(agent, &config)?;
     }
-    let lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag) {
+    let mut lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag) {
         Ok(lines) => lines,
         Err(e) => {
             if jfr {
@@ -371,6 +376,10 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if jfr {
         jfr_stream::begin(agent);
     }
+    // Why HotSpot's internals are not used on this JDK (once).
+    if let Some(line) = walks.then(vmstructs::untold_refusal).flatten() {
+        lines.insert(0, line);
+    }
     for line in &lines {
         log::info(line);
     }
@@ -381,7 +390,10 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
 /// this JVM's structure table lacks something, both stay off, with a log line.
 fn init_java_walker(agent: &Agent, jni: Jni) {
     let Some(vs) = agent.vm_structs.as_ref() else {
-        log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        // An untested JDK is reported by `start`.
+        if vmstructs::vmstructs_walk_trusted() {
+            log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
+        }
         return;
     };
     match hotspot::init(vs, jni.0 as usize) {
@@ -545,10 +557,13 @@ fn enable_code_events(jvmti: Jvmti) -> bool {
     true
 }
 
+static CODE_REPLAYED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Replays code events for what was generated before the agent listened
-/// (only when it listens to them at all).
+/// (only when it listens to them at all, and once: later code comes as
+/// events).
 fn replay_code_events(jvmti: Jvmti) {
-    if !CODE_EVENTS.load(std::sync::atomic::Ordering::SeqCst) {
+    if !CODE_EVENTS.load(std::sync::atomic::Ordering::SeqCst) || CODE_REPLAYED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     for event in [JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_COMPILED_METHOD_LOAD] {

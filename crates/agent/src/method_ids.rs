@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::Layout;
 use crate::store::{direct_mapped_slot, prefault};
+use crate::vmstructs;
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;
@@ -38,6 +39,10 @@ pub fn prepare() {
 /// The `jmethodID` of `method` (read back to confirm), or `None` when
 /// `method` is not a live `Method` with one. Async-signal-safe.
 pub fn get(l: &Layout, method: usize) -> Option<usize> {
+    // From JDK 26 a jmethodID is a table key, not a slot to read back.
+    if !vmstructs::jmethodid_is_method_slot() {
+        return None;
+    }
     let e = IDS.get(direct_mapped_slot(method >> 3, CACHED))?;
     if e.method.load(Ordering::Relaxed) == method {
         let id = e.id.load(Ordering::Relaxed);

@@ -9,9 +9,163 @@
 //!
 //! Every lookup is optional: when a name is missing (another JVM, a future
 //! HotSpot), callers fall back to the JVMTI route.
+//!
+//! A name being present does not make its meaning the same, so the table is
+//! used only on the JDK versions oxprof was tested on: [`decide`] reads the
+//! JVM's version once at load time, and [`Trust`] says what may be relied
+//! on. Every user of HotSpot's internals (the table itself, the stack walks,
+//! anything that reads a `jmethodID` as a pointer) consults it.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use crate::jvmti::Jvmti;
+use crate::log;
+
+/// The oldest and newest JDK feature releases oxprof's use of HotSpot's
+/// internals was tested on (11, 17, 21 and 25).
+pub const OLDEST_TESTED_JDK: u32 = 11;
+pub const NEWEST_TESTED_JDK: u32 = 25;
+/// From this release on (JDK-8268406) a `jmethodID` is a key into a table of
+/// the VM's, no longer the address of a slot holding the method's `Method*`:
+/// reading it as a pointer faults.
+pub const FIRST_JDK_WITH_JMETHODID_TABLE: u32 = 26;
+
+/// What oxprof may rely on in this JVM, decided from its feature version
+/// alone (a pure function, see [`Trust::for_version`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trust {
+    /// The JVM's feature release, when it could be read with certainty.
+    pub version: Option<u32>,
+    /// A `jmethodID` points at a slot holding its `Method*` (JDK 9–25), so
+    /// it may be read to find the method and `Method*`s may be turned back
+    /// into `jmethodID`s by reading them back.
+    pub jmethodid_is_method_slot: bool,
+    /// HotSpot's structure table and everything oxprof builds on it (the
+    /// flag table, code cache bounds, the physical Java frame walk behind
+    /// frame types, the own CPU walk and the own allocation walk) were
+    /// tested on this release.
+    pub vmstructs_walk_trusted: bool,
+}
+
+impl Trust {
+    /// The decision for feature release `version` (`None`: unknown, which
+    /// trusts nothing).
+    pub fn for_version(version: Option<u32>) -> Trust {
+        let jmethodid_is_method_slot = version.is_some_and(|v| v < FIRST_JDK_WITH_JMETHODID_TABLE);
+        let tested = version.is_some_and(|v| (OLDEST_TESTED_JDK..=NEWEST_TESTED_JDK).contains(&v));
+        Trust { version, jmethodid_is_method_slot, vmstructs_walk_trusted: tested && jmethodid_is_method_slot }
+    }
+
+    /// The log line saying what is off and why; `None` when nothing is.
+    pub fn refusal(&self) -> Option<String> {
+        if self.vmstructs_walk_trusted && self.jmethodid_is_method_slot {
+            return None;
+        }
+        let why = match self.version {
+            Some(v) if v > NEWEST_TESTED_JDK => format!("JDK {v} is newer than the newest JDK oxprof was tested on ({NEWEST_TESTED_JDK})"),
+            Some(v) => format!("JDK {v} is older than the oldest JDK oxprof was tested on ({OLDEST_TESTED_JDK})"),
+            None => "this JVM's version could not be read".to_string(),
+        };
+        let ids = if self.jmethodid_is_method_slot { "" } else { "; jmethodIDs are not read as pointers (from JDK 26 they are table keys, JDK-8268406)" };
+        Some(format!(
+            "{why}: HotSpot's internal structures are not used{ids}; no Java frame types and no own stack walks: CPU stacks come from AsyncGetCallTrace alone, allocation stacks from GetStackTrace"
+        ))
+    }
+}
+
+/// The feature release at the start of a Java version string:
+/// `17.0.15+6-Debian-1deb12u1` → 17, `26-ea+5` → 26, `11.0.13` → 11, the
+/// old `1.8.0_302` form → 8. `None` for anything else.
+pub fn parse_feature(s: &str) -> Option<u32> {
+    let s = s.trim();
+    let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (number, rest) = s.split_at(digits);
+    let n: u32 = number.parse().ok()?;
+    if !(rest.is_empty() || rest.starts_with(['.', '-', '+', '_'])) {
+        return None;
+    }
+    if n == 1 {
+        // `1.N…`: the naming before JDK 9.
+        let rest = rest.strip_prefix('.')?;
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        return rest[..digits].parse().ok().filter(|&m| m > 1);
+    }
+    (n > 1).then_some(n)
+}
+
+/// The JVM's feature release from JVMTI's version number (whose major part
+/// is the feature release since JDK 9; `1` before) and the
+/// `java.vm.version` property. Both must name the same release: anything
+/// else (an unreadable string, JDK 8's `25.x` HotSpot numbering, a
+/// disagreement) is `None`.
+pub fn feature_version(jvmti_major: u32, vm_version: Option<&str>) -> Option<u32> {
+    let from_jvmti = (jvmti_major >= 9).then_some(jvmti_major);
+    let from_property = vm_version.and_then(parse_feature);
+    from_jvmti.filter(|&v| from_property == Some(v))
+}
+
+/// Applies the hidden `OXPROF_ASSUME_JDK` override (for tests: it lets a
+/// JDK 17 run the agent as it runs on a newer JDK). It can only make the
+/// agent more careful: a release below the detected one changes nothing,
+/// and an unreadable value trusts nothing.
+pub fn assume(detected: Option<u32>, assumed: Option<&str>) -> Option<u32> {
+    match assumed {
+        None => detected,
+        Some(a) => Some(detected?.max(parse_feature(a)?)),
+    }
+}
+
+/// The decision, for code that cannot be handed a [`Trust`] (the signal
+/// handler's callees). Nothing is trusted before [`decide`] ran.
+static JMETHODID_IS_METHOD_SLOT: AtomicBool = AtomicBool::new(false);
+static VMSTRUCTS_WALK_TRUSTED: AtomicBool = AtomicBool::new(false);
+
+/// The line saying what is off and why, until [`untold_refusal`] gave it out.
+static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
+
+/// Reads the JVM's version, decides what oxprof may rely on, and makes the
+/// decision visible to [`jmethodid_is_method_slot`] and
+/// [`vmstructs_walk_trusted`]; the line saying what is off waits for
+/// [`untold_refusal`]. Call once, at load time, before anything uses
+/// HotSpot's internals.
+pub fn decide(jvmti: Jvmti) -> Trust {
+    let major = jvmti.major_version();
+    let property = jvmti.system_property(c"java.vm.version").ok();
+    let detected = feature_version(major, property.as_deref());
+    let assumed = std::env::var("OXPROF_ASSUME_JDK").ok().filter(|a| !a.is_empty());
+    let trust = Trust::for_version(assume(detected, assumed.as_deref()));
+    log::debug(&format!("JVM version: java.vm.version {property:?}, JVMTI {major}, feature release {detected:?}, trusted as {trust:?}"));
+    if let Some(line) = trust.refusal() {
+        let by = assumed.map(|a| format!(" (OXPROF_ASSUME_JDK={a})")).unwrap_or_default();
+        let raw = if detected.is_none() { format!(" (java.vm.version {}, JVMTI {major})", property.as_deref().unwrap_or("unavailable")) } else { String::new() };
+        *REFUSAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{line}{raw}{by}"));
+    }
+    JMETHODID_IS_METHOD_SLOT.store(trust.jmethodid_is_method_slot, Ordering::SeqCst);
+    VMSTRUCTS_WALK_TRUSTED.store(trust.vmstructs_walk_trusted, Ordering::SeqCst);
+    trust
+}
+
+/// The line saying which of HotSpot's internals are not used and why, the
+/// first time a profile that would use them starts (so it is logged once,
+/// and an attach's reply carries it); `None` afterwards or when nothing is off.
+pub fn untold_refusal() -> Option<String> {
+    REFUSAL.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// Whether a `jmethodID` may be read as a pointer to its `Method*` slot
+/// (see [`Trust`]). Async-signal-safe (an atomic load).
+pub fn jmethodid_is_method_slot() -> bool {
+    JMETHODID_IS_METHOD_SLOT.load(Ordering::Relaxed)
+}
+
+/// Whether HotSpot's structure table and the walks built on it may be used
+/// (see [`Trust`]). Async-signal-safe (an atomic load).
+pub fn vmstructs_walk_trusted() -> bool {
+    VMSTRUCTS_WALK_TRUSTED.load(Ordering::Relaxed)
+}
 
 /// One field of the structure table.
 #[derive(Clone, Copy, Debug)]
@@ -74,8 +228,13 @@ fn named_table<T>(vars: [&CStr; 4], value: impl Fn(usize) -> T) -> HashMap<Strin
 }
 
 impl VmStructs {
-    /// Reads the tables from the running JVM; `None` if it exports none.
+    /// Reads the tables from the running JVM; `None` if it exports none,
+    /// or if this JVM's version is not one they are trusted on (see
+    /// [`decide`], which must run first).
     pub fn load() -> Option<VmStructs> {
+        if !vmstructs_walk_trusted() {
+            return None;
+        }
         let mut vs = VmStructs::default();
         let base = read_var(c"gHotSpotVMStructs")? as usize;
         let stride = read_var(c"gHotSpotVMStructEntryArrayStride")? as usize;
@@ -190,5 +349,82 @@ impl VmStructs {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_strings_name_their_feature_release() {
+        for (s, want) in [
+            ("11.0.13", Some(11)),
+            ("11.0.13+8-post-Debian-1deb11u1", Some(11)),
+            ("17.0.15+6-Debian-1deb12u1", Some(17)),
+            ("21.0.5+11-LTS", Some(21)),
+            ("25+36-3489", Some(25)),
+            ("26-ea", Some(26)),
+            ("26-ea+20-2345", Some(26)),
+            (" 27 ", Some(27)),
+            ("1.8.0_302", Some(8)),
+            ("25.302-b08", Some(25)),
+            ("", None),
+            ("garbage", None),
+            ("openj9-0.40.0", None),
+            ("17abc", None),
+            ("0", None),
+            ("1", None),
+            ("1.x", None),
+            ("-17", None),
+            ("99999999999999999999", None),
+        ] {
+            assert_eq!(parse_feature(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_version_needs_jvmti_and_the_property_to_agree() {
+        assert_eq!(feature_version(17, Some("17.0.15+6-Debian-1deb12u1")), Some(17));
+        assert_eq!(feature_version(26, Some("26-ea")), Some(26));
+        // JDK 8: JVMTI 1.2, and HotSpot's own 25.x numbering in the property.
+        assert_eq!(feature_version(1, Some("25.302-b08")), None);
+        assert_eq!(feature_version(25, Some("26-ea")), None);
+        assert_eq!(feature_version(25, Some("garbage")), None);
+        assert_eq!(feature_version(25, None), None);
+    }
+
+    #[test]
+    fn only_tested_releases_trust_hotspot_internals() {
+        for v in [11, 17, 21, 25] {
+            let t = Trust::for_version(Some(v));
+            assert!(t.jmethodid_is_method_slot && t.vmstructs_walk_trusted, "JDK {v}");
+            assert_eq!(t.refusal(), None, "JDK {v}");
+        }
+        for v in [26, 27, 40] {
+            let t = Trust::for_version(Some(v));
+            assert!(!t.jmethodid_is_method_slot && !t.vmstructs_walk_trusted, "JDK {v}");
+            let line = t.refusal().unwrap();
+            assert!(line.starts_with(&format!("JDK {v} is newer than the newest JDK oxprof was tested on (25)")) && line.contains("JDK-8268406"), "{line}");
+        }
+        let ea = Trust::for_version(feature_version(26, Some("26-ea")));
+        assert_eq!((ea.version, ea.jmethodid_is_method_slot, ea.vmstructs_walk_trusted), (Some(26), false, false));
+        let unknown = Trust::for_version(feature_version(25, Some("garbage")));
+        assert!(!unknown.jmethodid_is_method_slot && !unknown.vmstructs_walk_trusted);
+        assert!(unknown.refusal().unwrap().starts_with("this JVM's version could not be read"));
+        // Untested older releases keep pointer jmethodIDs but not the walks.
+        let nine = Trust::for_version(Some(9));
+        assert!(nine.jmethodid_is_method_slot && !nine.vmstructs_walk_trusted);
+        assert!(!nine.refusal().unwrap().contains("JDK-8268406"));
+    }
+
+    #[test]
+    fn the_override_only_makes_the_agent_more_careful() {
+        assert_eq!(assume(Some(17), None), Some(17));
+        assert_eq!(assume(Some(17), Some("26")), Some(26));
+        assert_eq!(assume(Some(25), Some("26-ea")), Some(26));
+        assert_eq!(assume(Some(26), Some("17")), Some(26), "cannot lower the release");
+        assert_eq!(assume(Some(17), Some("nonsense")), None, "an unreadable value trusts nothing");
+        assert_eq!(assume(None, Some("17")), None, "cannot make an unknown JVM known");
     }
 }
