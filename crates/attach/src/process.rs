@@ -77,6 +77,8 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
 /// The path (in the process's own mount namespace) of the first mapped file
 /// whose file name contains `name_contains`, e.g. an already-loaded
 /// `liboxprof.so`. `None` if there is none or the maps are unreadable.
+/// The process's user chose that path: load it again only as
+/// [`crate::AgentLibrary::InTarget`], never open it as a path of ours.
 pub fn loaded_library(pid: u32, name_contains: &str) -> Option<PathBuf> {
     mapped_files(pid).ok()?.into_iter().find(|p| file_name_contains(p, name_contains))
 }
