@@ -35,10 +35,13 @@ OXPROF_EXTRA_JDKS=$(IFS=:; echo "${homes[*]}")
 export OXPROF_EXTRA_JDKS
 
 # Ignored tests need the runtimes above, and some need root (they start a
-# JVM as another user); without root those are left out, visibly.
+# JVM or another process as another user, or switch identities); without
+# root those are left out, visibly.
 skip=()
 if [ "$(id -u)" != 0 ]; then
-  echo "not root: leaving out the tests that start a JVM as another user"
-  skip=(--skip jvm_of_another_user --skip permission_denied_for_another_users_jvm)
+  echo "not root: leaving out the tests that run processes as another user or switch identities"
+  skip=(--skip jvm_of_another_user --skip permission_denied_for_another_users_jvm
+        --skip assumed_identity_has_only_the_targets_groups --skip foreign_stale_socket_is_left_to_the_targets_user
+        --skip target_files_are_read_as_the_targets_user --skip planted_reply_files_of_another_users_jvm)
 fi
 cargo test --workspace --release -- --include-ignored "${skip[@]}"

@@ -2,8 +2,8 @@
 //! command), including making the library visible to a JVM in another
 //! mount namespace (a container, a chroot).
 
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use crate::creds;
 use crate::error::AttachError;
 use crate::process::{self, Target};
 use crate::protocol::{execute, Reply};
+use crate::target_files::{metadata_in_target, open_at, open_in_target, remove_target_file, unlink_at};
 
 /// What the JVM said after loading an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,28 +24,41 @@ pub struct LoadReply {
     pub text: String,
 }
 
-/// Loads the agent library `agent_path` into the JVM, calling its
-/// `Agent_OnAttach` with `options`.
+/// The agent library to load, and in whose file system its path is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentLibrary {
+    /// A library of ours, in our file system, that we trust: the one
+    /// installed beside our program. When the JVM runs under another root
+    /// directory, we read it and copy it into the JVM's `/tmp`.
+    Ours(PathBuf),
+    /// An absolute path as the JVM names it, in its own mount namespace,
+    /// e.g. from [`crate::loaded_library`]: whoever runs the JVM controls
+    /// it, so it is only looked up there, as the JVM's user, and passed to
+    /// the JVM as is; never opened, read or copied by us.
+    InTarget(PathBuf),
+}
+
+/// Loads `agent` into the JVM, calling its `Agent_OnAttach` with `options`.
 ///
-/// When the JVM runs under another root directory than ours, the library is
-/// copied into the JVM's `/tmp` under a name derived from its contents (so
-/// loading the same library again reuses the copy, and the JVM's loader sees
-/// the same library), readable by the JVM's user. A path that exists only
-/// in the JVM's namespace (e.g. from [`crate::loaded_library`]) is used as is.
-pub fn load_agent(target: &Target, agent_path: &Path, options: &str, timeout: Duration) -> Result<LoadReply, AttachError> {
+/// When the JVM runs under another root directory than ours, our library
+/// ([`AgentLibrary::Ours`]) is copied into the JVM's `/tmp` under a name
+/// derived from its contents (so loading the same library again reuses the
+/// copy, and the JVM's loader sees the same library), readable by the JVM's
+/// user.
+pub fn load_agent(target: &Target, agent: &AgentLibrary, options: &str, timeout: Duration) -> Result<LoadReply, AttachError> {
     let started = Instant::now();
-    let placed = place_agent(target, agent_path)?;
+    let placed = place_agent(target, agent)?;
     let path = placed.in_target.to_str().ok_or_else(|| AttachError::LoadFailed(format!("agent path {} is not valid UTF-8", placed.in_target.display())))?;
     let result = execute(target, "load", &[path, "true", options], timeout.saturating_sub(started.elapsed())).and_then(|r| parse_load_reply(&r));
-    match (result, placed.copy) {
-        (Err(AttachError::LoadFailed(text)), Some(copy)) => {
-            let _ = std::fs::remove_file(&copy);
+    match result {
+        Err(AttachError::LoadFailed(text)) if placed.copied => {
+            let _ = remove_target_file(target, &placed.in_target);
             Err(AttachError::LoadFailed(format!(
                 "{}\n(the agent was copied to {path} in the JVM's mount namespace; if its /tmp is mounted noexec, put the agent in an executable directory there and pass that path)",
                 text.trim_end()
             )))
         }
-        (result, _) => result,
+        result => result,
     }
 }
 
@@ -62,38 +76,59 @@ pub fn parse_load_reply(reply: &Reply) -> Result<LoadReply, AttachError> {
     }
 }
 
-/// The agent's path as the JVM names it, and the copy we made for it, if any.
+/// The agent's path as the JVM names it, and whether this call copied it there.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Placed {
     pub in_target: PathBuf,
-    /// The copy as we reach it, when this call created it.
-    pub copy: Option<PathBuf>,
+    pub copied: bool,
 }
 
-pub(crate) fn place_agent(target: &Target, agent: &Path) -> Result<Placed, AttachError> {
+pub(crate) fn place_agent(target: &Target, agent: &AgentLibrary) -> Result<Placed, AttachError> {
+    match agent {
+        AgentLibrary::InTarget(path) => in_target(target, path),
+        AgentLibrary::Ours(path) => ours(target, path),
+    }
+}
+
+/// A path in the JVM's namespace: it must name a file there, as the JVM's user sees it.
+fn in_target(target: &Target, path: &Path) -> Result<Placed, AttachError> {
+    if !path.is_absolute() {
+        return Err(AttachError::LoadFailed(format!("agent library {} in JVM {}'s file system: not an absolute path", path.display(), target.pid)));
+    }
+    let as_target = creds::assume_for_files(target)?;
+    match metadata_in_target(&as_target, target, path) {
+        Ok(m) if m.is_file() => Ok(Placed { in_target: path.to_path_buf(), copied: false }),
+        Ok(_) => Err(AttachError::LoadFailed(format!("agent library {} in JVM {}'s file system is not a file", path.display(), target.pid))),
+        Err(_) if !process::exists(target.pid) => Err(AttachError::NoSuchProcess(target.pid)),
+        Err(e) => Err(AttachError::LoadFailed(format!("agent library {} in JVM {}'s file system: {e}", path.display(), target.pid))),
+    }
+}
+
+/// Our library: used by its path where the JVM sees the same file there,
+/// else copied into the JVM's /tmp.
+fn ours(target: &Target, agent: &Path) -> Result<Placed, AttachError> {
     let abs = std::path::absolute(agent).map_err(|e| AttachError::LoadFailed(format!("agent library {}: {e}", agent.display())))?;
-    let ours = std::fs::metadata(&abs);
+    let failed = |e: io::Error| AttachError::LoadFailed(format!("agent library {}: {e}", abs.display()));
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&abs).map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    if !meta.is_file() {
+        return Err(AttachError::LoadFailed(format!("agent library {} is not a file", abs.display())));
+    }
     if process::same_root(target)? {
-        return match ours {
-            Ok(m) if m.is_file() => Ok(Placed { in_target: abs, copy: None }),
-            Ok(_) => Err(AttachError::LoadFailed(format!("agent library {} is not a file", abs.display()))),
-            Err(e) => Err(AttachError::LoadFailed(format!("agent library {}: {e}", abs.display()))),
-        };
+        return Ok(Placed { in_target: abs, copied: false });
     }
-    let ours = ours.ok().filter(|m| m.is_file());
-    let theirs = std::fs::metadata(target.root.join(abs.strip_prefix("/").unwrap_or(&abs))).ok().filter(|m| m.is_file());
-    match (ours, theirs) {
-        // The same file is visible at the same path there (a shared mount).
-        (Some(o), Some(t)) if o.dev() == t.dev() && o.ino() == t.ino() => Ok(Placed { in_target: abs, copy: None }),
-        (Some(_), _) => copy_into(target, &abs),
-        // A path in the JVM's namespace only, e.g. from loaded_library.
-        (None, Some(_)) => Ok(Placed { in_target: abs, copy: None }),
-        (None, None) => Err(AttachError::LoadFailed(format!(
-            "agent library {} exists neither here nor in JVM {}'s mount namespace",
-            abs.display(),
-            target.pid
-        ))),
+    {
+        // The same file visible at the same path there (a shared mount)?
+        let as_target = creds::assume_for_files(target)?;
+        if let Ok(theirs) = metadata_in_target(&as_target, target, &abs) {
+            if theirs.dev() == meta.dev() && theirs.ino() == meta.ino() {
+                return Ok(Placed { in_target: abs, copied: false });
+            }
+        }
     }
+    let mut contents = Vec::new();
+    (&file).read_to_end(&mut contents).map_err(failed)?;
+    copy_into(target, &abs, &contents)
 }
 
 /// `liboxprof.so` → `liboxprof-<hash of contents>.so`.
@@ -114,12 +149,17 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Copies the agent into the target's /tmp, as the target's user.
-fn copy_into(target: &Target, agent: &Path) -> Result<Placed, AttachError> {
-    let contents = std::fs::read(agent).map_err(|e| AttachError::LoadFailed(format!("reading agent library {}: {e}", agent.display())))?;
-    let name = copy_name(agent, &contents);
-    let _as_target = creds::assume(target)?;
-    let dir = target.root.join("tmp");
+/// Copies our agent's `contents` into the target's /tmp, as the target's user.
+fn copy_into(target: &Target, agent: &Path, contents: &[u8]) -> Result<Placed, AttachError> {
+    let name = copy_name(agent, contents);
+    let as_target = creds::assume(target)?;
+    let dir = open_in_target(&as_target, target, Path::new("/tmp"), libc::O_PATH | libc::O_DIRECTORY, 0)
+        .map_err(|e| AttachError::LoadFailed(format!("cannot copy the agent into JVM {}'s /tmp: {e}; copy it into the JVM's file system yourself and pass that path", target.pid)));
+    let dir = match dir {
+        Ok(d) => d,
+        Err(_) if !process::exists(target.pid) => return Err(AttachError::NoSuchProcess(target.pid)),
+        Err(e) => return Err(e),
+    };
     let mut candidates = vec![name.clone()];
     let unique = format!("{}-{}", std::process::id(), now_nanos());
     candidates.push(match name.rsplit_once('.') {
@@ -128,22 +168,21 @@ fn copy_into(target: &Target, agent: &Path) -> Result<Placed, AttachError> {
     });
     let mut last_error = None;
     for n in candidates {
-        let host = dir.join(&n);
         let in_target = Path::new("/tmp").join(&n);
-        match existing_copy(&host, target.uid, &contents) {
-            Existing::Same => return Ok(Placed { in_target, copy: None }),
+        match existing_copy(&dir, &n, target.uid, contents) {
+            Existing::Same => return Ok(Placed { in_target, copied: false }),
             Existing::Other => continue,
             Existing::Absent => {}
         }
-        match write_new(&host, &contents) {
-            Ok(()) => return Ok(Placed { in_target, copy: Some(host) }),
+        match write_new(&dir, &n, contents) {
+            Ok(()) => return Ok(Placed { in_target, copied: true }),
             // Another attacher raced us: its copy is fine if complete.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if existing_copy(&host, target.uid, &contents) == Existing::Same {
-                    return Ok(Placed { in_target, copy: None });
+                if existing_copy(&dir, &n, target.uid, contents) == Existing::Same {
+                    return Ok(Placed { in_target, copied: false });
                 }
             }
-            Err(e) => last_error = Some(format!("{}: {e}", host.display())),
+            Err(e) => last_error = Some(format!("{}: {e}", in_target.display())),
         }
     }
     if !process::exists(target.pid) {
@@ -169,25 +208,29 @@ enum Existing {
     Other,
 }
 
-fn existing_copy(path: &Path, uid: u32, contents: &[u8]) -> Existing {
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
+/// What `name` in the target's /tmp (`dir`) is; a symlink is never followed.
+fn existing_copy(dir: &OwnedFd, name: &str, uid: u32, contents: &[u8]) -> Existing {
+    let f = match open_at(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0) {
+        Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Existing::Absent,
         Err(_) => return Existing::Other,
     };
+    let Ok(m) = f.metadata() else { return Existing::Other };
     let trusted = m.is_file() && (m.uid() == uid || m.uid() == 0) && m.mode() & 0o022 == 0 && m.len() == contents.len() as u64;
-    if trusted && std::fs::read(path).is_ok_and(|c| c == contents) {
+    let mut theirs = Vec::new();
+    if trusted && f.take(contents.len() as u64 + 1).read_to_end(&mut theirs).is_ok() && theirs == contents {
         Existing::Same
     } else {
         Existing::Other
     }
 }
 
-fn write_new(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(path)?;
+/// Creates `name` in the target's /tmp (`dir`), never over an existing file or symlink.
+fn write_new(dir: &OwnedFd, name: &str, contents: &[u8]) -> io::Result<()> {
+    let mut f = open_at(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW, 0o644)?;
     let written = f.write_all(contents).and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(0o644)));
     if written.is_err() {
-        let _ = std::fs::remove_file(path);
+        let _ = unlink_at(dir, name);
     }
     written
 }
@@ -254,6 +297,14 @@ mod tests {
         }
     }
 
+    fn ours(p: &Path) -> AgentLibrary {
+        AgentLibrary::Ours(p.to_path_buf())
+    }
+
+    fn theirs(p: &Path) -> AgentLibrary {
+        AgentLibrary::InTarget(p.to_path_buf())
+    }
+
     #[test]
     fn agent_paths_in_another_root() {
         let fake = FakeRoot::new("paths");
@@ -262,34 +313,61 @@ mod tests {
         std::fs::write(&agent, b"\x7fELF pretend").unwrap();
 
         // Our agent is copied into the target's /tmp, named by contents.
-        let first = place_agent(&target, &agent).unwrap();
+        let first = place_agent(&target, &ours(&agent)).unwrap();
         let name = copy_name(&agent, b"\x7fELF pretend");
-        assert_eq!(first.in_target, Path::new("/tmp").join(&name));
+        assert_eq!(first, Placed { in_target: Path::new("/tmp").join(&name), copied: true });
         let host = target.root.join("tmp").join(&name);
-        assert_eq!(first.copy.as_deref(), Some(host.as_path()));
         assert_eq!(std::fs::read(&host).unwrap(), b"\x7fELF pretend");
         assert_eq!(std::fs::metadata(&host).unwrap().mode() & 0o777, 0o644);
 
         // Loading it again reuses that copy (the same library for the JVM).
-        let again = place_agent(&target, &agent).unwrap();
-        assert_eq!(again, Placed { in_target: first.in_target.clone(), copy: None });
+        let again = place_agent(&target, &ours(&agent)).unwrap();
+        assert_eq!(again, Placed { in_target: first.in_target.clone(), copied: false });
 
-        // A path that exists only in the target (from loaded_library) is used as is.
-        let inside = place_agent(&target, &first.in_target).unwrap();
-        assert_eq!(inside, Placed { in_target: first.in_target.clone(), copy: None });
+        // A path in the target (from loaded_library) is used as is.
+        let inside = place_agent(&target, &theirs(&first.in_target)).unwrap();
+        assert_eq!(inside, Placed { in_target: first.in_target.clone(), copied: false });
 
         // A different file under that name is never overwritten.
         std::fs::write(&agent, b"\x7fELF other").unwrap();
         let other_name = copy_name(&agent, b"\x7fELF other");
         std::fs::write(target.root.join("tmp").join(&other_name), b"squatter").unwrap();
-        let third = place_agent(&target, &agent).unwrap();
+        let third = place_agent(&target, &ours(&agent)).unwrap();
         assert_ne!(third.in_target, Path::new("/tmp").join(&other_name));
-        assert!(third.in_target.starts_with("/tmp"));
-        assert_eq!(std::fs::read(third.copy.unwrap()).unwrap(), b"\x7fELF other");
+        assert!(third.in_target.starts_with("/tmp") && third.copied);
+        assert_eq!(std::fs::read(target.root.join(third.in_target.strip_prefix("/").unwrap())).unwrap(), b"\x7fELF other");
         assert_eq!(std::fs::read(target.root.join("tmp").join(&other_name)).unwrap(), b"squatter");
 
         // Nowhere at all.
-        assert!(matches!(place_agent(&target, Path::new("/nonexistent/liboxprof.so")), Err(AttachError::LoadFailed(_))));
+        assert!(matches!(place_agent(&target, &ours(Path::new("/nonexistent/liboxprof.so"))), Err(AttachError::LoadFailed(_))));
+        assert!(matches!(place_agent(&target, &theirs(Path::new("/nonexistent/liboxprof.so"))), Err(AttachError::LoadFailed(_))));
+    }
+
+    /// A path the target gave us (its maps) names a file in the target's
+    /// file system: a host file at that path, e.g. a symlink to a file only
+    /// root may read, is neither read nor copied into the target.
+    #[test]
+    fn paths_from_the_target_are_never_read_here() {
+        let fake = FakeRoot::new("planted");
+        let target = fake.target();
+        let secret = fake.0.join("secret");
+        std::fs::write(&secret, b"SECRET").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let planted = fake.0.join("liboxprof-planted.so");
+        std::os::unix::fs::symlink(&secret, &planted).unwrap();
+        // Files directly in the target's /tmp (the copies' place).
+        let copies = || std::fs::read_dir(target.root.join("tmp")).unwrap().filter(|e| e.as_ref().unwrap().file_type().unwrap().is_file()).count();
+
+        // Only on our side: refused, nothing copied.
+        let r = place_agent(&target, &theirs(&planted));
+        assert!(matches!(&r, Err(AttachError::LoadFailed(m)) if m.contains("in JVM")), "{r:?}");
+        assert_eq!(copies(), 0);
+        // The same path exists inside the target too: its file, as is.
+        let inside = target.root.join(planted.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+        std::fs::write(&inside, b"\x7fELF theirs").unwrap();
+        assert_eq!(place_agent(&target, &theirs(&planted)).unwrap(), Placed { in_target: planted.clone(), copied: false });
+        assert_eq!(copies(), 0);
     }
 
     #[test]
@@ -297,8 +375,10 @@ mod tests {
         let pid = std::process::id();
         let target = Target { pid, ns_pid: pid, uid: creds::our_euid(), gid: creds::our_egid(), root: "/proc/self/root".into(), cwd: "/proc/self/cwd".into() };
         let exe = std::env::current_exe().unwrap();
-        assert_eq!(place_agent(&target, &exe).unwrap(), Placed { in_target: exe, copy: None });
-        assert!(matches!(place_agent(&target, Path::new("/nonexistent/liboxprof.so")), Err(AttachError::LoadFailed(_))));
-        assert!(matches!(place_agent(&target, Path::new("/")), Err(AttachError::LoadFailed(_))));
+        assert_eq!(place_agent(&target, &ours(&exe)).unwrap(), Placed { in_target: exe.clone(), copied: false });
+        assert_eq!(place_agent(&target, &theirs(&exe)).unwrap(), Placed { in_target: exe, copied: false });
+        for agent in [ours(Path::new("/nonexistent/liboxprof.so")), ours(Path::new("/")), theirs(Path::new("/nonexistent/liboxprof.so")), theirs(Path::new("/")), theirs(Path::new("liboxprof.so"))] {
+            assert!(matches!(place_agent(&target, &agent), Err(AttachError::LoadFailed(_))), "{agent:?}");
+        }
     }
 }

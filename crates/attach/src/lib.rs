@@ -20,7 +20,9 @@
 //! Modules: `process` reads `/proc` ([`inspect`], [`loaded_library`]),
 //! `protocol` holds the socket conversation ([`execute`]), `agent` loads
 //! agents and copies them into another mount namespace ([`load_agent`]),
-//! `list` discovers JVMs ([`list_jvms`]), `creds` switches identity and
+//! `list` discovers JVMs ([`list_jvms`]), `creds` switches identity,
+//! `target_files` reads and removes files in a target's file system as its
+//! user ([`read_target_file`]) and makes its text [`printable`], and
 //! `error` defines [`AttachError`].
 
 mod agent;
@@ -29,9 +31,11 @@ mod error;
 mod list;
 mod process;
 mod protocol;
+mod target_files;
 
-pub use agent::{load_agent, parse_load_reply, LoadReply};
+pub use agent::{load_agent, parse_load_reply, AgentLibrary, LoadReply};
 pub use error::AttachError;
 pub use list::{list_jvms, JvmInfo};
 pub use process::{inspect, loaded_library, Target};
 pub use protocol::{execute, Reply};
+pub use target_files::{printable, read_target_file, remove_target_file, READ_TIMEOUT};

@@ -3,9 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::process;
+use crate::process::{self, Target};
+use crate::target_files::{printable, read_target_file};
 
-/// A running HotSpot JVM.
+/// More than a JDK's `release` file holds (about 1.5 KiB).
+const RELEASE_CAP: usize = 64 * 1024;
+
+/// A running HotSpot JVM. Its texts come from the JVM's user (its command
+/// line, its runtime's files) and are [`crate::printable`], on one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JvmInfo {
     pub pid: u32,
@@ -33,29 +38,45 @@ fn jvm_info(pid: u32) -> Option<JvmInfo> {
     let libjvm = maps.iter().find(|p| p.file_name().is_some_and(|n| n == "libjvm.so"))?;
     let status = process::read_status(pid).ok()?;
     let args = process::cmdline(pid).unwrap_or_default();
-    let root = PathBuf::from(format!("/proc/{pid}/root"));
+    let target = Target {
+        pid,
+        ns_pid: status.ns_pid,
+        uid: status.uid,
+        gid: status.gid,
+        root: PathBuf::from(format!("/proc/{pid}/root")),
+        cwd: PathBuf::from(format!("/proc/{pid}/cwd")),
+    };
     Some(JvmInfo {
         pid,
-        main: parse_java_args(&args).main.unwrap_or_default(),
-        java_version: java_version(&root, libjvm),
+        main: one_printable_line(&parse_java_args(&args).main.unwrap_or_default()),
+        java_version: java_version(&target, libjvm),
         user: status.uid,
         oxprof: maps.iter().find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains("liboxprof"))).cloned(),
     })
 }
 
+/// `text` without control characters, on one line.
+fn one_printable_line(text: &str) -> String {
+    printable(text).replace(['\n', '\t'], " ")
+}
+
 /// `JAVA_VERSION` from the `release` file of the runtime that `libjvm`
-/// (a path in the JVM's namespace, reached through `root`) belongs to:
-/// `<home>/lib/server/libjvm.so` on JDK 9+, `<home>/jre/lib/<arch>/server/libjvm.so` on 8.
-fn java_version(root: &Path, libjvm: &Path) -> Option<String> {
+/// (a path in the JVM's namespace) belongs to: `<home>/lib/server/libjvm.so`
+/// on JDK 9+, `<home>/jre/lib/<arch>/server/libjvm.so` on 8. The file is the
+/// JVM's user's to choose (a JDK in a container): read as that user, a
+/// regular file only, so much, in bounded time.
+fn java_version(target: &Target, libjvm: &Path) -> Option<String> {
     libjvm.ancestors().skip(3).take(3).find_map(|dir| {
-        let rel_dir = dir.strip_prefix("/").ok()?;
-        let text = std::fs::read_to_string(root.join(rel_dir).join("release")).ok()?;
-        parse_release(&text)
+        if !dir.is_absolute() {
+            return None;
+        }
+        let bytes = read_target_file(target, &dir.join("release"), RELEASE_CAP).ok()?;
+        parse_release(&String::from_utf8_lossy(&bytes))
     })
 }
 
 fn parse_release(text: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix("JAVA_VERSION=")).map(|v| v.trim().trim_matches('"').to_string())
+    text.lines().find_map(|l| l.strip_prefix("JAVA_VERSION=")).map(|v| one_printable_line(v.trim().trim_matches('"')))
 }
 
 /// A `java` command line split into the JVM's options and its main.
@@ -205,10 +226,42 @@ mod tests {
         std::fs::create_dir_all(dir.join("jdk17/lib/server")).unwrap();
         std::fs::write(dir.join("jdk8/release"), "JAVA_VERSION=\"1.8.0_412\"\n").unwrap();
         std::fs::write(dir.join("jdk17/release"), "JAVA_VERSION=\"17.0.15\"\n").unwrap();
-        let root = Path::new("/proc/self/root");
-        assert_eq!(java_version(root, &dir.join("jdk17/lib/server/libjvm.so")).as_deref(), Some("17.0.15"));
-        assert_eq!(java_version(root, &dir.join("jdk8/jre/lib/amd64/server/libjvm.so")).as_deref(), Some("1.8.0_412"));
-        assert_eq!(java_version(root, Path::new("libjvm.so")), None);
+        let root = ourselves();
+        assert_eq!(java_version(&root, &dir.join("jdk17/lib/server/libjvm.so")).as_deref(), Some("17.0.15"));
+        assert_eq!(java_version(&root, &dir.join("jdk8/jre/lib/amd64/server/libjvm.so")).as_deref(), Some("1.8.0_412"));
+        assert_eq!(java_version(&root, Path::new("libjvm.so")), None);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn ourselves() -> Target {
+        let pid = std::process::id();
+        Target { pid, ns_pid: pid, uid: crate::creds::our_euid(), gid: crate::creds::our_egid(), root: "/proc/self/root".into(), cwd: "/proc/self/cwd".into() }
+    }
+
+    /// The `release` file is the JVM's user's: a FIFO there is refused
+    /// rather than waited on, a symlink is not followed, control
+    /// characters do not reach the terminal.
+    #[test]
+    fn planted_release_files() {
+        let dir = std::env::temp_dir().join(format!("oxprof-attach-planted-release-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("fifo/lib/server")).unwrap();
+        std::fs::create_dir_all(dir.join("link/lib/server")).unwrap();
+        std::fs::create_dir_all(dir.join("escape/lib/server")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("fifo/release").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(dir.join("secret"), "JAVA_VERSION=\"secret\"\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("secret"), dir.join("link/release")).unwrap();
+        std::fs::write(dir.join("escape/release"), "JAVA_VERSION=\"17\x1b]0;owned\x07\x1b[2J\r.0.1\"\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            let root = ourselves();
+            let _ = tx.send(["fifo", "link", "escape"].map(|j| java_version(&root, &d.join(j).join("lib/server/libjvm.so"))));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("reading a FIFO as the release file hung");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(got, [None, None, Some("17]0;owned[2J.0.1".to_string())]);
     }
 }

@@ -77,6 +77,8 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
 /// The path (in the process's own mount namespace) of the first mapped file
 /// whose file name contains `name_contains`, e.g. an already-loaded
 /// `liboxprof.so`. `None` if there is none or the maps are unreadable.
+/// The process's user chose that path: load it again only as
+/// [`crate::AgentLibrary::InTarget`], never open it as a path of ours.
 pub fn loaded_library(pid: u32, name_contains: &str) -> Option<PathBuf> {
     mapped_files(pid).ok()?.into_iter().find(|p| file_name_contains(p, name_contains))
 }
@@ -98,6 +100,8 @@ pub(crate) struct Status {
     pub gid: u32,
     /// `SigCgt`: the signals it catches, bit `n - 1` for signal `n`.
     pub caught: u64,
+    /// `Groups`: its supplementary groups.
+    pub groups: Vec<u32>,
 }
 
 impl Status {
@@ -120,6 +124,7 @@ pub(crate) fn parse_status(pid: u32, text: &str) -> Option<Status> {
     let mut state = None;
     let mut ns_pid = pid;
     let (mut uid, mut gid, mut caught) = (None, None, None);
+    let mut groups = Vec::new();
     for line in text.lines() {
         let Some((key, value)) = line.split_once(':') else { continue };
         let mut fields = value.split_whitespace();
@@ -130,10 +135,11 @@ pub(crate) fn parse_status(pid: u32, text: &str) -> Option<Status> {
             "Uid" => uid = fields.nth(1).and_then(|s| s.parse().ok()),
             "Gid" => gid = fields.nth(1).and_then(|s| s.parse().ok()),
             "SigCgt" => caught = fields.next().and_then(|s| u64::from_str_radix(s, 16).ok()),
+            "Groups" => groups = fields.filter_map(|s| s.parse().ok()).collect(),
             _ => {}
         }
     }
-    Some(Status { state: state?, ns_pid, uid: uid?, gid: gid?, caught: caught? })
+    Some(Status { state: state?, ns_pid, uid: uid?, gid: gid?, caught: caught?, groups })
 }
 
 /// Maps an error reading `/proc/<pid>/...` to what it means.
@@ -226,15 +232,16 @@ mod tests {
     #[test]
     fn status_fields() {
         let text = "Name:\tjava\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\nPid:\t4242\nPPid:\t1\n\
-                    Uid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\nNSpid:\t4242\t7\n\
+                    Uid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\nGroups:\t24 27 \nNSpid:\t4242\t7\n\
                     SigQ:\t0/63422\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\nSigBlk:\t0000000000000000\n\
                     SigIgn:\t0000000000000000\nSigCgt:\t2000000181005ccf\n";
         let s = parse_status(4242, text).unwrap();
-        assert_eq!(s, Status { state: 'S', ns_pid: 7, uid: 1001, gid: 51, caught: 0x2000000181005ccf });
+        assert_eq!(s, Status { state: 'S', ns_pid: 7, uid: 1001, gid: 51, caught: 0x2000000181005ccf, groups: vec![24, 27] });
         assert!(s.catches_sigquit());
         // `sleep` catches nothing; no NSpid line on old kernels.
         let s = parse_status(9, "State:\tS (sleeping)\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nSigCgt:\t0000000000000000\n").unwrap();
         assert_eq!(s.ns_pid, 9);
+        assert!(s.groups.is_empty());
         assert!(!s.catches_sigquit());
         assert!(parse_status(9, "garbage").is_none());
     }

@@ -35,8 +35,8 @@ const ARG_COUNT: usize = 3;
 pub fn execute(target: &Target, command: &str, args: &[&str], timeout: Duration) -> Result<Reply, AttachError> {
     let deadline = Deadline { end: Instant::now() + timeout, total: timeout };
     let request = encode_request(command, args)?;
-    remove_foreign_stale_socket(target);
     let _as_target = creds::assume(target)?;
+    remove_foreign_stale_socket(target);
     let conn = connect(target, &deadline)?;
     conn.send_all(&request, &deadline, target, command)?;
     let raw = conn.read_all(&deadline, target, command)?;
@@ -124,10 +124,11 @@ fn connect(target: &Target, deadline: &Deadline) -> Result<Conn, AttachError> {
 
 /// Removes a socket at the listener's path that belongs to another user
 /// than the JVM's, if nobody listens on it: a stale one left by an earlier
-/// process with the same pid. The JVM cannot replace it (the sticky /tmp
-/// does not let it), so its attach mechanism would stay broken. Runs as
-/// ourselves (root can probe and remove it; others leave it, and
-/// `socket_present` then explains).
+/// process with the same pid, which the JVM would not replace. Runs as the
+/// JVM's user (the caller holds its identity): the path is in a directory
+/// that user controls, so root never probes or unlinks there. Where that
+/// user may not remove the socket (the sticky host /tmp), it stays and
+/// `socket_present` explains.
 fn remove_foreign_stale_socket(target: &Target) {
     let sock = target.socket_path();
     let Ok(m) = std::fs::symlink_metadata(&sock) else { return };

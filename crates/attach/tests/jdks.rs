@@ -26,7 +26,7 @@ fn properties_and_loads_on_every_supported_jdk() {
 
         let jvm = Jvm::sleeper(&java, &s.0, &["-XX:-EnableDynamicAgentLoading"]);
         let agent = build_lib(&libs.0, "testagent");
-        match load_agent(&inspect(jvm.pid).unwrap(), &agent, "0", TIMEOUT) {
+        match load_agent(&inspect(jvm.pid).unwrap(), &AgentLibrary::Ours(agent), "0", TIMEOUT) {
             Err(e @ AttachError::LoadFailed(_)) => assert!(e.to_string().contains("-XX:+EnableDynamicAgentLoading"), "{version}: {e}"),
             other => panic!("{version}: {other:?}"),
         }

@@ -4,6 +4,12 @@
 //! Every command loads the agent again with options; the first load starts
 //! the agent, later ones reach the same agent as commands. The agent answers
 //! in a reply file in the target's /tmp, which this module prints.
+//!
+//! Everything on the target's side belongs to the JVM's user: the reply and
+//! status files are read and removed as that user (regular files only,
+//! capped, in bounded time; see `oxprof_attach::read_target_file`), and what
+//! they say (like the JVM's own messages) is printed without control
+//! characters.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, Target};
+use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, printable, read_target_file, remove_target_file, AgentLibrary, AttachError, Target};
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
@@ -107,52 +113,69 @@ fn output_options(args: &AttachArgs) -> Result<Vec<String>, String> {
     Ok(opts)
 }
 
+/// The most of a reply or status file we read: the agent's replies are a
+/// few lines.
+const REPLY_CAP: usize = 64 * 1024;
+
+/// An error of the attach crate, whose text may quote the JVM, for printing.
+fn message(e: AttachError) -> String {
+    printable(&e.to_string())
+}
+
 /// One conversation with the agent: load it with `options` plus a reply
 /// file, and return the reply's lines.
 struct Session {
     target: Target,
-    agent: PathBuf,
+    agent: AgentLibrary,
     timeout: Duration,
     counter: u32,
 }
 
 impl Session {
     fn new(pid: u32, timeout: Duration) -> Result<Session, String> {
-        let target = inspect(pid).map_err(|e| e.to_string())?;
-        // Reuse the library already in the JVM, so commands reach that agent.
+        let target = inspect(pid).map_err(message)?;
+        // Reuse the library already in the JVM, so commands reach that
+        // agent. Its path is the JVM's to name: the JVM loads it again, we
+        // never read it. Otherwise our own library.
         let agent = match loaded_library(pid, "liboxprof") {
-            Some(p) => p,
-            None => agent::find_agent()?,
+            Some(p) => AgentLibrary::InTarget(p),
+            None => AgentLibrary::Ours(agent::find_agent()?),
         };
         Ok(Session { target, agent, timeout, counter: 0 })
     }
 
-    /// The reply file's path inside the target, and as we reach it.
-    fn reply_paths(&mut self) -> (PathBuf, PathBuf) {
+    /// A fresh reply file's path inside the target.
+    fn reply_path(&mut self) -> PathBuf {
         self.counter += 1;
-        let name = format!("oxprof-reply-{}-{}-{}", std::process::id(), self.target.pid, self.counter);
-        (Path::new("/tmp").join(&name), self.target.root.join("tmp").join(&name))
+        Path::new("/tmp").join(format!("oxprof-reply-{}-{}-{}", std::process::id(), self.target.pid, self.counter))
     }
 
     fn send(&mut self, mut options: Vec<String>) -> Result<Vec<String>, String> {
-        let (inside, outside) = self.reply_paths();
-        let _ = std::fs::remove_file(&outside);
-        options.push(format!("reply={}", inside.display()));
-        let loaded = load_agent(&self.target, &self.agent, &options.join(","), self.timeout).map_err(|e| e.to_string());
-        let reply = std::fs::read_to_string(&outside);
-        let _ = std::fs::remove_file(&outside);
+        let reply_path = self.reply_path();
+        let _ = remove_target_file(&self.target, &reply_path);
+        options.push(format!("reply={}", reply_path.display()));
+        let loaded = load_agent(&self.target, &self.agent, &options.join(","), self.timeout).map_err(message);
+        let reply = read_target_file(&self.target, &reply_path, REPLY_CAP);
+        let _ = remove_target_file(&self.target, &reply_path);
         let loaded = loaded?;
         match reply {
-            Ok(text) => {
+            Ok(bytes) => {
+                let text = printable(&String::from_utf8_lossy(&bytes));
                 let lines: Vec<String> = text.lines().map(str::to_string).collect();
                 match lines.iter().find_map(|l| l.strip_prefix("error: ")) {
                     Some(e) => Err(e.to_string()),
                     None => Ok(lines),
                 }
             }
-            Err(_) if loaded.agent_return_code != 0 => Err(format!("the agent failed (return code {}): {}", loaded.agent_return_code, loaded.text.trim())),
-            Err(e) => Err(format!("the agent sent no reply ({e}); the JVM said: {}", loaded.text.trim())),
+            Err(_) if loaded.agent_return_code != 0 => Err(format!("the agent failed (return code {}): {}", loaded.agent_return_code, printable(loaded.text.trim()))),
+            Err(e) => Err(format!("the agent sent no usable reply ({}); the JVM said: {}", message(e), printable(loaded.text.trim()))),
         }
+    }
+
+    /// The sample count in the agent's status file, if it can be read.
+    fn samples(&self, status_path: &Path) -> Option<u64> {
+        let bytes = read_target_file(&self.target, status_path, REPLY_CAP).ok()?;
+        String::from_utf8_lossy(&bytes).split_whitespace().find_map(|kv| kv.strip_prefix("samples=")?.parse::<u64>().ok())
     }
 }
 
@@ -192,9 +215,8 @@ fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> 
     if args.output.is_none() {
         opts.push(format!("file={}", absolute(Path::new("profile.html")).display()));
     }
-    let status_name = format!("oxprof-status-{}-{}", std::process::id(), args.pid);
-    opts.push(format!("status=/tmp/{status_name}"));
-    let status_file = session.target.root.join("tmp").join(&status_name);
+    let status_path = PathBuf::from(format!("/tmp/oxprof-status-{}-{}", std::process::id(), args.pid));
+    opts.push(format!("status={}", status_path.display()));
     for l in session.send(opts)? {
         eprintln!("[oxprof] {l}");
     }
@@ -204,7 +226,7 @@ fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> 
     let started = Instant::now();
     while started.elapsed() < duration && !INTERRUPTED.load(Ordering::SeqCst) {
         if tty {
-            let samples = std::fs::read_to_string(&status_file).ok().and_then(|s| s.split_whitespace().find_map(|kv| kv.strip_prefix("samples=")?.parse::<u64>().ok())).unwrap_or(0);
+            let samples = session.samples(&status_path).unwrap_or(0);
             eprint!("\r\x1b[K[oxprof] profiling pid {}: {:.0} s of {:.0} s, {samples} samples (Ctrl-C stops early)", args.pid, started.elapsed().as_secs_f64(), duration.as_secs_f64());
             let _ = std::io::stderr().flush();
         }
@@ -217,7 +239,7 @@ fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> 
         eprintln!("[oxprof] interrupted after {:.1} s; writing the profile", started.elapsed().as_secs_f64());
     }
     let result = session.send(vec!["stop".into()]);
-    let _ = std::fs::remove_file(&status_file);
+    let _ = remove_target_file(&session.target, &status_path);
     for l in result? {
         eprintln!("[oxprof] {l}");
     }

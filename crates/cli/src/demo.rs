@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::agent;
 use crate::agent_opts::SampleArgs;
-use crate::record::{self, RecordArgs};
+use crate::record::{self, RecordArgs, TempFiles};
 
 const DEMO_SOURCE: &str = include_str!("../../../demo/Demo.java");
 
@@ -29,11 +29,11 @@ pub struct DemoArgs {
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     let javac = agent::jdk_tool("javac")?;
     let java = agent::jdk_tool("java")?;
-    // SAFETY: getuid cannot fail.
-    let dir = std::env::temp_dir().join(format!("oxprof-demo-{}", unsafe { libc::getuid() }));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let src = dir.join("Demo.java");
-    std::fs::write(&src, DEMO_SOURCE).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    // A private directory (javac writes Demo.class there, java reads it),
+    // removed when the demo is done.
+    let tmp = TempFiles::named("oxprof-demo").map_err(|e| format!("cannot create a temporary directory in {}: {e}", std::env::temp_dir().display()))?;
+    let dir = tmp.dir.clone();
+    let src = tmp.create("Demo.java", DEMO_SOURCE.as_bytes()).map_err(|e| format!("cannot write Demo.java in {}: {e}", dir.display()))?;
     eprintln!("[oxprof] compiling the demo with {}", javac.display());
     let st = Command::new(&javac).arg("-d").arg(&dir).arg(&src).status().map_err(|e| format!("cannot run javac: {e}"))?;
     if !st.success() {
@@ -53,5 +53,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         agent_opts: None,
         command: vec![java.display().to_string(), "-cp".into(), dir.display().to_string(), "Demo".into(), args.seconds.to_string()],
     };
-    record::run(rec)
+    let result = record::run(rec);
+    drop(tmp);
+    result
 }

@@ -97,15 +97,47 @@ pub fn java_command(command: &[String], agent_path: &Path, options: &str) -> Res
     Ok(cmd)
 }
 
-struct TempFiles {
-    dir: PathBuf,
+/// A private directory for our temporary files: made by `mkdtemp` under the
+/// temporary directory (a fresh, unpredictable name, mode 0700, ours), so
+/// nobody else can have created it or plant anything in it; removed with
+/// its contents when dropped.
+pub(crate) struct TempFiles {
+    pub dir: PathBuf,
 }
 
 impl TempFiles {
-    fn new() -> std::io::Result<TempFiles> {
-        let dir = std::env::temp_dir().join(format!("oxprof-record-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        Ok(TempFiles { dir })
+    /// For `oxprof record`: `oxprof-record-XXXXXX`.
+    pub fn new() -> std::io::Result<TempFiles> {
+        TempFiles::named("oxprof-record")
+    }
+
+    /// `<temporary directory>/<prefix>-XXXXXX`.
+    pub fn named(prefix: &str) -> std::io::Result<TempFiles> {
+        use std::os::unix::ffi::OsStringExt;
+        let mut template = std::env::temp_dir().join(format!("{prefix}-XXXXXX")).into_os_string().into_vec();
+        if template.contains(&0) {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the temporary directory's path contains a NUL byte"));
+        }
+        template.push(0);
+        // SAFETY: template is a writable, NUL-terminated path ending in
+        // XXXXXX, which mkdtemp replaces in place; it outlives the call.
+        let made = unsafe { libc::mkdtemp(template.as_mut_ptr() as *mut libc::c_char) };
+        if made.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        template.pop();
+        Ok(TempFiles { dir: PathBuf::from(std::ffi::OsString::from_vec(template)) })
+    }
+
+    /// Creates the file `name` in the directory with `contents`: a new
+    /// file only (O_CREAT|O_EXCL|O_NOFOLLOW), never an existing one or what
+    /// a symlink points to.
+    pub fn create(&self, name: &str, contents: &[u8]) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join(name);
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(&path)?;
+        f.write_all(contents)?;
+        Ok(path)
     }
 }
 
@@ -113,6 +145,21 @@ impl Drop for TempFiles {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Reads at most 64 KiB of the regular file `path` without waiting on it
+/// (a FIFO or a device there is refused), for the files the JVM writes for
+/// us (the agent's log and status).
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a regular file", path.display())));
+    }
+    let mut bytes = Vec::new();
+    f.take(64 * 1024).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Runs `oxprof record`.
@@ -132,7 +179,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
     let options = agent_options(&args, &output, &log, &status)?;
     let mut cmd = java_command(&args.command, &agent_path, &options)?;
     let status_code = run_child(&mut cmd, &status, &args.command[0])?;
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let log_text = read_capped(&log).unwrap_or_default();
     report(&log_text, &output);
     Ok(exit_code(status_code))
 }
@@ -177,7 +224,7 @@ pub fn run_child(cmd: &mut Command, status: &Path, program: &str) -> Result<Exit
             Err(e) => return Err(format!("waiting for `{program}`: {e}")),
         }
         if tty {
-            let samples = std::fs::read_to_string(status).ok().and_then(|s| parse_status(&s)).unwrap_or(0);
+            let samples = read_capped(status).ok().and_then(|s| parse_status(&s)).unwrap_or(0);
             eprint!("\r\x1b[K[oxprof] recording {:.1}s, {} samples", started.elapsed().as_secs_f64(), samples);
             let _ = std::io::stderr().flush();
             shown = true;
@@ -262,6 +309,53 @@ mod tests {
         }
         let e = T::try_parse_from(["t", "--cstack", "lbr", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("invalid value 'lbr' for '--cstack <MODE>'") && e.contains("[possible values: fp, dwarf, no]"), "{e}");
+    }
+
+    /// Our temporary directory is never one somebody prepared: not the old
+    /// predictable `oxprof-record-<pid>` with a symlink planted in it.
+    #[test]
+    fn temporary_files_go_to_a_fresh_private_directory() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let planted = std::env::temp_dir().join(format!("oxprof-record-{}", std::process::id()));
+        let victim = std::env::temp_dir().join(format!("oxprof-record-victim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&planted);
+        std::fs::create_dir_all(&planted).unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::write(&victim, "victim").unwrap();
+        std::os::unix::fs::symlink(&victim, planted.join("agent.log")).unwrap();
+        let tmp = TempFiles::new().unwrap();
+        let dir = tmp.dir.clone();
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        let made = tmp.create("agent.log", b"ours");
+        let again = tmp.create("agent.log", b"again");
+        drop(tmp);
+        let planted_left = std::fs::read_link(planted.join("agent.log"));
+        let victim_text = std::fs::read_to_string(&victim);
+        let _ = std::fs::remove_dir_all(&planted);
+        let _ = std::fs::remove_file(&victim);
+        assert_ne!(dir, planted, "the predictable directory was used");
+        assert!(dir.file_name().unwrap().to_str().unwrap().starts_with("oxprof-record-"), "{}", dir.display());
+        // SAFETY: geteuid cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        assert!(meta.is_dir() && meta.mode() & 0o777 == 0o700 && meta.uid() == euid, "{meta:?}");
+        assert_eq!(made.unwrap(), dir.join("agent.log"));
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists, "an existing file was reused");
+        assert!(!dir.exists(), "not removed");
+        assert_eq!(planted_left.unwrap(), victim, "the planted symlink was touched");
+        assert_eq!(victim_text.unwrap(), "victim");
+    }
+
+    #[test]
+    fn capped_reads_refuse_fifos_and_symlinks() {
+        let tmp = TempFiles::named("oxprof-record-test").unwrap();
+        let fifo = std::ffi::CString::new(tmp.dir.join("status").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(read_capped(&tmp.dir.join("status")).unwrap_err().to_string().contains("not a regular file"));
+        let log = tmp.create("agent.log", "x".repeat(100_000).as_bytes()).unwrap();
+        assert_eq!(read_capped(&log).unwrap().len(), 64 * 1024);
+        std::os::unix::fs::symlink(&log, tmp.dir.join("link")).unwrap();
+        assert!(read_capped(&tmp.dir.join("link")).is_err());
     }
 
     #[test]

@@ -199,3 +199,117 @@ fn list_shows_the_jvm_and_whether_oxprof_is_loaded() {
     let after = line(&text(&o.stdout)).unwrap();
     assert!(after.contains("loaded"), "{after}");
 }
+
+/// Builds tests/c/planted.c as `dir/liboxprof-planted.so`.
+fn build_planted(dir: &std::path::Path) -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/planted.c");
+    let out = dir.join("liboxprof-planted.so");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let o = Command::new(&cc).args(["-shared", "-fPIC", "-O1", "-Wall", "-Wl,-z,noexecstack", "-o"]).arg(&out).arg(&src).output().expect("run cc");
+    assert!(o.status.success(), "cc failed: {}", text(&o.stderr));
+    out
+}
+
+/// `oxprof attach PID status`, killed if it has not finished after 30 s (`None`).
+fn status_within_30s(pid: u32) -> Option<std::process::Output> {
+    let child = oxprof_cmd().args(["attach", &pid.to_string(), "status"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let oxprof_pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(o) => Some(o.unwrap()),
+        Err(_) => {
+            // SAFETY: kill takes a pid and a signal by value; the child is not reaped yet.
+            unsafe { libc::kill(oxprof_pid as i32, libc::SIGKILL) };
+            let _ = rx.recv();
+            None
+        }
+    }
+}
+
+/// The reply file is the JVM's user's to plant: a FIFO, a symlink to a file
+/// that user may not read, a file with escape sequences, a huge sparse file.
+/// `oxprof attach` finishes in bounded time, reads none of root's files,
+/// prints no control characters and at most 64 KiB.
+fn planted_replies(jvm_cmd: impl Fn(&[String]) -> Command, name: &str) {
+    let s = Scratch::new(name);
+    compile(&s.0, &["Idle.java"]);
+    let lib = build_planted(&s.0);
+    let control = s.path("plant");
+    let secret = s.path("secret");
+    std::fs::write(&secret, "SECRET-CONTENTS\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut cmd = jvm_cmd(&[format!("-agentpath:{}", lib.display()), "-cp".into(), s.0.display().to_string(), "Idle".into()]);
+    cmd.env("OXPROF_TEST_PLANT", &control);
+    let jvm = RunningJvm::spawn(cmd, &s.0, "ready");
+    let pid = jvm.pid();
+    let status_with = |plant: &str| {
+        std::fs::write(&control, format!("{plant}\n")).unwrap();
+        let o = status_within_30s(pid).unwrap_or_else(|| panic!("oxprof attach hung with the reply file planted as {plant:?}"));
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+
+    let (ok, out, err) = status_with("fifo");
+    assert!(!ok && out.is_empty(), "{out}{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+
+    let (ok, out, err) = status_with(&format!("symlink {}", secret.display()));
+    assert!(!ok, "{out}{err}");
+    assert!(!out.contains("SECRET") && !err.contains("SECRET"), "the target of a planted symlink was read: {out}{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+
+    let (ok, out, err) = status_with("escape");
+    assert!(ok, "{err}");
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "control characters reached the terminal: {out:?}");
+    assert_eq!(out, "running: ]0;owned[2J[31mcpu[0m\nline two\n");
+
+    let (ok, out, err) = status_with("huge");
+    assert!(ok, "{err}");
+    assert_eq!(out, "running: cpu\n");
+
+    // The planted files are gone (removed as the JVM's user).
+    let left: Vec<String> = std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with("oxprof-reply-") && n.contains(&format!("-{pid}-"))).collect();
+    assert!(left.is_empty(), "{left:?}");
+    drop(jvm);
+}
+
+#[test]
+fn planted_reply_files_are_read_safely() {
+    planted_replies(|args| java_cmd(args), "attach-planted");
+}
+
+/// The same with the JVM of another user than oxprof's (root): the symlink
+/// leads to a file only root may read.
+#[test]
+#[ignore = "needs root; scripts/test.sh runs it when run as root"]
+fn planted_reply_files_of_another_users_jvm() {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "planted_reply_files_of_another_users_jvm needs root (to start a JVM of another user)");
+    planted_replies(
+        |args| {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(java()).args(args);
+            cmd
+        },
+        "attach-planted-nobody",
+    );
+}
+
+/// The MAIN column is the JVM's command line, the user's to choose: no
+/// escape sequences from it reach the terminal.
+#[test]
+fn list_prints_no_control_characters() {
+    let s = Scratch::new("attach-list-escape");
+    compile(&s.0, &["Idle.java"]);
+    let jar = s.path("idle\x1b]0;owned\x07\x1b[2J\r.jar");
+    let o = Command::new(tool("jar")).arg("--create").arg("--file").arg(&jar).args(["--main-class", "Idle", "-C"]).arg(&s.0).arg("Idle.class").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let jvm = RunningJvm::spawn(java_cmd([std::ffi::OsStr::new("-jar"), jar.as_os_str()]), &s.0, "ready");
+    let o = oxprof_cmd().arg("list").output().unwrap();
+    let out = text(&o.stdout);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "control characters reached the terminal: {out:?}");
+    let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{} ", jvm.pid()))).unwrap_or_else(|| panic!("pid missing from:\n{out}"));
+    assert!(line.ends_with("idle]0;owned[2J.jar"), "{line}");
+}

@@ -72,3 +72,28 @@ fn demo_compiles_and_profiles_the_bundled_program() {
         assert!(samples_with(&stacks, m) > 5, "{m} missing from the demo profile");
     }
 }
+
+/// The demo's files go to a fresh private directory, not the predictable
+/// `oxprof-demo-<uid>` where anybody could have planted a symlink first;
+/// that directory is removed afterwards.
+#[test]
+fn demo_ignores_a_planted_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new("demo-planted");
+    // SAFETY: getuid cannot fail.
+    let planted = s.path(&format!("oxprof-demo-{}", unsafe { libc::getuid() }));
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let victim = s.path("victim");
+    std::fs::write(&victim, "victim").unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("Demo.java")).unwrap();
+    let o = oxprof_cmd().env("TMPDIR", &s.0).current_dir(&s.0).args(["demo", "--seconds", "1", "-o", "demo.collapsed"]).output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(samples_with(&read_collapsed(&s.path("demo.collapsed")), "Demo.main") > 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim", "the demo wrote through the planted symlink");
+    let planted_now: Vec<_> = std::fs::read_dir(&planted).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(planted_now, ["Demo.java"], "the demo used the planted directory");
+    let left: Vec<_> = std::fs::read_dir(&s.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.starts_with("oxprof-")).collect();
+    assert_eq!(left, [planted.file_name().unwrap().to_str().unwrap()], "a temporary directory was left behind");
+}

@@ -235,7 +235,7 @@ pub fn failed_loads(jvm: &Jvm, libs: &Path) {
     let pid = jvm.pid;
     let target = inspect(pid).unwrap();
     let missing = Path::new("/nonexistent/liboxprof.so");
-    match load_agent(&target, missing, "", TIMEOUT) {
+    match load_agent(&target, &AgentLibrary::Ours(missing.into()), "", TIMEOUT) {
         Err(AttachError::LoadFailed(text)) => assert!(text.contains("/nonexistent/liboxprof.so"), "{text}"),
         other => panic!("loading a missing agent: {other:?}"),
     }
@@ -246,7 +246,7 @@ pub fn failed_loads(jvm: &Jvm, libs: &Path) {
         other => panic!("JVM reply {reply:?} parsed as {other:?}"),
     }
     let no_entry = build_lib(libs, "noattach");
-    match load_agent(&target, &no_entry, "", TIMEOUT) {
+    match load_agent(&target, &AgentLibrary::Ours(no_entry), "", TIMEOUT) {
         Err(e @ AttachError::LoadFailed(_)) => assert!(e.to_string().contains("Agent_OnAttach is not available"), "{e}"),
         other => panic!("loading a library without Agent_OnAttach: {other:?}"),
     }
@@ -260,10 +260,10 @@ pub fn agent_return_codes(jvm: &Jvm, libs: &Path) {
     let agent = build_lib(libs, "testagent");
     let out = libs.join("agent-calls.txt");
     let target = inspect(jvm.pid).unwrap();
-    let r = load_agent(&target, &agent, &format!("0,{}", out.display()), TIMEOUT).unwrap();
+    let r = load_agent(&target, &AgentLibrary::Ours(agent.clone()), &format!("0,{}", out.display()), TIMEOUT).unwrap();
     assert_eq!(r.agent_return_code, 0, "{}", r.text);
     assert_eq!(loaded_library(jvm.pid, "libtestagent").as_deref(), Some(agent.as_path()));
-    let r = load_agent(&target, &agent, &format!("42,{}", out.display()), TIMEOUT).unwrap();
+    let r = load_agent(&target, &AgentLibrary::InTarget(agent.clone()), &format!("42,{}", out.display()), TIMEOUT).unwrap();
     assert_eq!(r.agent_return_code, 42, "{}", r.text);
     let calls = std::fs::read_to_string(&out).unwrap();
     assert_eq!(calls, format!("0,{0}\n42,{0}\n", out.display()));
