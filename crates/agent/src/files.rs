@@ -93,7 +93,8 @@ pub fn open_existing(path: &Path, append: bool) -> io::Result<File> {
             return Err(refused("it belongs to another user in a shared directory"));
         }
     }
-    // SAFETY: fcntl on a descriptor the File owns; clears O_NONBLOCK.
+    // SAFETY: fcntl on a descriptor the File owns; clears O_NONBLOCK (if
+    // that fails it stays set, which a regular file ignores).
     unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & libc::O_APPEND) };
     if !append {
         file.set_len(0)?;
