@@ -148,13 +148,16 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     Ok(lines)
 }
 
-/// Writes a reply for the CLI: the lines, errors prefixed `error: `.
+/// Writes a reply for the CLI: the lines, errors prefixed `error: `, to a
+/// new file (created exclusively, 0600).
 pub fn write_reply(path: &Path, result: &Result<Vec<String>, String>) {
     let text = match result {
         Ok(lines) => lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
         Err(e) => format!("error: {e}\n"),
     };
-    if let Err(e) = std::fs::write(path, text) {
+    // The CLI removed any stale reply: a file already there was planted.
+    let written = crate::files::open_new(path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
         crate::log::error(&format!("cannot write the reply to {}: {e}", path.display()));
     }
 }

@@ -157,15 +157,16 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Opens `wanted` (see `files::open_output`), or a new fallback file in a
+/// private directory under the working or temp directory.
 fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
-    let first_error = match File::create(wanted) {
+    let first_error = match crate::files::open_output(wanted) {
         Ok(f) => return Ok((wanted.to_path_buf(), f)),
         Err(e) => e,
     };
-    let name = format!("oxprof-{}-{}.jfr", std::process::id(), wall_ns() / 1_000_000_000);
-    for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
-        let p = dir.join(&name);
-        if let Ok(f) = File::create(&p) {
+    let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
+    for base in crate::files::fallback_bases() {
+        if let Ok((p, f)) = crate::files::open_fallback(&base, &stem, "jfr") {
             log::warn(&format!("cannot create {}: {first_error}; writing the JFR recording to {} instead", wanted.display(), p.display()));
             return Ok((p, f));
         }

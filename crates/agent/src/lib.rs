@@ -10,6 +10,7 @@
 //! `engine` (perf_events / ctimer / itimer), `threads` (which threads are
 //! sampled), `symbols` (method names, safe across class unloading),
 //! `profiler` (start/stop/dump), `output` (writing files with a fallback),
+//! `files` (opening them: exclusive, no-follow, 0600; private fallbacks),
 //! `hotspot`/`javastack`/`frametypes`/`javawalk`/`safemem` (HotSpot's own
 //! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
 
@@ -19,6 +20,7 @@ pub mod commands;
 pub mod cputime;
 pub mod engine;
 pub mod event_log;
+pub mod files;
 pub mod frametypes;
 pub mod gcroots;
 pub mod hotspot;

@@ -12,11 +12,12 @@ use crate::options::LogLevel;
 static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Info as u8);
 static FILE: Mutex<Option<File>> = Mutex::new(None);
 
-/// Sets the level and, optionally, a log file (appended to).
+/// Sets the level and, optionally, a log file (appended to if it is a
+/// regular file, never through a symbolic link; a new one is 0600).
 pub fn configure(level: LogLevel, path: Option<&Path>) -> std::io::Result<()> {
     LEVEL.store(level as u8, Ordering::Relaxed);
     if let Some(p) = path {
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(p)?;
+        let (f, _) = crate::files::open_chosen(p, true)?;
         *FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
     Ok(())

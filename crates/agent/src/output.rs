@@ -1,6 +1,8 @@
 //! Writing a finished profile to disk without ever losing it: when the chosen
-//! path cannot be written, the profile goes to a fallback file in the working
-//! directory or the temp directory, and the log says where.
+//! path cannot be written (or is a symbolic link, see `files`), the profile
+//! goes to a fallback file in a private directory (`oxprof-<pid>-XXXXXX`,
+//! 0700) under the working directory or the temp directory, and the log says
+//! where.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -11,6 +13,7 @@ use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
 use oxprof_profile::{pprof, OutputFormat};
 
+use crate::files;
 use crate::log;
 use crate::options::Config;
 use crate::profiler::Built;
@@ -36,11 +39,35 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
     }
 }
 
-fn write_to(path: &Path, built: &[&Built], config: &Config, format: OutputFormat) -> std::io::Result<()> {
-    let file = File::create(path)?;
+fn write_to(file: File, built: &[&Built], config: &Config, format: OutputFormat) -> std::io::Result<()> {
     let mut w = BufWriter::new(file);
     render(built, config, format, &mut w)?;
     finish(w)
+}
+
+/// Writes with `write` to `wanted` (opened by [`files::open_output`]), or,
+/// when that fails, to a new file `stem.ext` in this process's private
+/// directory under the working directory, then under the temp directory.
+/// Returns the path written and, for a fallback, why `wanted` was not; or
+/// the first error.
+fn write_with_fallback(wanted: &Path, stem: &str, ext: &str, write: impl Fn(File) -> std::io::Result<()>) -> Result<(PathBuf, Option<std::io::Error>), std::io::Error> {
+    let first_error = match files::open_output(wanted).and_then(&write) {
+        Ok(()) => return Ok((wanted.to_path_buf(), None)),
+        Err(e) => e,
+    };
+    for base in files::fallback_bases() {
+        let Ok((path, file)) = files::open_fallback(&base, stem, ext) else { continue };
+        if write(file).is_ok() {
+            return Ok((path, Some(first_error)));
+        }
+        files::discard_fallback(&path);
+    }
+    Err(first_error)
+}
+
+fn fallback_stem(what: &str) -> String {
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    format!("oxprof-{}-{stamp}-{what}", std::process::id())
 }
 
 /// Flushes and closes an output file, reporting errors that only show at
@@ -109,44 +136,33 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
 }
 
 fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFormat) -> Result<PathBuf, String> {
-    let first_error = match write_to(wanted, built, config, format) {
-        Ok(()) => return Ok(wanted.to_path_buf()),
-        Err(e) => e,
-    };
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let name = format!("oxprof-{}-{stamp}-{}.{}", std::process::id(), built.first().map(|b| b.key).unwrap_or("profile"), format.extension());
-    for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
-        let fallback = dir.join(&name);
-        if write_to(&fallback, built, config, format).is_ok() {
+    let stem = fallback_stem(built.first().map(|b| b.key).unwrap_or("profile"));
+    match write_with_fallback(wanted, &stem, format.extension(), |file| write_to(file, built, config, format)) {
+        Ok((path, None)) => Ok(path),
+        Ok((fallback, Some(first_error))) => {
             log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
-            return Ok(fallback);
+            Ok(fallback)
         }
+        Err(first_error) => Err(format!("could not write the profile to {} ({first_error}), nor to a fallback file in the working or temp directory", wanted.display())),
     }
-    Err(format!("could not write the profile to {} ({first_error}), nor to a fallback file in the working or temp directory", wanted.display()))
 }
 
 /// Writes the text leak report, with the same fallback as profiles.
 fn write_leak_report(wanted: &Path, live: &Built) -> Result<PathBuf, String> {
     let Some(report) = live.leak.as_deref() else { return Err("no leak report".into()) };
-    let write = |path: &Path| -> std::io::Result<()> {
-        let mut w = BufWriter::new(File::create(path)?);
+    let write = |file: File| -> std::io::Result<()> {
+        let mut w = BufWriter::new(file);
         report.write_text(crate::live_report::REPORT_SITES, &mut w)?;
         finish(w)
     };
-    let first_error = match write(wanted) {
-        Ok(()) => return Ok(wanted.to_path_buf()),
-        Err(e) => e,
-    };
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let name = format!("oxprof-{}-{stamp}-leaks.txt", std::process::id());
-    for dir in [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()] {
-        let fallback = dir.join(&name);
-        if write(&fallback).is_ok() {
+    match write_with_fallback(wanted, &fallback_stem("leaks"), "txt", write) {
+        Ok((path, None)) => Ok(path),
+        Ok((fallback, Some(first_error))) => {
             log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
-            return Ok(fallback);
+            Ok(fallback)
         }
+        Err(first_error) => Err(format!("could not write the leak report to {} ({first_error}), nor to a fallback file", wanted.display())),
     }
-    Err(format!("could not write the leak report to {} ({first_error}), nor to a fallback file", wanted.display()))
 }
 
 /// Checks at start-up that the output path looks writable, so a typo fails

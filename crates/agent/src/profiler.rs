@@ -299,15 +299,15 @@ impl Profiler {
     }
 
     /// Rewrites `path` with `samples=N elapsed_ms=M` every 250 ms while this
-    /// recording runs, for `oxprof record`'s live status line.
+    /// recording runs, for `oxprof record`'s live status line (each time a
+    /// new file under a random name, renamed over `path`).
     fn publish_status(&'static self, path: std::path::PathBuf) {
         let generation = STATUS_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
         let started = Instant::now();
         let spawned = std::thread::Builder::new().name("oxprof-status".into()).spawn(move || {
-            let tmp = path.with_extension("tmp");
             while STATUS_GENERATION.load(Ordering::SeqCst) == generation {
                 let line = format!("samples={} elapsed_ms={}\n", self.recorded(), started.elapsed().as_millis());
-                if std::fs::write(&tmp, line).and_then(|()| std::fs::rename(&tmp, &path)).is_err() {
+                if crate::files::replace(&path, line.as_bytes()).is_err() {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(250));

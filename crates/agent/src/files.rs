@@ -1,0 +1,391 @@
+//! Opening the files the agent writes (profiles, JFR recordings, leak
+//! reports, the log, command replies, the status file) without being led to
+//! write anywhere else. The JVM's user writes them under names others can
+//! guess, sometimes in shared directories, and a symbolic link planted at
+//! such a name must not make it truncate or append to a file it points to.
+//! So a new file is created exclusively (O_CREAT|O_EXCL, which also refuses
+//! any symbolic link, dangling or not) and no-follow, mode 0600; a path that
+//! exists is reused only when it is a regular file reached without following
+//! a symbolic link in its last component; fallback files go to a private
+//! directory made with mkdtemp (0700); a file replaced by rename is first
+//! written under a random name, created exclusively.
+//!
+//! Symbolic links in the directories above the file are followed: those
+//! directories are the user's choice (`file=`, `log=`), or the CLI's.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Mode of every file the agent creates (before the umask).
+pub const FILE_MODE: u32 = 0o600;
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
+}
+
+fn open_raw(path: &Path, flags: libc::c_int) -> io::Result<File> {
+    let c = c_path(path)?;
+    loop {
+        // SAFETY: open() with a valid NUL-terminated path; the mode argument
+        // is only read with O_CREAT.
+        let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, FILE_MODE as libc::c_uint) };
+        if fd >= 0 {
+            // SAFETY: a descriptor open() just returned; the File owns it.
+            return Ok(unsafe { File::from_raw_fd(fd) });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn is_errno(e: &io::Error, errno: libc::c_int) -> bool {
+    e.raw_os_error() == Some(errno)
+}
+
+fn refused(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, why)
+}
+
+/// Creates `path` for writing; it must not exist, not even as a symbolic
+/// link. Mode 0600 (less the umask).
+pub fn open_new(path: &Path) -> io::Result<File> {
+    open_raw(path, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW)
+}
+
+/// Opens the existing regular file `path` for writing, truncated or (with
+/// `append`) appended to. Refuses a symbolic link in the last component,
+/// anything that is not a regular file (FIFOs and devices are opened
+/// non-blocking, only to look at them), and, like the kernel's
+/// `protected_regular`, a file of another user in a sticky world-writable
+/// directory such as /tmp, where anyone could have put it.
+pub fn open_existing(path: &Path, append: bool) -> io::Result<File> {
+    let flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | if append { libc::O_APPEND } else { 0 };
+    let file = match open_raw(path, flags) {
+        Ok(f) => f,
+        Err(e) if is_errno(&e, libc::ELOOP) && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            return Err(refused("it is a symbolic link, which oxprof does not follow"));
+        }
+        Err(e) if is_errno(&e, libc::ENXIO) => return Err(refused("it exists and is not a regular file")),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refused("it exists and is not a regular file"));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = std::fs::metadata(parent) {
+        // SAFETY: geteuid() cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let shared = dir.mode() & (libc::S_ISVTX | libc::S_IWOTH) == (libc::S_ISVTX | libc::S_IWOTH);
+        if shared && meta.uid() != me && meta.uid() != dir.uid() {
+            return Err(refused("it belongs to another user in a shared directory"));
+        }
+    }
+    // SAFETY: fcntl on a descriptor the File owns; clears O_NONBLOCK (if
+    // that fails it stays set, which a regular file ignores).
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & libc::O_APPEND) };
+    if !append {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// Opens a path the user chose (`file=`, the default output name, `log=`):
+/// creates it, or reuses it if it is an existing regular file (see
+/// [`open_existing`]). Returns whether the file existed.
+pub fn open_chosen(path: &Path, append: bool) -> io::Result<(File, bool)> {
+    let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | if append { libc::O_APPEND } else { 0 };
+    let mut last = None;
+    // Between the two opens the file can vanish or appear: try again.
+    for _ in 0..3 {
+        match open_raw(path, create) {
+            Ok(f) => return Ok((f, false)),
+            Err(e) if is_errno(&e, libc::EEXIST) => {}
+            Err(e) => return Err(e),
+        }
+        match open_existing(path, append) {
+            Ok(f) => return Ok((f, true)),
+            Err(e) if is_errno(&e, libc::ENOENT) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::ENOENT)))
+}
+
+/// [`open_chosen`] for output files (truncated), with a log line when an
+/// existing file is overwritten.
+pub fn open_output(path: &Path) -> io::Result<File> {
+    let (file, existed) = open_chosen(path, false)?;
+    if existed {
+        crate::log::info(&format!("overwriting the existing file {}", path.display()));
+    }
+    Ok(file)
+}
+
+/// The private fallback directories made so far (at most one per base).
+static PRIVATE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Where fallback files go, in order: the working directory, then the temp
+/// directory.
+pub fn fallback_bases() -> [PathBuf; 2] {
+    [std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), std::env::temp_dir()]
+}
+
+/// This process's private directory under `base` (`oxprof-<pid>-XXXXXX`,
+/// mode 0700, made by mkdtemp), made on first use.
+pub fn private_dir(base: &Path) -> io::Result<PathBuf> {
+    let mut dirs = PRIVATE_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: geteuid() cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let still_ours = |d: &Path| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0);
+    dirs.retain(|d| still_ours(d));
+    if let Some(d) = dirs.iter().find(|d| d.parent() == Some(base)) {
+        return Ok(d.clone());
+    }
+    let template = c_path(&base.join(format!("oxprof-{}-XXXXXX", std::process::id())))?;
+    let mut bytes = template.into_bytes_with_nul();
+    // SAFETY: mkdtemp rewrites the XXXXXX of the NUL-terminated template we
+    // own in place and returns it, or null.
+    if unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) }.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    bytes.pop();
+    let dir = PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes));
+    dirs.push(dir.clone());
+    Ok(dir)
+}
+
+/// Creates a new fallback file `stem.ext` (or `stem-2.ext`, ... if taken) in
+/// the private directory under `base`.
+pub fn open_fallback(base: &Path, stem: &str, ext: &str) -> io::Result<(PathBuf, File)> {
+    let dir = private_dir(base)?;
+    let mut last = None;
+    for n in 1..100 {
+        let path = if n == 1 { dir.join(format!("{stem}.{ext}")) } else { dir.join(format!("{stem}-{n}.{ext}")) };
+        match open_new(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if is_errno(&e, libc::EEXIST) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EEXIST)))
+}
+
+/// Removes a fallback file that could not be written whole, and its
+/// private directory if that is now empty (so that the next base gets a
+/// try without leaving an empty directory behind).
+pub fn discard_fallback(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        if std::fs::remove_dir(dir).is_ok() {
+            PRIVATE_DIRS.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != dir);
+        }
+    }
+}
+
+/// A name no one can guess: 64 bits from a hasher the standard library
+/// seeds from the OS's random source, mixed with the time and a counter.
+fn random_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    format!("{:016x}", h.finish())
+}
+
+/// Replaces `path` with `contents`: written to a new file with a random
+/// name beside it (created exclusively, 0600), then renamed over `path`
+/// (rename replaces a symbolic link at `path`, never follows it).
+pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
+    let mut file = open_new(&tmp)?;
+    let written = file.write_all(contents).and_then(|()| {
+        drop(file);
+        std::fs::rename(&tmp, path)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let d = std::env::temp_dir().join(format!("oxprof-files-test-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir(&d).unwrap();
+            Scratch(d)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn write(f: File, text: &str) {
+        let mut f = f;
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_planted_symlink_is_not_followed_and_its_target_is_untouched() {
+        let s = Scratch::new("symlink");
+        let victim = s.0.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let link = s.0.join("out.html");
+        symlink(&victim, &link).unwrap();
+        for append in [false, true] {
+            let e = open_chosen(&link, append).expect_err("opened a symbolic link");
+            assert_eq!(e.to_string(), "it is a symbolic link, which oxprof does not follow");
+        }
+        assert!(open_new(&link).is_err());
+        assert!(open_existing(&link, false).is_err());
+        assert!(open_output(&link).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        // A dangling link is not created through either.
+        let dangling = s.0.join("dangling");
+        let target = s.0.join("would-be-created");
+        symlink(&target, &dangling).unwrap();
+        assert!(open_chosen(&dangling, false).is_err());
+        assert!(open_chosen(&dangling, true).is_err());
+        assert!(!target.exists());
+    }
+
+    #[test]
+    fn an_existing_regular_file_is_overwritten_and_reported() {
+        let s = Scratch::new("overwrite");
+        let p = s.0.join("out.collapsed");
+        std::fs::write(&p, "an old profile that is longer than the new one\n").unwrap();
+        let (f, existed) = open_chosen(&p, false).unwrap();
+        assert!(existed, "overwriting was not reported");
+        write(f, "new\n");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n");
+        // Appending (the log) keeps what was there.
+        let (f, existed) = open_chosen(&p, true).unwrap();
+        assert!(existed);
+        write(f, "more\n");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\nmore\n");
+        // A new file is not reported as overwritten.
+        let (_, existed) = open_chosen(&s.0.join("fresh"), false).unwrap();
+        assert!(!existed);
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused() {
+        let s = Scratch::new("special");
+        let fifo = s.0.join("fifo");
+        let c = c_path(&fifo).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Without a reader, a blocking open would hang here.
+        let e = open_chosen(&fifo, false).expect_err("opened a FIFO");
+        assert_eq!(e.to_string(), "it exists and is not a regular file");
+        let dir = s.0.join("dir");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(open_chosen(&dir, false).is_err());
+    }
+
+    #[test]
+    fn new_files_are_created_with_mode_0600() {
+        let s = Scratch::new("mode");
+        let p = s.0.join("new.html");
+        let (f, _) = open_chosen(&p, false).unwrap();
+        drop(f);
+        assert_eq!(mode(&p), 0o600);
+        let q = s.0.join("new.log");
+        drop(open_chosen(&q, true).unwrap());
+        assert_eq!(mode(&q), 0o600);
+        let r = s.0.join("reply");
+        drop(open_new(&r).unwrap());
+        assert_eq!(mode(&r), 0o600);
+        assert!(open_new(&r).is_err(), "open_new reused an existing file");
+    }
+
+    #[test]
+    fn fallbacks_land_in_a_private_0700_directory() {
+        let s = Scratch::new("fallback");
+        let (p, f) = open_fallback(&s.0, "oxprof-1-2-cpu", "collapsed").unwrap();
+        write(f, "x 1\n");
+        let dir = p.parent().unwrap().to_path_buf();
+        assert_eq!(dir.parent(), Some(s.0.as_path()));
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let prefix = format!("oxprof-{}-", std::process::id());
+        assert!(name.starts_with(&prefix) && name.len() == prefix.len() + 6, "{name}");
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(p.file_name().unwrap(), "oxprof-1-2-cpu.collapsed");
+        // The same directory is reused, and a taken name gets a suffix.
+        let (q, _) = open_fallback(&s.0, "oxprof-1-2-cpu", "collapsed").unwrap();
+        assert_eq!(q, dir.join("oxprof-1-2-cpu-2.collapsed"));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "x 1\n");
+        // Discarding the last file removes the directory, and the next
+        // fallback makes a new one.
+        discard_fallback(&q);
+        discard_fallback(&p);
+        assert!(!dir.exists());
+        let (r, _) = open_fallback(&s.0, "a", "txt").unwrap();
+        assert_eq!(mode(r.parent().unwrap()), 0o700);
+    }
+
+    #[test]
+    fn replace_never_writes_through_a_planted_file_or_link() {
+        let s = Scratch::new("replace");
+        let victim = s.0.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let status = s.0.join("status");
+        // The old fixed temporary name, planted as a link to the victim.
+        symlink(&victim, s.0.join("status.tmp")).unwrap();
+        symlink(&victim, &status).unwrap();
+        replace(&status, b"samples=1 elapsed_ms=2\n").unwrap();
+        replace(&status, b"samples=3 elapsed_ms=4\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(!std::fs::symlink_metadata(&status).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&status).unwrap(), "samples=3 elapsed_ms=4\n");
+        assert_eq!(mode(&status), 0o600);
+        // No temporary file is left behind.
+        let left: Vec<_> = std::fs::read_dir(&s.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 3, "{left:?}");
+    }
+
+    #[test]
+    #[ignore = "needs root; scripts/test.sh runs it when run as root"]
+    fn a_file_of_another_user_in_a_sticky_shared_directory_is_refused() {
+        // SAFETY: geteuid() cannot fail.
+        assert_eq!(unsafe { libc::geteuid() }, 0, "needs root (to make a file of another user)");
+        let s = Scratch::new("sticky");
+        std::fs::set_permissions(&s.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let p = s.0.join("planted.html");
+        std::fs::write(&p, "planted\n").unwrap();
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        let e = open_chosen(&p, false).expect_err("reused a file another user planted in a shared directory");
+        assert_eq!(e.to_string(), "it belongs to another user in a shared directory");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "planted\n");
+    }
+}
