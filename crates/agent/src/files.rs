@@ -19,7 +19,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -62,8 +62,9 @@ pub fn open_new(path: &Path) -> io::Result<File> {
 }
 
 /// Opens the existing regular file `path` for writing, truncated or (with
-/// `append`) appended to. Refuses a symbolic link in the last component,
-/// anything that is not a regular file (FIFOs and devices are opened
+/// `append`) appended to. A character device (`/dev/null`) is written as
+/// it is. Refuses a symbolic link in the last component, anything else
+/// that is not a regular file (FIFOs and devices are opened
 /// non-blocking, only to look at them), and, like the kernel's
 /// `protected_regular`, a file of another user in a sticky world-writable
 /// directory such as /tmp, where anyone could have put it.
@@ -78,6 +79,12 @@ pub fn open_existing(path: &Path, append: bool) -> io::Result<File> {
         Err(e) => return Err(e),
     };
     let meta = file.metadata()?;
+    if meta.file_type().is_char_device() {
+        // `/dev/null`, a terminal: asked for by name, nothing to truncate.
+        // SAFETY: as below, on a descriptor the File owns.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & libc::O_APPEND) };
+        return Ok(file);
+    }
     if !meta.file_type().is_file() {
         return Err(refused("it exists and is not a regular file"));
     }
@@ -310,6 +317,10 @@ mod tests {
         let dir = s.0.join("dir");
         std::fs::create_dir(&dir).unwrap();
         assert!(open_chosen(&dir, false).is_err());
+        // A character device the user names is written as it is.
+        let (mut null, existed) = open_chosen(Path::new("/dev/null"), false).unwrap();
+        assert!(existed);
+        null.write_all(b"discarded").unwrap();
     }
 
     #[test]
