@@ -8,10 +8,13 @@
 //! Handler rules hold: no allocation, no locks, nothing that can panic.
 //! Memory is read directly only inside a [`StackWindow`]: pages of the
 //! interrupted thread's own stack that a probe has just proved readable, so
-//! most frames cost no syscall. The probe writes the bytes into a pipe (the
-//! kernel answers `EFAULT` instead of faulting), else copies them with
-//! `process_vm_readv` on our own process. When neither works (seccomp), only
-//! the interrupted PC is kept.
+//! most frames cost no syscall. The probe has the kernel copy the start of
+//! the page as the `siginfo_t` of an `rt_sigqueueinfo` with signal 0, which
+//! sends nothing (see [`page_readable`]): `EFAULT` instead of a fault, no
+//! descriptor that the application could close and reuse, no address-space
+//! lock. Else the bytes are copied with `process_vm_readv` on our own
+//! process (which takes that lock). When neither works (seccomp), only the
+//! interrupted PC is kept.
 //!
 //! Frame pointers only give the frames of code built with them: libjvm and
 //! the JDK's own libraries have them, most Debian libraries (libc, libz) do
@@ -20,7 +23,7 @@
 //! `rbp` can add a wrong frame or two before the walk stops on a sanity check.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use crate::cputime::CpuSpent;
 use crate::engine::perf_ring;
@@ -56,111 +59,94 @@ pub fn mean_ns() -> Option<u64> {
 pub fn init() -> bool {
     SPENT.reset();
     PROBES.store(0, Ordering::Relaxed);
-    if PIPE_W.load(Ordering::SeqCst) < 0 {
-        let mut fds = [-1; 2];
-        // SAFETY: pipe2 writes two fds into our array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } == 0 {
-            if let Some((dev, ino)) = fifo_id(fds[0]) {
-                PIPE_DEV.store(dev, Ordering::SeqCst);
-                PIPE_INO.store(ino, Ordering::SeqCst);
-                PIPE_R.store(fds[0], Ordering::SeqCst);
-                PIPE_W.store(fds[1], Ordering::SeqCst);
-            }
-        }
-    }
+    // SAFETY: getpid has no preconditions.
+    PID.store(unsafe { libc::getpid() }, Ordering::SeqCst);
+    // The probe must tell both answers apart (a seccomp filter could answer
+    // every call with the same error).
+    let here = 0x5eed_usize;
+    let probe_works = page_readable(&here as *const usize as usize) == Some(true) && page_readable(8) == Some(false);
+    PAGE_PROBE.store(probe_works, Ordering::SeqCst);
     let pair = [0x5eed_usize, 1];
-    let ok = read_words(pair.as_ptr() as usize) == Some((0x5eed, 1));
+    let ok = read_words(pair.as_ptr() as usize) == Some((0x5eed, 1)) && read_words(8).is_none();
     SAFE_READ.store(ok, Ordering::SeqCst);
     ok
 }
 
-/// A non-blocking pipe used as a readability probe (see [`probe`]); -1 until [`init`].
-static PIPE_R: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-static PIPE_W: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-/// The pipe's device and inode, to recognise its descriptors.
-static PIPE_DEV: AtomicU64 = AtomicU64::new(0);
-static PIPE_INO: AtomicU64 = AtomicU64::new(0);
+/// Our process id (set by [`init`]).
+static PID: AtomicI32 = AtomicI32::new(0);
+/// Whether [`page_readable`] works here (checked by [`init`]).
+static PAGE_PROBE: AtomicBool = AtomicBool::new(false);
 
-/// (device, inode) of a FIFO descriptor. Async-signal-safe.
-fn fifo_id(fd: i32) -> Option<(u64, u64)> {
-    // SAFETY: a zeroed stat is valid plain data; fstat fills it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor number writes only `st`.
-    let ok = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO;
-    ok.then_some((st.st_dev, st.st_ino))
-}
-
-/// Whether both probe descriptors are still our pipe. An application may
-/// close descriptors it does not own and the numbers be reused; then the
-/// probe must not write to (or read from) someone else's file. Checked
-/// once per walk that needs a probe. Async-signal-safe.
-fn pipe_intact() -> bool {
-    let id = Some((PIPE_DEV.load(Ordering::Relaxed), PIPE_INO.load(Ordering::Relaxed)));
-    let (r, w) = (PIPE_R.load(Ordering::Relaxed), PIPE_W.load(Ordering::Relaxed));
-    r >= 0 && w >= 0 && fifo_id(r) == id && fifo_id(w) == id
-}
-
-/// Whether `[addr, addr + len)` is readable, by writing it into the probe
-/// pipe: the kernel copies from our memory and answers `EFAULT` instead of
-/// faulting, without taking the address-space lock that `process_vm_readv`
-/// takes (and waits on while other threads map memory). `None` when the
-/// pipe cannot tell (not open, full). The caller checked [`pipe_intact`].
-fn pipe_probe(addr: usize, len: usize) -> Option<bool> {
-    let (r, w) = (PIPE_R.load(Ordering::Relaxed), PIPE_W.load(Ordering::Relaxed));
-    if r < 0 || w < 0 {
-        return None;
-    }
-    // SAFETY: write only reads `len` bytes at `addr`, failing with EFAULT
-    // when they are not readable.
-    let n = unsafe { libc::write(w, addr as *const c_void, len) };
-    if n > 0 {
-        // Drain what we wrote (bytes of concurrent probes may interleave;
-        // only the count matters and it stays balanced).
-        let mut sink = [0u8; 16];
-        // SAFETY: reading at most 16 bytes into our local buffer.
-        unsafe { libc::read(r, sink.as_mut_ptr() as *mut c_void, (n as usize).min(sink.len())) };
-    }
-    if n == len as isize {
+/// Whether the page holding `addr` is readable, or `None` when the probe
+/// cannot tell. The kernel copies the page's first 128 bytes as the
+/// `siginfo_t` of `rt_sigqueueinfo(pid, 0, info)`: signal 0 only checks that
+/// the signal could be sent, so nothing is sent, no descriptor is involved,
+/// and the copy answers `EFAULT` instead of faulting (for an unmapped or
+/// unreadable page alike). Any other answer comes after the copy
+/// succeeded: `E2BIG` (bytes the kernel wants zero), `EPERM` (a `si_code`
+/// only the main thread may send to its own pid). The address-space lock is
+/// taken only if the page has to be faulted in. Async-signal-safe.
+fn page_readable(addr: usize) -> Option<bool> {
+    let page = addr & !(PAGE - 1);
+    // SAFETY: the kernel only reads 128 bytes at `page`, checking them, and
+    // sends no signal for signal 0.
+    let rc = unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, PID.load(Ordering::Relaxed), 0, page) };
+    if rc == 0 {
         return Some(true);
     }
     // SAFETY: errno of this thread (the handler restores it on exit).
-    let err = unsafe { *libc::__errno_location() };
-    (n < 0 && err == libc::EFAULT).then_some(false)
+    match unsafe { *libc::__errno_location() } {
+        libc::EFAULT => Some(false),
+        libc::E2BIG | libc::EPERM => Some(true),
+        _ => None,
+    }
 }
 
 /// Copies the two words at `addr` (8-byte aligned), or `None` when any byte
 /// is not readable. Async-signal-safe.
 fn read_words(addr: usize) -> Option<(usize, usize)> {
     let mut buf = [0usize; 2];
-    probe(addr, &mut buf, pipe_intact()).then_some((buf[0], buf[1]))
+    probe(addr, &mut buf).then_some((buf[0], buf[1]))
 }
 
-/// Copies `buf.len()` words from `addr` (8-byte aligned) with
-/// `process_vm_readv`; false when any byte is not readable.
-fn probe(addr: usize, buf: &mut [usize], use_pipe: bool) -> bool {
+/// Copies `buf.len()` words from `addr` (8-byte aligned); false when any
+/// byte is not readable. Probes the pages with [`page_readable`] and then
+/// reads them directly, else copies with `process_vm_readv`.
+fn probe(addr: usize, buf: &mut [usize]) -> bool {
     let len = buf.len() * 8;
-    if addr % 8 != 0 || addr > usize::MAX - len {
+    if !addr.is_multiple_of(8) || len == 0 || addr > usize::MAX - len {
         return false;
     }
     PROBES.fetch_add(1, Ordering::Relaxed);
-    match if use_pipe { pipe_probe(addr, len) } else { None } {
-        Some(true) => {
-            let p = addr as *const usize;
-            for (i, w) in buf.iter_mut().enumerate() {
-                // SAFETY: the kernel has just read these bytes for us: they
-                // are mapped and readable (our own stack in the walks).
-                *w = unsafe { p.add(i).read_volatile() };
+    let last = addr + len - 1;
+    if PAGE_PROBE.load(Ordering::Relaxed) {
+        let last_page = if last & !(PAGE - 1) == addr & !(PAGE - 1) { Some(true) } else { page_readable(last) };
+        match (page_readable(addr), last_page) {
+            (Some(true), Some(true)) => {
+                let p = addr as *const usize;
+                for (i, w) in buf.iter_mut().enumerate() {
+                    // SAFETY: the kernel has just read these pages for us:
+                    // they are mapped and readable (our own stack in the walks).
+                    *w = unsafe { p.add(i).read_volatile() };
+                }
+                return true;
             }
-            return true;
+            (Some(false), _) | (_, Some(false)) => return false,
+            _ => {}
         }
-        Some(false) => return false,
-        None => {}
     }
+    copy_words(addr, buf)
+}
+
+/// Copies `buf.len()` words from `addr` with `process_vm_readv` on our own
+/// process; false when any byte is not readable. Async-signal-safe.
+fn copy_words(addr: usize, buf: &mut [usize]) -> bool {
+    let len = buf.len() * 8;
     let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: len };
     let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: len };
     // SAFETY: process_vm_readv copies into our local buffer of `len` bytes
     // and reports an unreadable remote range as an error instead of faulting.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(PID.load(Ordering::Relaxed), &local, 1, &remote, 1, 0) };
     n == len as isize
 }
 
@@ -176,22 +162,23 @@ const PAGE: usize = 4096;
 /// window covers this thread's stack; it could pass the stack's top only
 /// through a chain of corrupt frame pointers, and even then each page was
 /// readable a moment before.
-struct StackWindow {
+pub(crate) struct StackWindow {
     lo: usize,
     hi: usize,
-    /// Whether the probe pipe may be used ([`pipe_intact`], checked lazily).
-    pipe: Option<bool>,
 }
 
 impl StackWindow {
-    fn new(sp: usize) -> StackWindow {
+    /// An empty window starting at the page of `sp`, the interrupted stack
+    /// pointer (which is not trusted: nothing is read before a probe).
+    pub(crate) fn new(sp: usize) -> StackWindow {
         let lo = sp & !(PAGE - 1);
-        StackWindow { lo, hi: lo, pipe: None }
+        StackWindow { lo, hi: lo }
     }
 
     /// The two words at `addr` (8-byte aligned, at or above the window's
     /// start), read directly inside the window, else probed.
-    fn read(&mut self, addr: usize) -> Option<(usize, usize)> {
+    /// Async-signal-safe; `None` when not readable.
+    pub(crate) fn read(&mut self, addr: usize) -> Option<(usize, usize)> {
         let mut buf = [0usize; 2];
         self.fill(addr, &mut buf).then_some((buf[0], buf[1]))
     }
@@ -217,8 +204,7 @@ impl StackWindow {
             }
             return true;
         }
-        let use_pipe = *self.pipe.get_or_insert_with(pipe_intact);
-        if !probe(addr, buf, use_pipe) {
+        if !probe(addr, buf) {
             return false;
         }
         if addr & !(PAGE - 1) <= self.hi {
@@ -303,15 +289,90 @@ mod tests {
     #[test]
     fn safe_reads_copy_mapped_memory_and_refuse_the_rest() {
         assert!(init());
+        assert!(PAGE_PROBE.load(Ordering::SeqCst), "the rt_sigqueueinfo probe works here");
         let words = [7usize, 9, 11];
         assert_eq!(read_words(words.as_ptr() as usize), Some((7, 9)));
         assert_eq!(read_words(8), None);
         assert_eq!(read_words(words.as_ptr() as usize + 1), None, "unaligned");
-        assert!(pipe_intact());
-        // A descriptor that is not our pipe (say, the number was reused for a file) is refused.
-        let f = std::fs::File::open("/proc/self/maps").unwrap();
-        assert_eq!(fifo_id(std::os::fd::AsRawFd::as_raw_fd(&f)), None);
-        assert!(probe(words.as_ptr() as usize, &mut [0usize; 2], false), "process_vm_readv path");
+        let mut buf = [0usize; 2];
+        assert!(copy_words(words.as_ptr() as usize + 8, &mut buf), "process_vm_readv path");
+        assert_eq!(buf, [9, 11]);
+        assert!(!copy_words(8, &mut buf));
+        // An inaccessible page (a guard page, say) is refused like an unmapped one.
+        // SAFETY: a fresh PROT_NONE mapping, unmapped below.
+        let none = unsafe { libc::mmap(std::ptr::null_mut(), PAGE, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        assert_ne!(none, libc::MAP_FAILED);
+        assert_eq!(page_readable(none as usize + 64), Some(false));
+        assert_eq!(read_words(none as usize), None);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(none, PAGE) };
+        // Two words straddling a readable page and an inaccessible one.
+        // SAFETY: a fresh two-page mapping whose second page is made inaccessible.
+        let two = unsafe { libc::mmap(std::ptr::null_mut(), 2 * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        assert_ne!(two, libc::MAP_FAILED);
+        // SAFETY: protecting the second page of our own mapping.
+        assert_eq!(unsafe { libc::mprotect((two as *mut u8).add(PAGE) as *mut c_void, PAGE, libc::PROT_NONE) }, 0);
+        assert_eq!(read_words(two as usize + PAGE - 16), Some((0, 0)));
+        assert_eq!(read_words(two as usize + PAGE - 8), None, "the second word is on the inaccessible page");
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(two, 2 * PAGE) };
+    }
+
+    /// Walks write into no descriptor: an application may close descriptors
+    /// it does not own and get the numbers back for its own files, even in
+    /// the middle of a walk. Here every pipe and socket of the process (a
+    /// probe channel would be one) is replaced by a regular file after a
+    /// walk's first probe; the walk's further probes must work, leave the
+    /// file empty, and not block.
+    #[test]
+    fn probes_touch_no_descriptor_even_one_reused_mid_walk() {
+        assert!(init());
+        let words = vec![0usize; 4 * PAGE / 8].into_boxed_slice();
+        let base = (words.as_ptr() as usize + PAGE - 1) & !(PAGE - 1); // 3 pages inside
+        let path = std::env::temp_dir().join(format!("oxprof-probe-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        let file_fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let mut w = StackWindow::new(base);
+        assert!(w.read(base + 8).is_some(), "the walk's first probe");
+        let channels: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&fd| {
+                // SAFETY: a zeroed stat is valid plain data; fstat fills it.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: fstat writes only `st`.
+                fd > 2 && fd != file_fd && unsafe { libc::fstat(fd, &mut st) } == 0 && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
+            })
+            .collect();
+        let mut saved = Vec::new();
+        for &fd in &channels {
+            // SAFETY: keeping a copy of the descriptor, then putting the file on its number.
+            unsafe {
+                let keep = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 1000);
+                assert!(keep >= 0);
+                assert_eq!(libc::dup2(file_fd, fd), fd);
+                saved.push((fd, keep));
+            }
+        }
+        let started = std::time::Instant::now();
+        let read = [w.read(base + PAGE + 8), w.read(base + 2 * PAGE + 8), read_words(base + 16)];
+        let took = started.elapsed();
+        for (fd, keep) in saved {
+            // SAFETY: putting each descriptor back on its number.
+            unsafe {
+                assert_eq!(libc::dup2(keep, fd), fd);
+                libc::close(keep);
+            }
+        }
+        let written = file.metadata().unwrap().len();
+        drop(file);
+        let _ = std::fs::remove_file(&path);
+        // The window grew over the two pages above its first: probed, not read directly.
+        assert_eq!(w.hi, base + 3 * PAGE, "the reads were probes");
+        assert_eq!(read, [Some((0, 0)); 3]);
+        assert_eq!(written, 0, "probes wrote stack bytes into a reused descriptor ({} replaced)", channels.len());
+        assert!(took < std::time::Duration::from_secs(1), "probes took {took:?}");
+        drop(words);
     }
 
     #[test]

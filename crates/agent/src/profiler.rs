@@ -238,12 +238,16 @@ impl Profiler {
         if let Some(why) = &fallback {
             log::warn(&format!("{why}; falling back to the ctimer engine"));
         }
-        signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
         if engine == Engine::Perf && engine::perf::delivery() == engine::perf::Delivery::Trap {
             if let Err(e) = signal::install_trap() {
                 log::warn(&format!("cannot install the SIGTRAP handler ({e}); perf_events will signal with SIGPROF"));
                 engine::perf::set_delivery(engine::perf::Delivery::Prof);
             }
+        }
+        // SIGPROF is taken only when needed: JDK 25's JFR refuses to sample
+        // CPU time (jdk.CPUTimeSample) while another SIGPROF handler is in place.
+        if engine != Engine::Perf || engine::perf::delivery() == engine::perf::Delivery::Prof {
+            signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
         }
         if signal::read_noop_switch() {
             log::warn("OXPROF_SIGNAL_NOOP=1: the signal handler returns at once and records nothing (a benchmark of the engine's own cost)");

@@ -1,17 +1,31 @@
 //! The sampling signal handler: the only oxprof code that runs inside a signal.
 //! Samples arrive as SIGPROF (ctimer, itimer, perf_events on old kernels) or
-//! as SIGTRAP from perf_events counters with the `sigtrap` attribute;
-//! [`on_sigtrap`] takes only those (`TRAP_PERF` with oxprof's cookie) and hands
-//! every other SIGTRAP to the handler that was there before.
+//! as SIGTRAP from perf_events counters with the `sigtrap` attribute. Neither
+//! signal is oxprof's alone: [`on_sigtrap`] takes only oxprof's perf samples
+//! (`TRAP_PERF` with oxprof's cookie) and [`on_sigprof`] only the signals of
+//! oxprof's own timers and counters (see [`prof_origin`]); every other signal
+//! goes to the handler that was installed before, as if oxprof were not there.
+//! JDK 25's JFR, for one, samples CPU time with its own SIGPROF timers
+//! (`jdk.CPUTimeSample`). SIGPROF is given back to that handler when a
+//! recording stops ([`disarm`]); SIGTRAP stays (see [`install_trap`]).
 //!
-//! Rules for everything reachable from [`on_sigprof`] (checked in review):
+//! Each handler blocks the other signal while it runs, so a thread never
+//! takes a sample inside another sample (the store and the perf rings
+//! assume one writer per thread at a time).
+//!
+//! Rules for everything reachable from [`on_sigprof`] and [`on_sigtrap`]
+//! (checked in review):
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
 //!   thread-local set up by the JVM), `AsyncGetCallTrace` (designed for it)
 //!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
-//!   in `native_unwind`, `write`/`read` on its probe pipe, `fstat`,
-//!   `process_vm_readv`, `getpid`, `clock_gettime`;
+//!   in `native_unwind`, `rt_sigqueueinfo` with signal 0 (its probe, which
+//!   sends nothing), `process_vm_readv`, `getpid`, `clock_gettime`; when
+//!   handing a signal on, `pthread_sigmask`, `sigemptyset`/`sigaddset`,
+//!   `sigaction` and `raise`;
+//! - memory that may not be mapped is read only through those checked reads,
+//!   never with a plain load;
 //! - `errno` is saved on entry and restored on exit;
 //! - all memory used is preallocated in a [`SignalContext`] before the handler
 //!   is armed, and freed only after [`disarm`] has waited for every running
@@ -22,12 +36,13 @@
 
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
 use crate::cputime::CpuSpent;
+use crate::engine;
 use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
 use crate::store::{RawFrame, SampleStore};
@@ -150,16 +165,79 @@ pub fn read_noop_switch() -> bool {
     on
 }
 
-/// Installs the SIGPROF handler (idempotent).
-pub fn install() -> std::io::Result<()> {
-    set_handler(libc::SIGPROF, on_sigprof)
-}
-
 type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void);
 
-/// Installs `handler` for `signo` with the SA_SIGINFO signature, nothing
-/// blocked besides `signo` itself, and interrupted system calls restarted.
-fn set_handler(signo: libc::c_int, handler: SigInfoHandler) -> std::io::Result<()> {
+/// A handler that was installed before oxprof's, kept to hand it the signals
+/// that are not oxprof's: `SIG_DFL`, `SIG_IGN` or a function, its flags, and
+/// the signals it blocks (the first 64, all that Linux has).
+struct Previous {
+    handler: AtomicUsize,
+    flags: AtomicI32,
+    mask: AtomicU64,
+}
+
+impl Previous {
+    const fn new() -> Previous {
+        Previous { handler: AtomicUsize::new(libc::SIG_DFL), flags: AtomicI32::new(0), mask: AtomicU64::new(0) }
+    }
+
+    /// Keeps `old` (off the signal path). The handler is written last: it is
+    /// what the signal path reads first.
+    fn save(&self, old: &libc::sigaction) {
+        let mut mask = 0u64;
+        for signo in 1..=64 {
+            // SAFETY: sigismember only reads the set.
+            if unsafe { libc::sigismember(&old.sa_mask, signo) } == 1 {
+                mask |= 1 << (signo - 1);
+            }
+        }
+        self.flags.store(old.sa_flags, Ordering::SeqCst);
+        self.mask.store(mask, Ordering::SeqCst);
+        self.handler.store(old.sa_sigaction, Ordering::SeqCst);
+    }
+
+    /// The kept handler as an action to install again (off the signal path).
+    fn action(&self) -> libc::sigaction {
+        // SAFETY: a zeroed sigaction is valid plain data.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = self.handler.load(Ordering::SeqCst);
+        sa.sa_flags = self.flags.load(Ordering::SeqCst);
+        fill_set(&mut sa.sa_mask, self.mask.load(Ordering::SeqCst));
+        sa
+    }
+}
+
+/// Makes `set` hold the signals whose bits (`1 << (signo - 1)`) are in
+/// `mask`. Async-signal-safe (POSIX lists both calls).
+fn fill_set(set: &mut libc::sigset_t, mask: u64) {
+    // SAFETY: sigemptyset and sigaddset only write the set; sigaddset refuses
+    // the numbers glibc keeps for itself (errno is restored by the callers).
+    unsafe {
+        libc::sigemptyset(set);
+        for signo in 1..=64 {
+            if mask & (1 << (signo - 1)) != 0 {
+                libc::sigaddset(set, signo);
+            }
+        }
+    }
+}
+
+/// The action installed for `signo` now.
+fn current_action(signo: libc::c_int) -> std::io::Result<libc::sigaction> {
+    // SAFETY: reading the current action into a zeroed sigaction.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signo, ptr::null(), &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(old)
+    }
+}
+
+/// Installs `handler` for `signo` with the SA_SIGINFO signature, `signo` and
+/// `also_block` blocked while it runs, and interrupted system calls
+/// restarted. Returns the action it replaced.
+fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int) -> std::io::Result<libc::sigaction> {
     // SAFETY: a zeroed sigaction is a valid starting point; we fill the fields
     // we need and install a handler with the SA_SIGINFO signature.
     unsafe {
@@ -167,11 +245,99 @@ fn set_handler(signo: libc::c_int, handler: SigInfoHandler) -> std::io::Result<(
         sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        if libc::sigaction(signo, &sa, ptr::null_mut()) != 0 {
+        libc::sigaddset(&mut sa.sa_mask, also_block);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signo, &sa, &mut old) != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        Ok(old)
+    }
+}
+
+/// Installs `handler` for `signo` and keeps the handler it replaces in
+/// `prev`. The previous handler is saved before ours can run, so a signal
+/// that arrives meanwhile is never handed to a stale one; if a third party
+/// changed the handler between the two calls, the one replaced is kept.
+fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int, prev: &Previous) -> std::io::Result<()> {
+    let ours = handler as *const () as usize;
+    let old = current_action(signo)?;
+    if old.sa_sigaction != ours {
+        prev.save(&old);
+    }
+    let replaced = set_handler(signo, handler, also_block)?;
+    if replaced.sa_sigaction != ours && replaced.sa_sigaction != old.sa_sigaction {
+        prev.save(&replaced);
     }
     Ok(())
+}
+
+/// Whether [`on_sigprof`] is installed (see [`install`] and [`release_sigprof`]).
+static PROF_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The SIGPROF handler found at [`install`].
+static PREV_PROF: Previous = Previous::new();
+
+/// Installs the SIGPROF handler (idempotent) for the engines that signal with
+/// SIGPROF. Other SIGPROFs go to the handler found here; [`disarm`] gives
+/// SIGPROF back to it.
+pub fn install() -> std::io::Result<()> {
+    if PROF_INSTALLED.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    take_over(libc::SIGPROF, on_sigprof, libc::SIGTRAP, &PREV_PROF)?;
+    PROF_INSTALLED.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Gives SIGPROF back to the handler [`install`] found, unless a SIGPROF is
+/// still pending in the process: the engine is stopped by now, but a signal
+/// of one of its timers can still wait on a thread that blocks SIGPROF, and
+/// handed to `SIG_DFL` it would end the JVM. Then [`on_sigprof`] stays (it
+/// drops oxprof's late signals and hands on the others) until the next
+/// recording's end. A handler someone else installed over ours is left alone.
+fn release_sigprof() {
+    if !PROF_INSTALLED.load(Ordering::SeqCst) {
+        return;
+    }
+    if sigprof_may_be_pending() {
+        crate::log::debug("a SIGPROF is still pending: the SIGPROF handler stays installed until the next recording ends");
+        return;
+    }
+    let ours = on_sigprof as *const () as usize;
+    match current_action(libc::SIGPROF) {
+        Ok(now) if now.sa_sigaction == ours => {
+            let prev = PREV_PROF.action();
+            // SAFETY: reinstalling the action that was there before ours.
+            if unsafe { libc::sigaction(libc::SIGPROF, &prev, ptr::null_mut()) } != 0 {
+                return;
+            }
+        }
+        Ok(_) => crate::log::debug("the SIGPROF handler was replaced by another component; left as it is"),
+        Err(_) => return,
+    }
+    PROF_INSTALLED.store(false, Ordering::SeqCst);
+    engine::itimer::forget();
+}
+
+/// Whether SIGPROF is pending for the process or any of its threads, from
+/// `ShdPnd`/`SigPnd` in `/proc/self/task/*/status`. True when that cannot be
+/// read (then keeping our handler is the safe choice).
+fn sigprof_may_be_pending() -> bool {
+    let bit = 1u64 << (libc::SIGPROF - 1);
+    let pending = |status: &str| {
+        status.lines().filter_map(|l| l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:"))).any(|v| u64::from_str_radix(v.trim(), 16).map_or(true, |m| m & bit != 0))
+    };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return true };
+    for task in tasks {
+        let Ok(task) = task else { return true };
+        match std::fs::read_to_string(task.path().join("status")) {
+            Ok(status) if pending(&status) => return true,
+            Ok(_) => {}
+            // The thread ended meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }
 
 /// `si_code` of a SIGTRAP sent by a perf_events counter (Linux 5.13+).
@@ -180,13 +346,78 @@ const TRAP_PERF: libc::c_int = 6;
 /// three `int`s and padding (16), then the fault's `si_addr` (8), then the
 /// union whose `_perf._data` comes first. The libc crate has no accessor.
 const SI_PERF_DATA_OFFSET: usize = 24;
+/// Offset of the POSIX timer's `si_value` (after `si_tid` and `si_overrun`)
+/// and of SIGPOLL's `si_fd` (after the `long` `si_band`) in a 64-bit Linux
+/// `siginfo_t`.
+const SI_VALUE_OFFSET: usize = 24;
+const SI_FD_OFFSET: usize = 24;
+/// Offset of `si_pid` (kill's sender) in a Linux `siginfo_t`.
+const SI_PID_OFFSET: usize = 16;
+/// `si_code`s of a signal sent for a descriptor's I/O event (`F_SETSIG`):
+/// `POLL_IN` to `POLL_HUP`.
+const POLL_IN: libc::c_int = 1;
+const POLL_HUP: libc::c_int = 6;
+
+/// Reads a `T` at byte `offset` of the siginfo.
+///
+/// # Safety
+/// `info` is the kernel's siginfo for the running handler and
+/// `offset + size_of::<T>()` is at most 128 (its size).
+unsafe fn info_field<T: Copy>(info: *const libc::siginfo_t, offset: usize) -> T {
+    // SAFETY: the caller's contract; the read tolerates any alignment.
+    unsafe { (info as *const u8).add(offset).cast::<T>().read_unaligned() }
+}
+
+/// Who sent a SIGPROF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// One of oxprof's engines: sample it.
+    Ours,
+    /// Anyone else: hand it to the previous handler.
+    Foreign,
+    /// A kernel signal whose details were lost, or one with no siginfo:
+    /// neither sampled nor handed on.
+    Unknown,
+}
+
+/// Tells oxprof's SIGPROFs from the rest, by how each engine's signal
+/// looks (async-signal-safe):
+/// - ctimer: `SI_TIMER` with [`engine::ctimer::SIGEV_COOKIE`] as `si_value`
+///   (JFR's timers, for one, carry a null value);
+/// - itimer: `SI_KERNEL`, once oxprof has armed `ITIMER_PROF`
+///   ([`engine::itimer::sends_sigprof`]), the only SIGPROF the kernel sends
+///   on its own;
+/// - perf_events over SIGPROF: `POLL_IN`..`POLL_HUP` from a descriptor number
+///   that one of oxprof's counters used ([`engine::perf::is_signal_fd`]).
+///
+/// A signal of these kinds stays recognised after its timer or counter is
+/// gone, so one still pending at stop is never taken for someone else's
+/// (whose default action would end the JVM). `SI_USER` from pid 0 is a
+/// signal the kernel could not attach details to (it ran out of queue
+/// memory) or a `kill` from outside the process's pid namespace: it is
+/// dropped.
+fn prof_origin(info: *const libc::siginfo_t) -> Origin {
+    if info.is_null() {
+        return Origin::Unknown;
+    }
+    // SAFETY: the kernel passes a valid siginfo_t for the handler's duration.
+    let code = unsafe { (*info).si_code };
+    match code {
+        // SAFETY: for SI_TIMER the union holds the timer fields; in bounds.
+        libc::SI_TIMER if unsafe { info_field::<usize>(info, SI_VALUE_OFFSET) } == engine::ctimer::SIGEV_COOKIE => Origin::Ours,
+        libc::SI_KERNEL if engine::itimer::sends_sigprof() => Origin::Ours,
+        // SAFETY: for these codes the union holds SIGPOLL's fields; in bounds.
+        POLL_IN..=POLL_HUP if engine::perf::is_signal_fd(unsafe { info_field::<i32>(info, SI_FD_OFFSET) }) => Origin::Ours,
+        // SAFETY: for SI_USER the union holds kill's fields; in bounds.
+        libc::SI_USER if unsafe { info_field::<libc::pid_t>(info, SI_PID_OFFSET) } == 0 => Origin::Unknown,
+        _ => Origin::Foreign,
+    }
+}
 
 /// Whether [`on_sigtrap`] is installed (it stays, see [`install_trap`]).
 static TRAP_INSTALLED: AtomicBool = AtomicBool::new(false);
-/// The SIGTRAP handler found at install (`SIG_DFL`, `SIG_IGN` or a function)
-/// and whether it takes a siginfo, for chaining.
-static PREV_TRAP_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
-static PREV_TRAP_SIGINFO: AtomicBool = AtomicBool::new(false);
+/// The SIGTRAP handler found at install.
+static PREV_TRAP: Previous = Previous::new();
 
 /// Installs the SIGTRAP handler for perf_events `sigtrap` counters
 /// (idempotent). It is never taken out again: a counter's signal can still be
@@ -196,19 +427,7 @@ pub fn install_trap() -> std::io::Result<()> {
     if TRAP_INSTALLED.load(Ordering::SeqCst) {
         return Ok(());
     }
-    // SAFETY: reading the current action into a zeroed sigaction. The
-    // previous handler is saved before ours can run.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGTRAP, ptr::null(), &mut old) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if old.sa_sigaction != on_sigtrap as *const () as usize {
-            PREV_TRAP_HANDLER.store(old.sa_sigaction, Ordering::SeqCst);
-            PREV_TRAP_SIGINFO.store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::SeqCst);
-        }
-    }
-    set_handler(libc::SIGTRAP, on_sigtrap)?;
+    take_over(libc::SIGTRAP, on_sigtrap, libc::SIGPROF, &PREV_TRAP)?;
     TRAP_INSTALLED.store(true, Ordering::SeqCst);
     Ok(())
 }
@@ -222,61 +441,88 @@ fn is_our_perf_trap(info: *const libc::siginfo_t) -> bool {
     if unsafe { (*info).si_code } != TRAP_PERF {
         return false;
     }
-    // SAFETY: for TRAP_PERF the union holds the perf fields; the read stays
-    // inside the 128-byte siginfo_t and tolerates any alignment.
-    let data = unsafe { (info as *const u8).add(SI_PERF_DATA_OFFSET).cast::<u64>().read_unaligned() };
-    data == crate::engine::perf::SIGTRAP_COOKIE
+    // SAFETY: for TRAP_PERF the union holds the perf fields; in bounds.
+    let data = unsafe { info_field::<u64>(info, SI_PERF_DATA_OFFSET) };
+    data == engine::perf::SIGTRAP_COOKIE
 }
 
-/// The SIGTRAP handler: oxprof's perf samples go to [`on_sigprof`], any
-/// other SIGTRAP (a breakpoint, another tool's counter) to the previous
-/// handler, or, if there was none, to the default action as if oxprof had
-/// not been there. See the module rules.
+/// The SIGTRAP handler: oxprof's perf samples are taken, any other SIGTRAP
+/// (a breakpoint, another tool's counter) goes to the previous handler, or,
+/// if there was none, to the default action as if oxprof had not been there.
+/// See the module rules.
 extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     if is_our_perf_trap(info) {
         #[cfg(test)]
         tests::OUR_TRAPS.fetch_add(1, Ordering::Relaxed);
-        return on_sigprof(signo, info, ucontext);
+        return take_sample(info, ucontext);
     }
+    hand_on(&PREV_TRAP, signo, info, ucontext);
+}
+
+/// The SIGPROF handler: samples oxprof's own signals and hands the others to
+/// the previous handler (see [`prof_origin`]). See the module rules.
+extern "C" fn on_sigprof(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    match prof_origin(info) {
+        Origin::Ours => take_sample(info, ucontext),
+        Origin::Foreign => hand_on(&PREV_PROF, signo, info, ucontext),
+        Origin::Unknown => {}
+    }
+}
+
+/// Hands a signal that is not oxprof's to `prev`, as the kernel would have
+/// delivered it: the default action for `SIG_DFL` (the signal is raised
+/// again with the default action set; it is blocked while this handler runs,
+/// so it is taken once it returns), nothing for `SIG_IGN`, else the function
+/// with the calling convention its flags name, with its own mask blocked
+/// besides ours, and reset to `SIG_DFL` first if it was one-shot
+/// (`SA_RESETHAND`). `errno` is kept for the interrupted code.
+fn hand_on(prev: &Previous, signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot, valid for
-    // the thread's life; the default-action path below may set errno.
+    // the thread's life.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: as above.
     let saved = unsafe { *errno };
-    chain_trap(signo, info, ucontext);
-    // SAFETY: as above.
-    unsafe { *errno = saved };
-}
-
-/// Hands a SIGTRAP that is not oxprof's to whoever had SIGTRAP before.
-fn chain_trap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-    let prev = PREV_TRAP_HANDLER.load(Ordering::SeqCst);
-    if prev == libc::SIG_IGN {
-        return;
-    }
-    if prev == libc::SIG_DFL {
-        // SAFETY: sigaction and raise are async-signal-safe. SIGTRAP is
-        // blocked while this handler runs, so the raised signal is taken with
-        // the default action (a core dump) once it returns, as it would have
-        // been without oxprof.
+    let handler = prev.handler.load(Ordering::SeqCst);
+    if handler == libc::SIG_DFL {
+        // SAFETY: sigaction and raise are async-signal-safe; see above for
+        // when the raised signal is taken.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut());
-            libc::raise(libc::SIGTRAP);
+            libc::sigaction(signo, &sa, ptr::null_mut());
+            libc::raise(signo);
         }
-        return;
+    } else if handler != libc::SIG_IGN {
+        let flags = prev.flags.load(Ordering::SeqCst);
+        if flags & libc::SA_RESETHAND != 0 {
+            prev.handler.store(libc::SIG_DFL, Ordering::SeqCst);
+        }
+        let mask = prev.mask.load(Ordering::SeqCst);
+        // SAFETY: sigset_t is plain data; zeroed is a valid start.
+        let (mut blocked, mut before): (libc::sigset_t, libc::sigset_t) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        let masked = mask != 0 && {
+            fill_set(&mut blocked, mask);
+            // SAFETY: pthread_sigmask is async-signal-safe and only changes
+            // this thread's mask, restored below.
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut before) == 0 }
+        };
+        if flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: `handler` is the address of the SA_SIGINFO handler that
+            // was installed before ours; it is called as the kernel would have.
+            let f: SigInfoHandler = unsafe { std::mem::transmute(handler) };
+            f(signo, info, ucontext);
+        } else {
+            // SAFETY: as above, for a plain `sa_handler`.
+            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+            f(signo);
+        }
+        if masked {
+            // SAFETY: restoring the mask saved above.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, ptr::null_mut()) };
+        }
     }
-    if PREV_TRAP_SIGINFO.load(Ordering::SeqCst) {
-        // SAFETY: `prev` is the address of the SA_SIGINFO handler that was
-        // installed before ours; it is called as the kernel would have.
-        let f: SigInfoHandler = unsafe { std::mem::transmute(prev) };
-        f(signo, info, ucontext);
-    } else {
-        // SAFETY: as above, for a plain `sa_handler`.
-        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev) };
-        f(signo);
-    }
+    // SAFETY: as above.
+    unsafe { *errno = saved };
 }
 
 /// Makes the handler record into `ctx`. Any previous context must have been
@@ -288,12 +534,15 @@ pub fn arm(ctx: Box<SignalContext>) {
     ENABLED.store(true, Ordering::SeqCst);
 }
 
-/// Stops recording, waits until no handler is running, and returns the context.
+/// Stops recording, waits until no handler is running, gives SIGPROF back to
+/// its previous handler (see [`release_sigprof`]; the engine must be stopped
+/// first), and returns the context.
 pub fn disarm() -> Option<Box<SignalContext>> {
     ENABLED.store(false, Ordering::SeqCst);
     wait_for_handlers();
     let p = CONTEXT.swap(ptr::null_mut(), Ordering::SeqCst);
     wait_for_handlers();
+    release_sigprof();
     // SAFETY: `p` came from Box::into_raw in `arm`, and no handler can still
     // see it: handlers check ENABLED after announcing themselves in ACTIVE.
     (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
@@ -314,8 +563,8 @@ pub fn handler_mean_ns() -> Option<u64> {
     HANDLER.mean_ns()
 }
 
-/// The SIGPROF handler. See the module rules.
-extern "C" fn on_sigprof(_signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+/// Takes one sample for a signal of oxprof's engines. See the module rules.
+fn take_sample(info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid for the thread's life.
@@ -476,9 +725,13 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
 /// 1. return address at `[rsp]` (no frame pushed yet, or a frameless stub),
 /// 2. at `[rsp+8]` (only `rbp` pushed: prologue/epilogue),
 /// 3. at `[rbp+8]` with caller `rsp = rbp+16` (a stub that set up `rbp`).
-/// A candidate is used only when it points into JVM-generated code, and only
-/// words a few KB above the interrupted `rsp` are read: that memory is the
-/// live part of this thread's own stack. The context is restored afterwards.
+///
+/// A candidate is used only when it points into JVM-generated code. The
+/// words are read through the native unwinder's checked reads: the
+/// interrupted `rsp` is usually the live top of this thread's stack, but
+/// nothing guarantees it (code may use `rsp` oddly, or sit at the very top
+/// of a mapping), so a plain load could fault. The context is restored
+/// afterwards.
 fn recover(ctx: &SignalContext, trace: &mut ASGCT_CallTrace, depth: usize, ucontext: *mut c_void) {
     if ucontext.is_null() {
         return;
@@ -488,22 +741,23 @@ fn recover(ctx: &SignalContext, trace: &mut ASGCT_CallTrace, depth: usize, ucont
     let gregs = unsafe { &mut (*uc).uc_mcontext.gregs };
     let (rip, rsp, rbp) = (libc::REG_RIP as usize, libc::REG_RSP as usize, libc::REG_RBP as usize);
     let (Some(&pc0), Some(&sp0), Some(&fp0)) = (gregs.get(rip), gregs.get(rsp), gregs.get(rbp)) else { return };
-    let sp = sp0 as usize;
+    let (sp, fp) = (sp0 as usize, fp0 as usize);
     if sp == 0 || sp % 8 != 0 {
         return;
     }
-    let read = |addr: usize| -> usize {
-        // SAFETY: callers only pass addresses in [sp, sp + 4 KiB + 16), the live
-        // top of this thread's stack, 8-byte aligned.
-        unsafe { *(addr as *const usize) }
-    };
-    let fp = fp0 as usize;
+    let mut stack = native_unwind::StackWindow::new(sp);
+    // [sp] and [sp+8].
+    let Some((at_sp, above_sp)) = stack.read(sp) else { return };
     let frame_fp_ok = fp > sp && fp - sp < 4096 && fp % 8 == 0;
     for attempt in 0..3 {
         let (new_pc, new_sp, new_fp) = match attempt {
-            0 => (read(sp), sp + 8, fp),
-            1 => (read(sp + 8), sp + 16, read(sp)),
-            _ if frame_fp_ok => (read(fp + 8), fp + 16, read(fp)),
+            0 => (at_sp, sp + 8, fp),
+            1 => (above_sp, sp + 16, at_sp),
+            // [fp] is the caller's fp, [fp+8] the return address.
+            _ if frame_fp_ok => match stack.read(fp) {
+                Some((saved_fp, ret)) => (ret, fp + 16, saved_fp),
+                None => return,
+            },
             _ => continue,
         };
         if !in_code(new_pc) {
@@ -574,9 +828,10 @@ fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jvmti_sys::asgct::ASGCT_CallFrame;
 
     /// SIGTRAPs [`on_sigtrap`] recognised as oxprof's perf samples.
-    pub(super) static OUR_TRAPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    pub(super) static OUR_TRAPS: AtomicU64 = AtomicU64::new(0);
 
     /// Whether the running kernel is at least `major.minor` (the integration
     /// tests have the same helper in `tests/common`).
@@ -586,16 +841,141 @@ mod tests {
         (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
     }
 
+    /// Serialises the tests that install process-wide handlers, arm the
+    /// handler or change the perf engine's delivery.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SIGNALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SIGNALS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Signals the handlers installed before oxprof's got in these tests.
+    static TRAP_PREVIOUS: AtomicU64 = AtomicU64::new(0);
+    static PROF_PREVIOUS: AtomicU64 = AtomicU64::new(0);
+    /// Of those SIGPROFs, the ones a timer sent.
+    static PROF_PREVIOUS_TIMER: AtomicU64 = AtomicU64::new(0);
+
+    extern "C" fn trap_previous(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut c_void) {
+        TRAP_PREVIOUS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    extern "C" fn prof_previous(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+        PROF_PREVIOUS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the kernel's siginfo for this signal.
+        if !info.is_null() && unsafe { (*info).si_code } == libc::SI_TIMER {
+            PROF_PREVIOUS_TIMER.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Installs `handler` for `signo` as another component would.
+    fn install_foreign(signo: libc::c_int, handler: SigInfoHandler) {
+        // SAFETY: installing a handler that only does relaxed atomic adds.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            assert_eq!(libc::sigaction(signo, &sa, ptr::null_mut()), 0);
+        }
+    }
+
+    /// [`trap_previous`], then oxprof's SIGTRAP handler over it (once per
+    /// process: oxprof's stays).
+    fn trap_handlers() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            install_foreign(libc::SIGTRAP, trap_previous);
+            install_trap().unwrap();
+        });
+    }
+
+    /// The action installed for `signo`.
+    fn action_of(signo: libc::c_int) -> libc::sigaction {
+        // SAFETY: reading the current action into a zeroed sigaction.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            assert_eq!(libc::sigaction(signo, ptr::null(), &mut sa), 0);
+            sa
+        }
+    }
+
+    /// A JavaVM whose GetEnv answers that the thread is not attached (each
+    /// sample is then a one-frame stack and no JVM is needed), or, with
+    /// `attached`, hands out a dummy env so that samples call the walk.
+    fn fake_vm(attached: bool) -> *mut JavaVM {
+        unsafe extern "C" fn detached(_: *mut JavaVM, env: *mut *mut c_void, _: jint) -> jint {
+            // SAFETY: GetEnv's out-parameter.
+            unsafe { *env = ptr::null_mut() };
+            jvmti_sys::JNI_EDETACHED
+        }
+        unsafe extern "C" fn attached_env(_: *mut JavaVM, env: *mut *mut c_void, _: jint) -> jint {
+            static DUMMY: u64 = 0;
+            // SAFETY: GetEnv's out-parameter; the walk stand-ins never use the env.
+            unsafe { *env = &DUMMY as *const u64 as *mut c_void };
+            JNI_OK as jint
+        }
+        // SAFETY: the interface is plain data (pointers and options), all null.
+        let mut iface: jvmti_sys::JNIInvokeInterface_ = unsafe { std::mem::zeroed() };
+        iface.GetEnv = Some(if attached { attached_env } else { detached });
+        let iface: &'static jvmti_sys::JNIInvokeInterface_ = Box::leak(Box::new(iface));
+        Box::leak(Box::new(iface as JavaVM))
+    }
+
+    /// A stand-in for AsyncGetCallTrace: no Java frame.
+    unsafe extern "C" fn no_frames(trace: *mut ASGCT_CallTrace, _: jint, _: *mut c_void) {
+        // SAFETY: the handler passes its trace.
+        unsafe { (*trace).num_frames = 0 };
+    }
+
+    /// Arms the handler with a new store, 1 ms per period.
+    fn arm_store(vm: *mut JavaVM, walk: AsyncGetCallTraceFn) -> &'static SampleStore {
+        let store: &'static SampleStore = Box::leak(Box::new(SampleStore::new(256, 4096).unwrap()));
+        arm(SignalContext::new(store, walk, vm, 8, 1_000_000, false));
+        store
+    }
+
+    /// The weight of everything in `store`, in ms.
+    fn weight_ms(store: &SampleStore) -> u64 {
+        store.snapshot().iter().map(|t| t.total).sum::<u64>() / 1_000_000
+    }
+
+    /// Sends `signo` to this thread with a siginfo of our making (a thread
+    /// may send itself any `si_code`): `code`, and the words at bytes 16 and
+    /// 24 (`si_pid`, `si_band`, `si_tid` and `si_overrun`; `si_value`,
+    /// `si_fd`, `si_perf_data`). It is handled before this returns.
+    fn send_self(signo: libc::c_int, code: libc::c_int, at16: u64, at24: u64) {
+        // SAFETY: plain data, zeroed is a valid start; the writes stay
+        // inside the 128-byte siginfo_t.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let p = &mut info as *mut libc::siginfo_t as *mut u8;
+        // SAFETY: as above.
+        unsafe {
+            p.cast::<i32>().write_unaligned(signo);
+            p.add(8).cast::<i32>().write_unaligned(code);
+            p.add(16).cast::<u64>().write_unaligned(at16);
+            p.add(24).cast::<u64>().write_unaligned(at24);
+        }
+        // SAFETY: queues a signal to this thread, whose handler is installed.
+        let rc = unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, libc::getpid(), gettid(), signo, &info) };
+        assert_eq!(rc, 0, "rt_tgsigqueueinfo: {}", std::io::Error::last_os_error());
+    }
+
+    /// The descriptor of the perf_events counter opened last.
+    fn newest_perf_fd() -> i32 {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event")))
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .max()
+            .expect("a perf_events descriptor")
+    }
+
     /// perf_events counters with `sigtrap` reach oxprof's handler (the
     /// cookie is read where the kernel writes it), while any other SIGTRAP
     /// still reaches the handler that was installed before oxprof's.
     #[test]
     fn perf_sigtraps_are_taken_and_other_sigtraps_chained() {
         use crate::engine::perf::{self, Delivery};
-        static PREVIOUS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        extern "C" fn previous(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut c_void) {
-            PREVIOUS.fetch_add(1, Ordering::Relaxed);
-        }
+        let _serial = serial();
         let delivery = perf::probe(1_000_000).expect("perf_events cpu-clock on this thread");
         if !kernel_at_least(5, 13) {
             // No `sigtrap` attribute before 5.13: the probe must have found that out.
@@ -603,17 +983,11 @@ mod tests {
             return;
         }
         assert_eq!(delivery, Delivery::Trap, "Linux 5.13+ has sigtrap counters");
-        // SAFETY: installing a handler that only does a relaxed atomic add.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = previous as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO;
-            assert_eq!(libc::sigaction(libc::SIGTRAP, &sa, ptr::null_mut()), 0);
-        }
-        install_trap().unwrap();
+        trap_handlers();
+        let (previous, ours) = (TRAP_PREVIOUS.load(Ordering::Relaxed), OUR_TRAPS.load(Ordering::Relaxed));
         // SAFETY: raising a signal whose handler (ours, chaining) is installed.
         assert_eq!(unsafe { libc::raise(libc::SIGTRAP) }, 0);
-        assert_eq!(PREVIOUS.load(Ordering::Relaxed), 1, "a plain SIGTRAP must reach the previous handler");
+        assert_eq!(TRAP_PREVIOUS.load(Ordering::Relaxed), previous + 1, "a plain SIGTRAP must reach the previous handler");
         // A real counter on this thread, 1 ms: no context is armed, so the
         // handler records nothing, but it must be the one taking the signals.
         let counter = perf::open(gettid(), 1_000_000).expect("sigtrap counter");
@@ -622,9 +996,230 @@ mod tests {
             std::hint::black_box(0u64);
         }
         drop(counter);
-        let ours = OUR_TRAPS.load(Ordering::Relaxed);
+        let ours = OUR_TRAPS.load(Ordering::Relaxed) - ours;
         assert!(ours >= 20, "{ours} perf SIGTRAPs in 200 ms of CPU at 1 ms");
-        assert_eq!(PREVIOUS.load(Ordering::Relaxed), 1, "perf SIGTRAPs leaked to the previous handler");
+        assert_eq!(TRAP_PREVIOUS.load(Ordering::Relaxed), previous + 1, "perf SIGTRAPs leaked to the previous handler");
+    }
+
+    /// Each engine's SIGPROF is sampled (and weighed), every other SIGPROF
+    /// reaches the handler that was there before, none of those lands in
+    /// the store, and the previous handler is back once the recording stops.
+    #[test]
+    fn only_oxprofs_sigprofs_are_sampled_and_the_rest_reach_the_previous_handler() {
+        use crate::engine::{itimer, perf};
+        let _serial = serial();
+        install_foreign(libc::SIGPROF, prof_previous);
+        install().unwrap();
+        let store = arm_store(fake_vm(false), no_frames);
+        let previous = || PROF_PREVIOUS.load(Ordering::Relaxed);
+        let before = previous();
+        let check = |what: &str, ms: u64, handed_on: u64| {
+            assert_eq!(weight_ms(store), ms, "{what}: sampled weight");
+            assert_eq!(previous() - before, handed_on, "{what}: signals handed to the previous handler");
+        };
+        // ctimer's: a timer with oxprof's value, here with two overruns.
+        send_self(libc::SIGPROF, libc::SI_TIMER, 2 << 32, engine::ctimer::SIGEV_COOKIE as u64);
+        check("oxprof's timer", 3, 0);
+        // Another timer (JFR's CPU-time sampler passes a null value).
+        send_self(libc::SIGPROF, libc::SI_TIMER, 2 << 32, 0);
+        check("a foreign timer", 3, 1);
+        // SAFETY: raising a signal whose handler (ours, chaining) is installed.
+        assert_eq!(unsafe { libc::raise(libc::SIGPROF) }, 0);
+        check("raise", 3, 2);
+        // What ITIMER_PROF sends is oxprof's only once oxprof armed it.
+        send_self(libc::SIGPROF, libc::SI_KERNEL, 0, 0);
+        check("an itimer that is not oxprof's", 3, 3);
+        itimer::start(100_000_000_000).unwrap();
+        send_self(libc::SIGPROF, libc::SI_KERNEL, 0, 0);
+        itimer::stop();
+        check("oxprof's itimer", 4, 3);
+        // perf_events over SIGPROF: POLL_IN naming an oxprof counter's descriptor.
+        let delivery = perf::delivery();
+        perf::set_delivery(perf::Delivery::Prof);
+        let counter = perf::open(gettid(), 100_000_000_000).expect("perf_events counter");
+        perf::set_delivery(delivery);
+        let fd = newest_perf_fd();
+        send_self(libc::SIGPROF, POLL_IN, 1, fd as u64);
+        check("oxprof's counter", 5, 3);
+        send_self(libc::SIGPROF, POLL_IN, 1, 0);
+        check("I/O on another descriptor", 5, 4);
+        drop(counter);
+        // Details lost (no queue memory for a kernel signal): neither.
+        send_self(libc::SIGPROF, libc::SI_USER, 0, 0);
+        check("no details", 5, 4);
+        drop(disarm());
+        assert_eq!(action_of(libc::SIGPROF).sa_sigaction, prof_previous as *const () as usize, "SIGPROF given back after the recording");
+        send_self(libc::SIGPROF, libc::SI_TIMER, 0, engine::ctimer::SIGEV_COOKIE as u64);
+        assert_eq!(previous() - before, 5, "after the recording, SIGPROF goes straight to the previous handler");
+    }
+
+    /// Real timers: oxprof's ctimer and a foreign timer like JFR's on the
+    /// same thread's CPU clock. Each reaches its own handler: the store's
+    /// weight is the CPU time (not twice it), the other handler gets the
+    /// foreign timer's signals.
+    #[test]
+    fn oxprofs_timer_and_a_foreign_timer_each_reach_their_own_handler() {
+        let _serial = serial();
+        install_foreign(libc::SIGPROF, prof_previous);
+        install().unwrap();
+        let store = arm_store(fake_vm(false), no_frames);
+        let foreign_before = PROF_PREVIOUS_TIMER.load(Ordering::Relaxed);
+        let ours = engine::ctimer::create(gettid(), 1_000_000).unwrap();
+        // SAFETY: plain data, zeroed is a valid start (a null sigev_value, as JFR's).
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = libc::SIGPROF;
+        sev.sigev_notify_thread_id = gettid() as libc::c_int;
+        let mut foreign: libc::timer_t = ptr::null_mut();
+        // SAFETY: valid pointers; the timer is deleted below.
+        assert_eq!(unsafe { libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut sev, &mut foreign) }, 0);
+        let period = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+        let spec = libc::itimerspec { it_interval: period, it_value: period };
+        // SAFETY: arming the timer created above.
+        assert_eq!(unsafe { libc::timer_settime(foreign, 0, &spec, ptr::null_mut()) }, 0);
+        let start = crate::cputime::thread_cpu_ns();
+        let mut burnt = 0;
+        while burnt < 3_000_000_000 && (burnt < 300_000_000 || PROF_PREVIOUS_TIMER.load(Ordering::Relaxed) < foreign_before + 3 || weight_ms(store) < 3) {
+            std::hint::black_box(0u64);
+            burnt = crate::cputime::thread_cpu_ns() - start;
+        }
+        drop(ours);
+        // SAFETY: deleting our own timer.
+        unsafe { libc::timer_delete(foreign) };
+        drop(disarm());
+        let (weight, burnt_ms) = (weight_ms(store), burnt / 1_000_000);
+        let foreign = PROF_PREVIOUS_TIMER.load(Ordering::Relaxed) - foreign_before;
+        eprintln!("{burnt_ms} ms of CPU: {weight} ms sampled, {foreign} foreign timer signals handed on");
+        assert!(foreign >= 3, "the foreign timer's signals must reach its handler ({foreign})");
+        // Every period of CPU is one of oxprof's (periods still pending when
+        // the timer is deleted are lost); the foreign timer's would double it.
+        assert!(weight * 3 >= burnt_ms && weight <= burnt_ms + burnt_ms / 4 + 10, "{weight} ms sampled in {burnt_ms} ms of CPU");
+    }
+
+    /// The other signal's mask while a sample is taken, seen from the walk.
+    static MASK_IN_WALK: AtomicU64 = AtomicU64::new(0);
+    /// What the other signal's previous handler had got right after the walk
+    /// raised that signal (a nested delivery would have happened by then).
+    static RAISE_IN_WALK: AtomicI32 = AtomicI32::new(0);
+    static PREVIOUS_IN_WALK: AtomicU64 = AtomicU64::new(u64::MAX);
+
+    /// A stand-in for AsyncGetCallTrace that notes the thread's blocked
+    /// signals and raises [`RAISE_IN_WALK`] (if set) in the middle of the walk.
+    unsafe extern "C" fn masks_and_raises(trace: *mut ASGCT_CallTrace, _: jint, _: *mut c_void) {
+        // SAFETY: sigset_t is plain data; pthread_sigmask with a null new set only reads the mask.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, ptr::null(), &mut set) };
+        let mut bits = 0u64;
+        for signo in [libc::SIGPROF, libc::SIGTRAP] {
+            // SAFETY: sigismember only reads the set.
+            if unsafe { libc::sigismember(&set, signo) } == 1 {
+                bits |= 1 << signo;
+            }
+        }
+        MASK_IN_WALK.store(bits, Ordering::SeqCst);
+        let other = RAISE_IN_WALK.load(Ordering::SeqCst);
+        if other != 0 {
+            // SAFETY: raising a signal whose handler (ours, chaining) is installed.
+            unsafe { libc::raise(other) };
+            let previous = if other == libc::SIGTRAP { &TRAP_PREVIOUS } else { &PROF_PREVIOUS };
+            PREVIOUS_IN_WALK.store(previous.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        // SAFETY: the handler passes its trace.
+        unsafe { (*trace).num_frames = 0 };
+    }
+
+    /// Neither handler can interrupt the other on a thread: each blocks the
+    /// other signal, in the installed action and while a sample is taken; a
+    /// signal raised meanwhile waits until the sample is stored.
+    #[test]
+    fn sigprof_and_sigtrap_handlers_block_each_other() {
+        let _serial = serial();
+        trap_handlers();
+        install_foreign(libc::SIGPROF, prof_previous);
+        install().unwrap();
+        // SAFETY: sigismember only reads the installed masks.
+        unsafe {
+            assert_eq!(libc::sigismember(&action_of(libc::SIGPROF).sa_mask, libc::SIGTRAP), 1, "SIGTRAP blocked in the SIGPROF handler");
+            assert_eq!(libc::sigismember(&action_of(libc::SIGTRAP).sa_mask, libc::SIGPROF), 1, "SIGPROF blocked in the SIGTRAP handler");
+        }
+        let store = arm_store(fake_vm(true), masks_and_raises);
+        for (signo, code, cookie, other, previous) in [
+            (libc::SIGPROF, libc::SI_TIMER, engine::ctimer::SIGEV_COOKIE as u64, libc::SIGTRAP, &TRAP_PREVIOUS),
+            (libc::SIGTRAP, TRAP_PERF, engine::perf::SIGTRAP_COOKIE, libc::SIGPROF, &PROF_PREVIOUS),
+        ] {
+            let samples = store.stats().recorded;
+            let before = previous.load(Ordering::SeqCst);
+            MASK_IN_WALK.store(0, Ordering::SeqCst);
+            RAISE_IN_WALK.store(other, Ordering::SeqCst);
+            send_self(signo, code, 0, cookie);
+            RAISE_IN_WALK.store(0, Ordering::SeqCst);
+            assert_eq!(store.stats().recorded, samples + 1, "signal {signo}: sampled");
+            assert_ne!(MASK_IN_WALK.load(Ordering::SeqCst) & (1 << other), 0, "signal {other} must be blocked while signal {signo} takes a sample");
+            assert_eq!(PREVIOUS_IN_WALK.load(Ordering::SeqCst), before, "signal {other} was handled inside the sample of signal {signo}");
+            assert_eq!(previous.load(Ordering::SeqCst), before + 1, "signal {other} raised in the sample was handled after it");
+        }
+        drop(disarm());
+    }
+
+    /// `recover` reads the interrupted stack only through checked reads: a
+    /// stack pointer or frame pointer into unmapped memory costs the retry,
+    /// not a fault; a readable return address into code still gets its
+    /// walk from the caller.
+    #[test]
+    fn recover_survives_unmapped_stack_and_frame_pointers() {
+        static WALKS: AtomicU64 = AtomicU64::new(0);
+        static WALKED_FROM: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn walk_from(trace: *mut ASGCT_CallTrace, _: jint, ucontext: *mut c_void) {
+            // SAFETY: recover passes its (test-made) ucontext and trace.
+            unsafe {
+                let uc = ucontext as *const libc::ucontext_t;
+                WALKED_FROM.store((*uc).uc_mcontext.gregs[libc::REG_RSP as usize] as usize, Ordering::SeqCst);
+                (*trace).num_frames = 1;
+            }
+            WALKS.fetch_add(1, Ordering::SeqCst);
+        }
+        native_unwind::init();
+        // A code range of our own: return addresses in it are taken.
+        let code = 0x10_0000_usize;
+        note_code(code, 0x1000);
+        let store: &'static SampleStore = Box::leak(Box::new(SampleStore::new(16, 64).unwrap()));
+        let ctx = SignalContext::new(store, walk_from, ptr::null_mut(), 8, 1, false);
+        // Two pages, the second unmapped: a stack that ends at a hole.
+        // SAFETY: a fresh private mapping, half of it unmapped again at once.
+        let base = unsafe {
+            let p = libc::mmap(ptr::null_mut(), 8192, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(libc::munmap((p as *mut u8).add(4096) as *mut c_void, 4096), 0);
+            p as usize
+        };
+        let mut frames = [RawFrame::default(); 8];
+        let mut run = |sp: usize, fp: usize| -> (u64, i32) {
+            // SAFETY: plain data, zeroed is a valid start.
+            let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+            uc.uc_mcontext.gregs[libc::REG_RIP as usize] = 0x1234;
+            uc.uc_mcontext.gregs[libc::REG_RSP as usize] = sp as i64;
+            uc.uc_mcontext.gregs[libc::REG_RBP as usize] = fp as i64;
+            let mut trace = ASGCT_CallTrace { env_id: ptr::null_mut(), num_frames: ticks::UNKNOWN_JAVA, frames: frames.as_mut_ptr() as *mut ASGCT_CallFrame };
+            let walks = WALKS.load(Ordering::SeqCst);
+            recover(&ctx, &mut trace, 8, &mut uc as *mut libc::ucontext_t as *mut c_void);
+            let regs = (uc.uc_mcontext.gregs[libc::REG_RIP as usize], uc.uc_mcontext.gregs[libc::REG_RSP as usize], uc.uc_mcontext.gregs[libc::REG_RBP as usize]);
+            assert_eq!(regs, (0x1234, sp as i64, fp as i64), "the context is restored");
+            (WALKS.load(Ordering::SeqCst) - walks, trace.num_frames)
+        };
+        // The stack pointer itself in the hole.
+        assert_eq!(run(base + 4096 + 64, base + 4096 + 128), (0, ticks::UNKNOWN_JAVA));
+        // A readable top of stack without a return address, a frame pointer
+        // (within 4 KiB above) in the hole.
+        let sp = base + 4096 - 16;
+        assert_eq!(run(sp, sp + 64), (0, ticks::UNKNOWN_JAVA));
+        // A return address into code at [sp]: walked from the caller.
+        // SAFETY: `sp` is in the mapped page.
+        unsafe { (sp as *mut usize).write(code + 0x10) };
+        assert_eq!(run(sp, sp + 64), (1, 1));
+        assert_eq!(WALKED_FROM.load(Ordering::SeqCst), sp + 8);
+        // SAFETY: unmapping the page mapped above.
+        unsafe { libc::munmap(base as *mut c_void, 4096) };
     }
 
     /// `periods` reads the overrun where the kernel writes it: a real POSIX

@@ -1,7 +1,14 @@
 //! Per-thread POSIX timers on a thread's CPU-time clock, delivering SIGPROF to
-//! that thread (`SIGEV_THREAD_ID`).
+//! that thread (`SIGEV_THREAD_ID`). Their signals carry [`SIGEV_COOKIE`], so
+//! the handler tells them from other timers' SIGPROFs (JDK 25's JFR has its
+//! own).
 
 use std::io;
+
+/// The `sigev_value` of oxprof's timers, which the kernel hands back as the
+/// signal's `si_value` ("oxprof" + 2). As a pointer it is not canonical on
+/// x86_64 or arm64, so no timer that passes a real pointer carries it.
+pub const SIGEV_COOKIE: usize = 0x6f78_7072_6f66_0002;
 
 /// A running timer; deleted on drop.
 #[derive(Debug)]
@@ -33,6 +40,7 @@ pub fn create(tid: u32, interval_ns: u64) -> io::Result<CpuTimer> {
     sev.sigev_notify = libc::SIGEV_THREAD_ID;
     sev.sigev_signo = libc::SIGPROF;
     sev.sigev_notify_thread_id = tid as libc::c_int;
+    sev.sigev_value = libc::sigval { sival_ptr: SIGEV_COOKIE as *mut libc::c_void };
     let mut id: libc::timer_t = std::ptr::null_mut();
     // SAFETY: valid pointers to initialised structures.
     if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut sev, &mut id) } != 0 {

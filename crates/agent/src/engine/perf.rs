@@ -13,11 +13,13 @@
 //! kernels queue SIGTRAP through that same irq_work, so there it gains
 //! nothing and costs nothing; kernels before 5.13 get SIGPROF.
 //! `OXPROF_PERF_SIGNAL=prof` forces SIGPROF, for example when a debugger that
-//! stops at every SIGTRAP is attached to the JVM.
+//! stops at every SIGTRAP is attached to the JVM. Such a SIGPROF names the
+//! counter's descriptor (`si_fd`); [`is_signal_fd`] tells the handler it is
+//! one of oxprof's.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::perf_ring::Ring;
 
@@ -112,6 +114,36 @@ pub fn delivery() -> Delivery {
     } else {
         Delivery::Prof
     }
+}
+
+/// Descriptor numbers below this can signal with SIGPROF (the usual hard
+/// limit on open files); a counter on a higher one is refused.
+const SIGNAL_FDS: usize = 1 << 20;
+/// One bit per descriptor number that a SIGPROF counter of oxprof's has used
+/// (128 KiB, untouched pages cost no memory). Bits are never cleared: a
+/// counter's signal can still be pending after it is closed, and must not
+/// be taken for someone else's. A number is only claimed for a
+/// `F_SETSIG` SIGPROF of another component if it also reused that number.
+static SIGNAL_FD_BITS: [AtomicU64; SIGNAL_FDS / 64] = [const { AtomicU64::new(0) }; SIGNAL_FDS / 64];
+
+/// Notes that counter `fd` signals with SIGPROF; false when the number is
+/// too high to note.
+fn note_signal_fd(fd: i32) -> bool {
+    let Ok(fd) = usize::try_from(fd) else { return false };
+    match SIGNAL_FD_BITS.get(fd / 64) {
+        Some(word) => {
+            word.fetch_or(1 << (fd % 64), Ordering::SeqCst);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether a SIGPROF with `si_fd == fd` came from one of oxprof's counters.
+/// Async-signal-safe.
+pub fn is_signal_fd(fd: i32) -> bool {
+    let Ok(fd) = usize::try_from(fd) else { return false };
+    SIGNAL_FD_BITS.get(fd / 64).is_some_and(|word| word.load(Ordering::Relaxed) & (1 << (fd % 64)) != 0)
 }
 
 #[repr(C)]
@@ -257,6 +289,9 @@ pub fn open(tid: u32, interval_ns: u64) -> io::Result<PerfEvent> {
         None
     };
     if delivery == Delivery::Prof {
+        if !note_signal_fd(raw) {
+            return Err(io::Error::other(format!("perf_events descriptor {raw} is too high to signal with SIGPROF")));
+        }
         let owner = FOwnerEx { kind: F_OWNER_TID, pid: tid as libc::pid_t };
         // SAFETY: fcntl on the fd we own, with correctly typed arguments.
         let failed = unsafe {
