@@ -309,6 +309,12 @@ impl Nobody {
             assert!(Instant::now() < deadline, "setpriv did not switch to uid 65534");
             std::thread::sleep(Duration::from_millis(5));
         }
+        // And until it runs `sleep` itself: between its uid switch and the
+        // exec, the process is not dumpable and its /proc files are root's.
+        while !std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e.file_name().is_some_and(|n| n.to_string_lossy().starts_with("sleep"))) {
+            assert!(Instant::now() < deadline, "setpriv did not exec sleep");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         nobody
     }
 
