@@ -68,7 +68,7 @@ fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
     let result = build_and_write(agent, rec, command, jni, last);
     if last {
-        crate::native_symbols::forget_kernel_table();
+        crate::native::symbols::forget_kernel_table();
     }
     result
 }
@@ -94,8 +94,8 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
-        out.live = crate::live_report::effective(&rec.config.live, command);
-        built.push(crate::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
+        out.live = crate::heap::live_report::effective(&rec.config.live, command);
+        built.push(crate::heap::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
     }
     if command.file.is_some() {
         out.file = command.file.clone();
@@ -107,12 +107,12 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
         out.counter = command.counter;
     }
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
-    let jfr = crate::jfr_stream::is_active();
+    let jfr = crate::output::jfr_stream::is_active();
     if jfr {
         if let Some(report) = built.iter().find_map(|b| b.leak.as_deref()) {
-            crate::jfr_stream::live_sites(agent, report);
+            crate::output::jfr_stream::live_sites(agent, report);
         }
-        let streamed = if last { crate::jfr_stream::finish(agent, jni) } else { crate::jfr_stream::flush(agent, jni) };
+        let streamed = if last { crate::output::jfr_stream::finish(agent, jni) } else { crate::output::jfr_stream::flush(agent, jni) };
         match streamed {
             Ok(l) => lines.extend(l),
             Err(e) if out.output_format() == OutputFormat::Jfr => {
@@ -156,7 +156,7 @@ pub fn write_reply(path: &Path, result: &Result<Vec<String>, String>) {
         Err(e) => format!("error: {e}\n"),
     };
     // The CLI removed any stale reply: a file already there was planted.
-    let written = crate::files::open_new(path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    let written = crate::output::files::open_new(path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
     if let Err(e) = written {
         crate::log::error(&format!("cannot write the reply to {}: {e}", path.display()));
     }

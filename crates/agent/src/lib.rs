@@ -14,38 +14,18 @@
 //! `hotspot`/`javastack`/`frametypes`/`javawalk`/`safemem` (HotSpot's own
 //! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
 
-pub mod alloc;
-pub mod allocstack;
 pub mod commands;
-pub mod cputime;
 pub mod engine;
-pub mod event_log;
-pub mod files;
-pub mod frametypes;
-pub mod gcroots;
+pub mod heap;
 pub mod hotspot;
-pub mod javastack;
-pub mod javawalk;
-pub mod jfr_frames;
-pub mod jfr_stream;
 pub mod jvmti;
-pub mod live;
-pub mod live_report;
 pub mod log;
-pub mod method_ids;
-pub mod native_dwarf;
-pub mod native_symbols;
-pub mod native_unwind;
+pub mod native;
 pub mod options;
 pub mod output;
 pub mod profiler;
-pub mod safemem;
-pub mod scopes;
-pub mod signal;
-pub mod store;
+pub mod sampling;
 pub mod symbols;
-pub mod threads;
-pub mod vmstructs;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -58,7 +38,11 @@ use crate::jvmti::{Jni, Jvmti};
 use crate::options::Config;
 use crate::profiler::Profiler;
 use crate::symbols::Symbols;
-use crate::vmstructs::VmStructs;
+use crate::heap::{allocstack, live_report};
+use crate::hotspot::vmstructs::{self, VmStructs};
+use crate::hotspot::{frames, javastack, javawalk, method_ids};
+use crate::output::jfr_stream;
+use crate::sampling::{signal, threads};
 
 /// The agent's state, created once per JVM.
 pub struct Agent {
@@ -119,12 +103,19 @@ fn options_string(options: *const c_char) -> String {
     }
 }
 
+/// The `log=` file, appended to if it is a regular file (never through a
+/// symbolic link; a new one is 0600).
+fn open_log(config: &Config) -> std::io::Result<Option<std::fs::File>> {
+    config.log.as_deref().map(|p| output::files::open_chosen(p, true).map(|(f, _)| f)).transpose()
+}
+
 /// Parses options and prepares logging; errors are one line for the user.
 fn configure(options: &str) -> Result<Config, String> {
     let config = Config::parse(options).map_err(|e| e.to_string())?;
-    log::configure(config.loglevel, config.log.as_deref()).map_err(|e| {
+    let file = open_log(&config).map_err(|e| {
         format!("invalid agent option 'log={}': cannot open the log file: {e}", config.log.as_deref().map(|p| p.display().to_string()).unwrap_or_default())
     })?;
+    log::configure(config.loglevel, file);
     if let Some(file) = &config.file {
         output::check_writable(file).map_err(|e| format!("invalid agent option 'file={}': {e}", file.display()))?;
     }
@@ -297,9 +288,12 @@ pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserve
             // An attached agent keeps the JVM's console quiet: replies carry
             // its messages, unless the user asked for a log.
             let level = if config.log.is_some() || raw.contains("loglevel=") { config.loglevel } else { options::LogLevel::Error };
-            if let Err(e) = log::configure(level, config.log.as_deref()) {
-                respond(&Err(format!("cannot open the log file: {e}")));
-                return JNI_ERR;
+            match open_log(&config) {
+                Ok(file) => log::configure(level, file),
+                Err(e) => {
+                    respond(&Err(format!("cannot open the log file: {e}")));
+                    return JNI_ERR;
+                }
             }
         }
         let agent = match AGENT.get() {
@@ -398,7 +392,7 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
         }
         return;
     };
-    match hotspot::init(vs, jni.0 as usize) {
+    match frames::init(vs, jni.0 as usize) {
         Ok(l) => {
             method_ids::prepare();
             javastack::set_continuation_entry(continuation_entry(agent.jvmti, jni));

@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
@@ -12,15 +11,13 @@ use crate::options::LogLevel;
 static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Info as u8);
 static FILE: Mutex<Option<File>> = Mutex::new(None);
 
-/// Sets the level and, optionally, a log file (appended to if it is a
-/// regular file, never through a symbolic link; a new one is 0600).
-pub fn configure(level: LogLevel, path: Option<&Path>) -> std::io::Result<()> {
+/// Sets the level and, optionally, the log file, which the caller opened
+/// (see [`open_file`]).
+pub fn configure(level: LogLevel, file: Option<File>) {
     LEVEL.store(level as u8, Ordering::Relaxed);
-    if let Some(p) = path {
-        let (f, _) = crate::files::open_chosen(p, true)?;
+    if let Some(f) = file {
         *FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
-    Ok(())
 }
 
 pub fn enabled(level: LogLevel) -> bool {

@@ -11,18 +11,18 @@ use jvmti_sys::asgct::{ticks, AsyncGetCallTraceFn, BCI_NATIVE_FRAME};
 use jvmti_sys::{jmethodID, JavaVM};
 use oxprof_profile::{Frame, FrameKind, Meta, Profile};
 
-use crate::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
+use crate::heap::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::engine::{self, itimer, Engine};
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
-use crate::native_dwarf;
-use crate::native_symbols;
-use crate::native_unwind;
+use crate::native::dwarf as native_dwarf;
+use crate::native::symbols as native_symbols;
+use crate::native::unwind as native_unwind;
 use crate::options::{CStack, Config, Event};
-use crate::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
-use crate::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
+use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
+use crate::sampling::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
-use crate::threads::Threads;
+use crate::sampling::threads::Threads;
 
 /// Distinct stacks the store can hold, and frames in all of them.
 const STORE_SLOTS: usize = 1 << 18;
@@ -197,7 +197,7 @@ impl Profiler {
                 Ok(line) => {
                     lines.push(line);
                     if config.live.enabled {
-                        match crate::live_report::start(&self.alloc.live, vm, env, interval, &config.live) {
+                        match crate::heap::live_report::start(&self.alloc.live, vm, env, interval, &config.live) {
                             Ok(line) => lines.push(line),
                             Err(e) => {
                                 self.alloc.stop(env.0, env.1);
@@ -221,7 +221,7 @@ impl Profiler {
             // Started only now that nothing can fail, so the table is
             // dropped by this recording's last dump (see `write_recording`).
             let registry = self.threads.clone();
-            native_symbols::prefetch_kernel_table(move || registry.exclude(crate::threads::current_tid()));
+            native_symbols::prefetch_kernel_table(move || registry.exclude(crate::sampling::threads::current_tid()));
         }
         if let Some(path) = config.status.clone() {
             self.publish_status(path);
@@ -261,7 +261,7 @@ impl Profiler {
             let objects = native_dwarf::refresh();
             log::debug(&format!("DWARF unwind tables of {objects} objects loaded"));
             let threads = self.threads.clone();
-            if let Err(e) = native_dwarf::start_watcher(move || threads.exclude(crate::threads::current_tid())) {
+            if let Err(e) = native_dwarf::start_watcher(move || threads.exclude(crate::sampling::threads::current_tid())) {
                 log::warn(&format!("no thread to follow library loads for cstack=dwarf: {e}"));
             }
         }
@@ -311,7 +311,7 @@ impl Profiler {
         let spawned = std::thread::Builder::new().name("oxprof-status".into()).spawn(move || {
             while STATUS_GENERATION.load(Ordering::SeqCst) == generation {
                 let line = format!("samples={} elapsed_ms={}\n", self.recorded(), started.elapsed().as_millis());
-                if crate::files::replace(&path, line.as_bytes()).is_err() {
+                if crate::output::files::replace(&path, line.as_bytes()).is_err() {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(250));
@@ -373,7 +373,7 @@ impl Profiler {
                 run.engine.short(),
                 s.native_samples,
                 native_unwind::mean_ns().unwrap_or(0),
-                crate::signal::handler_mean_ns().unwrap_or(0)
+                crate::sampling::signal::handler_mean_ns().unwrap_or(0)
             );
             out.push(Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None });
         }

@@ -16,7 +16,7 @@ use std::io;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::store::RawFrame;
+use crate::sampling::store::RawFrame;
 
 /// Data pages per ring (a power of two). One record of a 127-deep kernel
 /// chain is about 1 KiB and the handler drains the ring at every sample;

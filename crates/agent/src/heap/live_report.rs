@@ -9,14 +9,15 @@ use jvmti_sys::*;
 use oxprof_profile::leak::{LeakReport, Point, Site};
 use oxprof_profile::{Frame, FrameKind};
 
-use crate::alloc::MARK_ALLOC_CLASS;
+use crate::heap::alloc::MARK_ALLOC_CLASS;
 use crate::jvmti::{Jni, Jvmti};
-use crate::live::LiveTracker;
+use crate::heap::live::LiveTracker;
 use crate::options::{Config, LiveOptions};
 use crate::profiler::{Built, Profiler, Recording};
 use crate::symbols::Symbols;
-use crate::vmstructs::VmStructs;
-use crate::{gcroots, log};
+use crate::hotspot::vmstructs::VmStructs;
+use crate::heap::gcroots;
+use crate::log;
 
 /// Suspects whose path to a GC root is searched for.
 const ROOT_SUSPECTS: usize = 5;

@@ -25,10 +25,10 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-use crate::cputime::CpuSpent;
+use crate::sampling::cputime::CpuSpent;
 use crate::engine::perf_ring;
-use crate::native_dwarf;
-use crate::store::RawFrame;
+use crate::native::dwarf as native_dwarf;
+use crate::sampling::store::RawFrame;
 
 /// Most native and kernel frames kept per sample.
 pub const MAX_NATIVE_FRAMES: usize = 128;

@@ -9,11 +9,14 @@ use std::io::{BufWriter, Write};
 use std::os::fd::IntoRawFd;
 use std::path::{Path, PathBuf};
 
+pub mod files;
+pub mod jfr_frames;
+pub mod jfr_stream;
+
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
 use oxprof_profile::{pprof, OutputFormat};
 
-use crate::files;
 use crate::log;
 use crate::options::Config;
 use crate::profiler::Built;
@@ -152,7 +155,7 @@ fn write_leak_report(wanted: &Path, live: &Built) -> Result<PathBuf, String> {
     let Some(report) = live.leak.as_deref() else { return Err("no leak report".into()) };
     let write = |file: File| -> std::io::Result<()> {
         let mut w = BufWriter::new(file);
-        report.write_text(crate::live_report::REPORT_SITES, &mut w)?;
+        report.write_text(crate::heap::live_report::REPORT_SITES, &mut w)?;
         finish(w)
     };
     match write_with_fallback(wanted, &fallback_stem("leaks"), "txt", write) {

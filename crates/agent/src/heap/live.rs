@@ -56,7 +56,7 @@ use oxprof_profile::leak::{push_point, Point, OLD_GCS};
 
 use crate::jvmti::{self, Jni};
 use crate::log;
-use crate::store::{JavaFrameType, RawFrame};
+use crate::sampling::store::{JavaFrameType, RawFrame};
 
 /// Sweeps are at least this far apart, however often the JVM collects.
 pub const MIN_SWEEP_GAP: Duration = Duration::from_millis(100);

@@ -24,17 +24,17 @@ use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
 use oxprof_profile::OutputFormat;
 
-use crate::alloc::MARK_ALLOC_CLASS;
-use crate::cputime::thread_cpu_ns;
-use crate::event_log::{now_ticks, EventLog};
-use crate::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
+use crate::heap::alloc::MARK_ALLOC_CLASS;
+use crate::sampling::cputime::thread_cpu_ns;
+use crate::sampling::event_log::{now_ticks, EventLog};
+use crate::output::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
 use crate::jvmti::{self, Jni};
 use crate::log;
 use crate::options::Config;
 use crate::output;
 use crate::profiler::fmt_interval;
-use crate::store::SampleStore;
-use crate::threads;
+use crate::sampling::store::SampleStore;
+use crate::sampling::threads;
 use crate::Agent;
 
 /// How often the background thread drains the logs.
@@ -160,13 +160,13 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
 /// Opens `wanted` (see `files::open_output`), or a new fallback file in a
 /// private directory under the working or temp directory.
 fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
-    let first_error = match crate::files::open_output(wanted) {
+    let first_error = match crate::output::files::open_output(wanted) {
         Ok(f) => return Ok((wanted.to_path_buf(), f)),
         Err(e) => e,
     };
     let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
-    for base in crate::files::fallback_bases() {
-        if let Ok((p, f)) = crate::files::open_fallback(&base, &stem, "jfr") {
+    for base in crate::output::files::fallback_bases() {
+        if let Ok((p, f)) = crate::output::files::open_fallback(&base, &stem, "jfr") {
             log::warn(&format!("cannot create {}: {first_error}; writing the JFR recording to {} instead", wanted.display(), p.display()));
             return Ok((p, f));
         }
@@ -266,7 +266,7 @@ pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
     let mut inner = lock(&stream.inner);
     inner.begin_chunk();
     let now = now_ticks() as i64;
-    let tid = crate::threads::current_tid();
+    let tid = crate::sampling::threads::current_tid();
     inner.name_thread(agent, tid);
     let mut n = 0;
     for (i, site) in report.sites.iter().enumerate() {

@@ -11,9 +11,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::hotspot::Layout;
-use crate::store::{direct_mapped_slot, prefault};
-use crate::vmstructs;
+use crate::hotspot::frames::Layout;
+use crate::sampling::store::{direct_mapped_slot, prefault};
+use crate::hotspot::vmstructs;
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;

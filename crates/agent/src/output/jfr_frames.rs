@@ -14,10 +14,10 @@ use oxprof_profile::FrameKind;
 
 use crate::jvmti::{Jni, Jvmti};
 use crate::profiler::{failure_name, split_cpu_stack, thread_category};
-use crate::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
-use crate::store::{JavaFrameType, RawFrame};
+use crate::sampling::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
+use crate::sampling::store::{JavaFrameType, RawFrame};
 use crate::symbols::Symbols;
-use crate::threads::Threads;
+use crate::sampling::threads::Threads;
 
 /// Line tables of the methods seen so far.
 #[derive(Default)]
@@ -67,7 +67,7 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
     match f.bci {
         RawFrame::NATIVE_PC | RawFrame::KERNEL_PC => {
             let kernel = f.bci == RawFrame::KERNEL_PC;
-            let named = crate::native_symbols::resolver().frame(f.method, kernel);
+            let named = crate::native::symbols::resolver().frame(f.method, kernel);
             let kind = match named.kind {
                 FrameKind::Kernel => FrameType::Kernel,
                 FrameKind::Cpp => FrameType::Cpp,

@@ -23,8 +23,8 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder};
 use object::{Object, ObjectSection, ObjectSegment};
 
-use crate::native_symbols::MappedFile;
-use crate::store::RawFrame;
+use crate::native::symbols::MappedFile;
+use crate::sampling::store::RawFrame;
 
 type Dwarf = UnwinderX86_64<Vec<u8>, MustNotAllocateDuringUnwind>;
 type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;

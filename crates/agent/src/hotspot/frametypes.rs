@@ -14,12 +14,12 @@ use std::ffi::c_void;
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
-use crate::hotspot::{self, Blob, Layout};
-use crate::javastack::{self, JavaStack, PhysFrame, Start};
-use crate::javawalk;
-use crate::scopes::MAX_SCOPES;
-use crate::store::{JavaFrameType, RawFrame};
-use crate::vmstructs;
+use crate::hotspot::frames::{self, Blob, Layout};
+use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::hotspot::javawalk;
+use crate::hotspot::scopes::MAX_SCOPES;
+use crate::sampling::store::{JavaFrameType, RawFrame};
+use crate::hotspot::vmstructs;
 
 /// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
 /// that is not a Java frame (native/kernel code addresses are never read).
@@ -130,7 +130,7 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
 /// frames are added around them) and looks below them; `frames` is the room
 /// the walk had.
 pub fn on_success(env: usize, ucontext: *mut c_void, frames: &mut [RawFrame], n: usize) -> Below {
-    match (hotspot::layout(), javastack::registers(ucontext)) {
+    match (frames::layout(), javastack::registers(ucontext)) {
         (Some(l), Some(regs)) => annotate(l, l.thread(env), regs, frames, n),
         _ => Below::Nothing,
     }

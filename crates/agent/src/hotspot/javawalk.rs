@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 
-use crate::hotspot::{self, Layout};
-use crate::javastack::{self, JavaStack, PhysFrame, Start};
-use crate::method_ids;
-use crate::store::{JavaFrameType, RawFrame};
-use crate::vmstructs;
+use crate::hotspot::frames::{self, Layout};
+use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::hotspot::method_ids;
+use crate::sampling::store::{JavaFrameType, RawFrame};
+use crate::hotspot::vmstructs;
 
 /// What the walk found.
 #[derive(Debug, PartialEq, Eq)]
@@ -101,6 +101,6 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     if !answerable || !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
         return Walked::Failed;
     }
-    let (Some(l), Some(regs)) = (hotspot::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
+    let (Some(l), Some(regs)) = (frames::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
     walk(l, l.thread(env), regs, out)
 }

@@ -41,13 +41,13 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
-use crate::cputime::CpuSpent;
+use crate::sampling::cputime::CpuSpent;
 use crate::engine;
-use crate::native_unwind::{self, MAX_NATIVE_FRAMES};
+use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
 use crate::options::CStack;
-use crate::store::{RawFrame, SampleStore};
-use crate::frametypes::{self, Below};
-use crate::javawalk::{self, Walked};
+use crate::sampling::store::{RawFrame, SampleStore};
+use crate::hotspot::frametypes::{self, Below};
+use crate::hotspot::javawalk::{self, Walked};
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -991,8 +991,8 @@ mod tests {
         // A real counter on this thread, 1 ms: no context is armed, so the
         // handler records nothing, but it must be the one taking the signals.
         let counter = perf::open(gettid(), 1_000_000).expect("sigtrap counter");
-        let start = crate::cputime::thread_cpu_ns();
-        while crate::cputime::thread_cpu_ns() - start < 200_000_000 {
+        let start = crate::sampling::cputime::thread_cpu_ns();
+        while crate::sampling::cputime::thread_cpu_ns() - start < 200_000_000 {
             std::hint::black_box(0u64);
         }
         drop(counter);
@@ -1077,11 +1077,11 @@ mod tests {
         let spec = libc::itimerspec { it_interval: period, it_value: period };
         // SAFETY: arming the timer created above.
         assert_eq!(unsafe { libc::timer_settime(foreign, 0, &spec, ptr::null_mut()) }, 0);
-        let start = crate::cputime::thread_cpu_ns();
+        let start = crate::sampling::cputime::thread_cpu_ns();
         let mut burnt = 0;
         while burnt < 3_000_000_000 && (burnt < 300_000_000 || PROF_PREVIOUS_TIMER.load(Ordering::Relaxed) < foreign_before + 3 || weight_ms(store) < 3) {
             std::hint::black_box(0u64);
-            burnt = crate::cputime::thread_cpu_ns() - start;
+            burnt = crate::sampling::cputime::thread_cpu_ns() - start;
         }
         drop(ours);
         // SAFETY: deleting our own timer.
@@ -1255,11 +1255,11 @@ mod tests {
         assert_eq!(unsafe { libc::timer_settime(timer, 0, &spec, ptr::null_mut()) }, 0);
         // At least 300 ms of CPU and three signals: on a loaded machine the
         // kernel has been seen to hold this timer's signal back for longer.
-        let start = crate::cputime::thread_cpu_ns();
+        let start = crate::sampling::cputime::thread_cpu_ns();
         let mut burnt = 0;
         while burnt < 3_000_000_000 && (burnt < 300_000_000 || SIGNALS.load(Ordering::Relaxed) < 3) {
             std::hint::black_box(0u64);
-            burnt = crate::cputime::thread_cpu_ns() - start;
+            burnt = crate::sampling::cputime::thread_cpu_ns() - start;
         }
         // SAFETY: deleting our own timer; no signal is sent afterwards.
         unsafe { libc::timer_delete(timer) };

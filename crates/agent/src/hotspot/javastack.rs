@@ -23,7 +23,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::hotspot::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
+use crate::hotspot::frames::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
 
 /// The `Method*` of `Continuation.enterSpecial` (JDK 19+), or 0: a virtual
 /// thread's frames end above it, as AsyncGetCallTrace and `GetStackTrace`
@@ -34,7 +34,7 @@ static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 /// Call before sampling starts. Nothing is noted where a jmethodID is not a
 /// pointer to its `Method*` slot (JDK 26 and later).
 pub fn set_continuation_entry(id: usize) {
-    if id != 0 && crate::vmstructs::jmethodid_is_method_slot() {
+    if id != 0 && crate::hotspot::vmstructs::jmethodid_is_method_slot() {
         // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
         let method = unsafe { (id as *const usize).read_volatile() };
         CONTINUATION_ENTRY.store(method, Ordering::Relaxed);

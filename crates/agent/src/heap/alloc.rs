@@ -17,9 +17,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use jvmti_sys::*;
 
-use crate::allocstack;
+use crate::heap::allocstack;
 use crate::jvmti::{Jni, Jvmti};
-use crate::store::{RawFrame, SampleStore};
+use crate::sampling::store::{RawFrame, SampleStore};
 
 /// `bci` of the synthetic leaf frame naming the allocated class; its
 /// `method` field holds the class id.
@@ -132,7 +132,7 @@ pub struct AllocSampler {
     checked: AtomicU64,
     mismatched: AtomicU64,
     /// Live-object tracking of the sampled objects (`live`).
-    pub live: crate::live::LiveTracker,
+    pub live: crate::heap::live::LiveTracker,
 }
 
 /// Counts per [`duration_bucket`].

@@ -14,9 +14,9 @@
 
 use std::sync::OnceLock;
 
-use crate::safemem;
-use crate::store::direct_mapped_slot;
-use crate::vmstructs::{self, VmStructs};
+use crate::hotspot::safemem;
+use crate::sampling::store::direct_mapped_slot;
+use crate::hotspot::vmstructs::{self, VmStructs};
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
@@ -180,7 +180,7 @@ pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
     }
     let l = Layout::from_vm_structs(vs, env)?;
     // Read before written, like the walks' other caches.
-    crate::store::prefault(&OTHER_BLOB_NAMES, |e| {
+    crate::sampling::store::prefault(&OTHER_BLOB_NAMES, |e| {
         let _ = e.compare_exchange(0, 0, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed);
     });
     Ok(LAYOUT.get_or_init(|| l))

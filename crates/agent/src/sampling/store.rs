@@ -27,7 +27,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::event_log::EventLog;
+use crate::sampling::event_log::EventLog;
 
 /// One raw frame as the walker produced it: `bci` (or a marker code) and the
 /// `jmethodID` (or 0 for synthetic frames).

@@ -32,12 +32,12 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
-use crate::hotspot::{self, Blob, Layout};
-use crate::javastack::{self, JavaStack, PhysFrame, Start};
-use crate::method_ids;
-use crate::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
-use crate::vmstructs;
+use crate::hotspot::frames::{self, Blob, Layout};
+use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
+use crate::hotspot::method_ids;
+use crate::hotspot::scopes::{self, DebugInfo, MAX_SCOPES};
+use crate::sampling::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
+use crate::hotspot::vmstructs;
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
@@ -65,7 +65,7 @@ pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
     if !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
         return None;
     }
-    let l = hotspot::layout().filter(|l| l.has_debug_ranges())?;
+    let l = frames::layout().filter(|l| l.has_debug_ranges())?;
     // No interrupted registers: in a callback the thread is "in native" and
     // the walk starts at its anchor.
     let (start, mut stack) = JavaStack::new(l, l.thread(env), (0, 0, 0));

@@ -1,0 +1,3 @@
+pub mod dwarf;
+pub mod symbols;
+pub mod unwind;

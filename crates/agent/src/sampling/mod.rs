@@ -1,0 +1,5 @@
+pub mod cputime;
+pub mod event_log;
+pub mod signal;
+pub mod store;
+pub mod threads;
