@@ -9,7 +9,8 @@ use crate::jvmti::Jni;
 use crate::options::{Command, Config};
 use crate::output;
 use oxprof_profile::OutputFormat;
-use crate::profiler::{fmt_interval, Recording};
+use crate::profiler::{fmt_interval, Profiler, Recording};
+use crate::sampling::store::RawFrame;
 use crate::Agent;
 
 /// Runs the command in `config` and returns the reply lines.
@@ -95,7 +96,9 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::heap::live_report::effective(&rec.config.live, command);
-        built.push(crate::heap::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
+        let meta = Profiler::meta(rec, "Live objects", "live", "JVMTI SampledObjectAlloc + weak references", rec.alloc.unwrap_or(0), "bytes");
+        let frame = |f: &RawFrame| agent.profiler.frame(f, &agent.symbols, agent.jvmti, jni);
+        built.push(crate::heap::live_report::build(&agent.profiler.alloc, meta, &frame, &out.live, agent.vm, agent.vm_structs.as_ref(), agent.jvmti, jni));
     }
     if command.file.is_some() {
         out.file = command.file.clone();

@@ -19,6 +19,7 @@ use crate::native::dwarf as native_dwarf;
 use crate::native::symbols as native_symbols;
 use crate::native::unwind as native_unwind;
 use crate::options::{CStack, Config, Event};
+pub use crate::output::Built;
 use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
 use crate::sampling::store::{JavaFrameType, RawFrame, SampleStore, StoredTrace};
 use crate::symbols::Symbols;
@@ -53,19 +54,6 @@ pub struct Recording {
     pub alloc: Option<u64>,
     pub started: Instant,
     pub start_wall_ns: u64,
-}
-
-/// One finished profile, ready to write.
-pub struct Built {
-    /// What it shows, e.g. "CPU" or "Allocations".
-    pub label: String,
-    /// Short name used in file names of extra outputs, e.g. "alloc".
-    pub key: &'static str,
-    pub profile: Profile,
-    /// The log's one-line summary.
-    pub summary_line: String,
-    /// The leak report, for the live profile (written as text for `.txt`).
-    pub leak: Option<Box<oxprof_profile::leak::LeakReport>>,
 }
 
 /// Counts gathered while building a profile.

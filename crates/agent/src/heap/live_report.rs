@@ -7,22 +7,21 @@ use std::time::Duration;
 
 use jvmti_sys::*;
 use oxprof_profile::leak::{LeakReport, Point, Site};
-use oxprof_profile::{Frame, FrameKind};
+use oxprof_profile::{Frame, FrameKind, Meta};
 
 use crate::heap::alloc::MARK_ALLOC_CLASS;
 use crate::jvmti::{Jni, Jvmti};
 use crate::heap::live::LiveTracker;
 use crate::options::{Config, LiveOptions};
-use crate::profiler::{Built, Profiler, Recording};
-use crate::symbols::Symbols;
+use crate::heap::alloc::AllocSampler;
+use crate::output::Built;
+use crate::sampling::store::RawFrame;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::heap::gcroots;
 use crate::log;
 
 /// Suspects whose path to a GC root is searched for.
 const ROOT_SUSPECTS: usize = 5;
-/// Sites printed in the text report.
-pub const REPORT_SITES: usize = 20;
 
 /// Set at VMDeath, before the final report.
 static VM_DYING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -86,18 +85,19 @@ pub fn effective(recording: &LiveOptions, command: &Config) -> LiveOptions {
     o
 }
 
-/// Builds the live profile and its leak report.
+/// Builds the live profile and its leak report. `meta` describes the
+/// recording (with the allocation sampling interval); `frame`
+/// names a stored frame.
 #[allow(clippy::too_many_arguments)]
-pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut JavaVM, vm_structs: Option<&VmStructs>, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Built {
-    let interval = rec.alloc.unwrap_or(0);
+pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Frame, opts: &LiveOptions, vm: *mut JavaVM, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Built {
     let framed = jni.push_frame(64);
     let no_gc_why = if opts.force_gc { may_force_gc(vm_structs).err() } else { None };
     if let Some(why) = &no_gc_why {
         log::warn(&format!("live: no GC forced before the report: {why}"));
     }
-    let snap = profiler.alloc.live.snapshot(jvmti, jni, opts.force_gc && no_gc_why.is_none(), framed && opts.gc_roots_ns.is_some());
+    let snap = alloc.live.snapshot(jvmti, jni, opts.force_gc && no_gc_why.is_none(), framed && opts.gc_roots_ns.is_some());
     let mut report = LeakReport {
-        meta: Profiler::meta(rec, "Live objects", "live", "JVMTI SampledObjectAlloc + weak references", interval, "bytes"),
+        meta,
         duration_secs: snap.duration_secs,
         gcs: snap.gcs,
         forced_gc: snap.forced_gc,
@@ -120,9 +120,9 @@ pub fn build(profiler: &Profiler, rec: &Recording, opts: &LiveOptions, vm: *mut 
             Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
             _ => (None, &s.frames[..]),
         };
-        let mut frames: Vec<Frame> = stack.iter().rev().map(|f| profiler.frame(f, symbols, jvmti, jni)).collect();
+        let mut frames: Vec<Frame> = stack.iter().rev().map(frame).collect();
         if let Some(id) = class {
-            frames.push(Frame::new(profiler.alloc.class_name(id), FrameKind::Alloc));
+            frames.push(Frame::new(alloc.class_name(id), FrameKind::Alloc));
         }
         let site = Site {
             frames: frames.clone(),

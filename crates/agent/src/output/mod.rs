@@ -15,11 +15,27 @@ pub mod jfr_stream;
 
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
-use oxprof_profile::{pprof, OutputFormat};
+use oxprof_profile::{pprof, OutputFormat, Profile};
 
 use crate::log;
+
+/// Sites printed in the text leak report.
+pub const REPORT_SITES: usize = 20;
+
+/// One finished profile, ready to write.
+pub struct Built {
+    /// What it shows, e.g. "CPU" or "Allocations".
+    pub label: String,
+    /// Short name used in file names of extra outputs, e.g. "alloc".
+    pub key: &'static str,
+    pub profile: Profile,
+    /// The log's one-line summary.
+    pub summary_line: String,
+    /// The leak report, for the live profile (written as text for `.txt`).
+    pub leak: Option<Box<oxprof_profile::leak::LeakReport>>,
+}
+
 use crate::options::Config;
-use crate::profiler::Built;
 
 /// Serialises profiles in a format. HTML holds every profile as a view of
 /// one page; collapsed stacks hold one profile.
@@ -155,7 +171,7 @@ fn write_leak_report(wanted: &Path, live: &Built) -> Result<PathBuf, String> {
     let Some(report) = live.leak.as_deref() else { return Err("no leak report".into()) };
     let write = |file: File| -> std::io::Result<()> {
         let mut w = BufWriter::new(file);
-        report.write_text(crate::heap::live_report::REPORT_SITES, &mut w)?;
+        report.write_text(REPORT_SITES, &mut w)?;
         finish(w)
     };
     match write_with_fallback(wanted, &fallback_stem("leaks"), "txt", write) {
