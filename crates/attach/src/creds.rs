@@ -17,15 +17,8 @@
 use crate::error::AttachError;
 use crate::process::{self, Target};
 
-pub(crate) fn our_euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-pub(crate) fn our_egid() -> u32 {
-    // SAFETY: getegid has no preconditions and cannot fail.
-    unsafe { libc::getegid() }
-}
+/// Our effective ids (read by `process`, which sits below this module).
+pub(crate) use crate::process::{our_egid, our_euid};
 
 #[cfg(any(target_arch = "x86", target_arch = "arm"))]
 const SYS_SETRESUID: libc::c_long = libc::SYS_setresuid32;

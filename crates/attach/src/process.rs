@@ -8,6 +8,16 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AttachError;
 
+pub(crate) fn our_euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub(crate) fn our_egid() -> u32 {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    unsafe { libc::getegid() }
+}
+
 /// A process we may attach to, as [`inspect`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -38,7 +48,7 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
     if status.state == 'Z' || status.state == 'X' {
         return Err(AttachError::NotAJvm { pid, why: "it has exited (zombie)".into() });
     }
-    let our_uid = crate::creds::our_euid();
+    let our_uid = our_euid();
     if our_uid != 0 && our_uid != status.uid {
         return Err(AttachError::PermissionDenied {
             pid,
@@ -149,7 +159,7 @@ pub(crate) fn proc_error(pid: u32, what: &str, e: io::Error, target_uid: u32) ->
         Some(libc::EACCES) | Some(libc::EPERM) => AttachError::PermissionDenied {
             pid,
             target_uid,
-            our_uid: crate::creds::our_euid(),
+            our_uid: our_euid(),
             why: format!("{what}: {e}"),
         },
         _ => AttachError::io(what, e),
@@ -277,7 +287,7 @@ mod tests {
     fn ourselves() {
         let pid = std::process::id();
         let s = read_status(pid).unwrap();
-        assert_eq!(s.uid, crate::creds::our_euid());
+        assert_eq!(s.uid, our_euid());
         assert!(matches!(inspect(pid), Err(AttachError::NotAJvm { .. })));
         assert!(loaded_library(pid, "libc").is_some() || loaded_library(pid, "ld-").is_some());
         let t = Target { pid, ns_pid: pid, uid: 0, gid: 0, root: "/proc/self/root".into(), cwd: "/proc/self/cwd".into() };
