@@ -34,7 +34,7 @@ DENY = [
     (r"\.collect\b", "allocates"),
     (r"\b(HashMap|HashSet|BTreeMap|BTreeSet)\b", "allocates"),
     (r"\b(Arc|Rc)::new\b", "allocates"),
-    (r"\b(Mutex|RwLock|Condvar|OnceLock|LazyLock)\b|\.lock\(\)", "locks"),
+    (r"\b(Mutex|RwLock|Condvar|LazyLock)\b|\.lock\(\)", "locks"),
     (r"\b(e?println|e?print|write|writeln)!", "formats"),
     (r"\bcrate::log\b|\blog::", "logs (allocates, locks)"),
     (r"\bthread_local!", "thread-local first touch may allocate"),

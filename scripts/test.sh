@@ -44,4 +44,6 @@ if [ "$(id -u)" != 0 ]; then
         --skip assumed_identity_has_only_the_targets_groups --skip foreign_stale_socket_is_left_to_the_targets_user
         --skip target_files_are_read_as_the_targets_user --skip planted_reply_files_of_another_users_jvm)
 fi
+# The module structure: no import cycles, signal-safe modules kept apart.
+python3 scripts/check-layout.py
 cargo test --workspace --release -- --include-ignored "${skip[@]}"

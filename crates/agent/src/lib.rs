@@ -5,14 +5,14 @@
 //! entry point runs inside [`guard`], so no panic ever crosses into the JVM:
 //! it is caught and logged.
 //!
-//! Modules: `options` (the option string), `jvmti` (checked JVMTI/JNI calls),
-//! `signal` (the SIGPROF handler), `store` (the lock-free sample store),
-//! `engine` (perf_events / ctimer / itimer), `threads` (which threads are
-//! sampled), `symbols` (method names, safe across class unloading),
-//! `profiler` (start/stop/dump), `output` (writing files with a fallback),
-//! `files` (opening them: exclusive, no-follow, 0600; private fallbacks),
-//! `hotspot`/`javastack`/`frametypes`/`javawalk`/`safemem` (HotSpot's own
-//! frames: frame types and a walk of our own when AsyncGetCallTrace fails).
+//! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
+//! `profiler` (the recording lifecycle) and `symbols` (Java method names) at
+//! the top; `sampling` (the signal handler and its lock-free stores),
+//! `engine` (perf_events, ctimer, itimer), `hotspot` (HotSpot's internals and
+//! the own walks), `native` (native and kernel frames), `heap` (allocations,
+//! live objects, leaks) and `output` (files, JFR). Modules the signal handler
+//! can reach open with `//! signal-safe:`; `scripts/check-layout.py` keeps
+//! them apart.
 
 pub mod commands;
 pub mod engine;

@@ -43,17 +43,8 @@ impl Event {
     }
 }
 
-/// How native (C/C++) frames are collected with CPU samples (`cstack=`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CStack {
-    /// Frame-pointer unwinding from the signal context, plus kernel frames
-    /// from perf_events callchains when that engine runs.
-    Fp,
-    /// As `Fp`, but user frames unwound with the objects' DWARF unwind tables.
-    Dwarf,
-    /// Java frames only.
-    No,
-}
+pub use crate::native::CStack;
+
 
 impl CStack {
     pub const WORDS: &'static str = "fp, dwarf, no";

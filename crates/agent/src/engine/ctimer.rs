@@ -1,4 +1,4 @@
-//! Per-thread POSIX timers on a thread's CPU-time clock, delivering SIGPROF to
+//! signal-safe: Per-thread POSIX timers on a thread's CPU-time clock, delivering SIGPROF to
 //! that thread (`SIGEV_THREAD_ID`). Their signals carry [`SIGEV_COOKIE`], so
 //! the handler tells them from other timers' SIGPROFs (JDK 25's JFR has its
 //! own).

@@ -1,4 +1,4 @@
-//! The process-wide `setitimer(ITIMER_PROF)` engine. The kernel delivers
+//! signal-safe: The process-wide `setitimer(ITIMER_PROF)` engine. The kernel delivers
 //! SIGPROF to a thread that was running; its resolution is the kernel tick.
 //! A process has one such timer: oxprof refuses to take it from another
 //! component, and while it is oxprof's, every SIGPROF the kernel sends on its

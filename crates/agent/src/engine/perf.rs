@@ -1,4 +1,4 @@
-//! perf_events `cpu-clock` counters, one per thread, signalling their own
+//! signal-safe: perf_events `cpu-clock` counters, one per thread, signalling their own
 //! thread on every overflow. With kernel stacks on ([`set_kernel_stacks`]),
 //! counters that count kernel time also record the kernel callchain of each
 //! sample into a ring ([`super::perf_ring`]).
@@ -249,6 +249,7 @@ fn sigtrap_unknown(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::E2BIG))
 }
 
+// signal-safe: off (run when a recording starts)
 /// Checks that perf_events can count this thread's CPU clock, and finds how
 /// counters can signal: [`Delivery::Trap`] unless the kernel does not know
 /// `sigtrap` or [`SIGNAL_ENV`] asks for SIGPROF. Sets [`delivery`] to it.
@@ -271,11 +272,15 @@ pub fn probe(interval_ns: u64) -> io::Result<Delivery> {
     set_delivery(delivery);
     Ok(delivery)
 }
+// signal-safe: on
 
+// signal-safe: off (run when a recording starts)
 fn refused(e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("perf_event_open(cpu-clock) refused: {e} (see /proc/sys/kernel/perf_event_paranoid)"))
 }
+// signal-safe: on
 
+// signal-safe: off (opens a thread's counter, outside the handler)
 /// Starts a counter on `tid` that signals that thread every `interval_ns`
 /// of its CPU time, the way [`delivery`] says.
 pub fn open(tid: u32, interval_ns: u64) -> io::Result<PerfEvent> {
@@ -309,3 +314,4 @@ pub fn open(tid: u32, interval_ns: u64) -> io::Result<PerfEvent> {
     }
     Ok(PerfEvent { fd, ring })
 }
+// signal-safe: on

@@ -1,4 +1,4 @@
-//! The perf_events ring buffers that carry kernel callchains, and the
+//! signal-safe: The perf_events ring buffers that carry kernel callchains, and the
 //! lock-free thread id → ring table the SIGPROF handler reads them through.
 //!
 //! Each per-thread cpu-clock counter opened with `PERF_SAMPLE_CALLCHAIN` gets
@@ -105,6 +105,7 @@ impl Ring {
 }
 
 impl Drop for Ring {
+    // signal-safe: off (a ring is unmapped after its thread's counter is closed)
     fn drop(&mut self) {
         if let Some(e) = TABLE.get(self.slot) {
             e.tid.store(0, Ordering::SeqCst);
@@ -118,6 +119,7 @@ impl Drop for Ring {
         // SAFETY: the ring left the table and no handler reads it any more.
         unsafe { libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.len) };
     }
+    // signal-safe: on
 }
 
 fn lookup(tid: u32) -> Option<(usize, usize)> {

@@ -1,4 +1,4 @@
-//! HotSpot's in-memory layout, as the Java stack walker needs it: where a
+//! signal-safe: HotSpot's in-memory layout, as the Java stack walker needs it: where a
 //! thread keeps its last Java frame and stack bounds, how to find the code
 //! blob (compiled method, stub, interpreter) containing a PC, and how to turn
 //! a `Method*` into the `jmethodID` profiles are keyed by.
@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use crate::hotspot::safemem;
 use crate::sampling::store::direct_mapped_slot;
-use crate::hotspot::vmstructs::{self, VmStructs};
+use crate::hotspot::gate;
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
@@ -165,14 +165,15 @@ pub fn layout() -> Option<&'static Layout> {
     LAYOUT.get()
 }
 
+// signal-safe: off (runs once, at load, before any handler runs)
 /// Computes the layout for this JVM. Call from a JVMTI callback on a Java
 /// thread (its `JNIEnv` finds where `JNIEnv` sits inside `JavaThread`), after
 /// the code cache and interpreter exist (VMInit or later). Returns why not.
-pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
+pub fn init(vs: &crate::hotspot::vmstructs::VmStructs, env: usize) -> Result<&'static Layout, String> {
     if let Some(l) = LAYOUT.get() {
         return Ok(l);
     }
-    if !vmstructs::vmstructs_walk_trusted() || !vmstructs::jmethodid_is_method_slot() {
+    if !gate::vmstructs_walk_trusted() || !gate::jmethodid_is_method_slot() {
         return Err("this JDK's version is not one HotSpot's internals were tested on".into());
     }
     if !safemem::init() {
@@ -189,9 +190,11 @@ pub fn init(vs: &VmStructs, env: usize) -> Result<&'static Layout, String> {
 fn need<T>(v: Option<T>, what: &str) -> Result<T, String> {
     v.ok_or_else(|| format!("the JVM's structure table has no {what}"))
 }
+// signal-safe: on
 
 impl Layout {
-    fn from_vm_structs(vs: &VmStructs, env: usize) -> Result<Layout, String> {
+    // signal-safe: off (reads the structure table once, at load, before any handler runs)
+    fn from_vm_structs(vs: &crate::hotspot::vmstructs::VmStructs, env: usize) -> Result<Layout, String> {
         let off = |t: &str, f: &str| need(vs.field(t, f).filter(|x| !x.is_static).map(|x| x.offset as usize), &format!("{t}::{f}"));
         let stat = |t: &str, f: &str| need(vs.static_word(t, f), &format!("{t}::{f}"));
         for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM), ("_thread_in_Java_trans", THREAD_IN_JAVA_TRANS)] {
@@ -318,6 +321,7 @@ impl Layout {
         Err("cannot find the JNIEnv inside JavaThread".into())
     }
 
+    // signal-safe: on
     /// The current thread's `JavaThread*`, from its `JNIEnv`.
     pub fn thread(&self, env: usize) -> usize {
         env.wrapping_sub(self.env_offset)
@@ -550,7 +554,7 @@ impl Layout {
     /// The `jmethodID` of a `Method*`, through its class's jmethodID cache,
     /// checked by reading it back. `None` if any step is implausible.
     pub fn jmethod_id(&self, method: usize) -> Option<usize> {
-        if !vmstructs::jmethodid_is_method_slot() {
+        if !gate::jmethodid_is_method_slot() {
             return None;
         }
         let cm = safemem::read_word(method.wrapping_add(self.method_const))?;

@@ -1,4 +1,4 @@
-//! Frame types for a successful AsyncGetCallTrace walk. Signal-safe.
+//! signal-safe: Frame types for a successful AsyncGetCallTrace walk. Signal-safe.
 //!
 //! AsyncGetCallTrace names the Java frames but not how each runs. The
 //! physical frames (see `javastack`) say it: an interpreted physical frame is
@@ -19,11 +19,11 @@ use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::javawalk;
 use crate::hotspot::scopes::MAX_SCOPES;
 use crate::sampling::store::{JavaFrameType, RawFrame};
-use crate::hotspot::vmstructs;
+use crate::hotspot::gate;
 
 /// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
 /// that is not a Java frame (native/kernel code addresses are never read).
-/// Only where [`vmstructs::jmethodid_is_method_slot`] (checked by
+/// Only where [`gate::jmethodid_is_method_slot`] (checked by
 /// [`annotate`], the only caller on the signal path).
 fn method_of(f: &RawFrame) -> usize {
     if f.method == 0 || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME) {
@@ -39,7 +39,7 @@ fn method_of(f: &RawFrame) -> usize {
 /// below the last one (see [`Below`]); `frames` may hold more than `n`.
 pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame], n: usize) -> Below {
     // From JDK 26 a jmethodID is a table key: `method_of` would fault.
-    if !vmstructs::jmethodid_is_method_slot() {
+    if !gate::jmethodid_is_method_slot() {
         return Below::Nothing;
     }
     let (start, mut stack) = JavaStack::new(l, thread, regs);

@@ -1,4 +1,4 @@
-//! The current thread's physical Java frames, walked from the signal context
+//! signal-safe: The current thread's physical Java frames, walked from the signal context
 //! or from the thread's last-Java-frame anchor, on x86_64. Signal-safe.
 //!
 //! HotSpot frames come in three shapes the walker tells apart by PC:
@@ -34,7 +34,7 @@ static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 /// Call before sampling starts. Nothing is noted where a jmethodID is not a
 /// pointer to its `Method*` slot (JDK 26 and later).
 pub fn set_continuation_entry(id: usize) {
-    if id != 0 && crate::hotspot::vmstructs::jmethodid_is_method_slot() {
+    if id != 0 && crate::hotspot::gate::jmethodid_is_method_slot() {
         // SAFETY: a jmethodID from JVMTI points at its Method* slot, never freed.
         let method = unsafe { (id as *const usize).read_volatile() };
         CONTINUATION_ENTRY.store(method, Ordering::Relaxed);

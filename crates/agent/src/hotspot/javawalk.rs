@@ -1,4 +1,4 @@
-//! oxprof's own Java stack walk, used when AsyncGetCallTrace gives up.
+//! signal-safe: oxprof's own Java stack walk, used when AsyncGetCallTrace gives up.
 //! Signal-safe.
 //!
 //! AsyncGetCallTrace refuses while a GC runs, when the thread's last Java
@@ -26,7 +26,7 @@ use crate::hotspot::frames::{self, Layout};
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
 use crate::sampling::store::{JavaFrameType, RawFrame};
-use crate::hotspot::vmstructs;
+use crate::hotspot::gate;
 
 /// What the walk found.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,12 +84,14 @@ pub fn name_frames(l: &Layout, stack: &mut JavaStack<'_>, out: &mut [RawFrame], 
 /// Off by `OXPROF_DISABLE_JAVA_WALKER=1` (to measure plain AsyncGetCallTrace).
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
+// signal-safe: off (read at start)
 /// Reads the environment switch. Call off the signal path.
 pub fn configure() -> bool {
     let on = std::env::var_os("OXPROF_DISABLE_JAVA_WALKER").map_or(true, |v| v.is_empty() || v == "0");
     ENABLED.store(on, Ordering::Relaxed);
     on
 }
+// signal-safe: on
 
 /// After AsyncGetCallTrace failed with `code`: walks the stack itself into
 /// `out` ([`Walked::Failed`] when the code is not one the physical frames
@@ -98,7 +100,7 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     // Only the refusals the physical frames can answer; not a thread that
     // is exiting, not yet started, or being deoptimized.
     let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
-    if !answerable || !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
+    if !answerable || !ENABLED.load(Ordering::Relaxed) || !gate::vmstructs_walk_trusted() {
         return Walked::Failed;
     }
     let (Some(l), Some(regs)) = (frames::layout(), javastack::registers(ucontext)) else { return Walked::Failed };

@@ -1,4 +1,4 @@
-//! `Method*` → `jmethodID`, cached for oxprof's own stack walks (the
+//! signal-safe: `Method*` → `jmethodID`, cached for oxprof's own stack walks (the
 //! allocation walk in `allocstack` and the signal-time fallback in
 //! `javawalk`). Signal-safe: a fixed table of atomics, no lock, no
 //! allocation.
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::frames::Layout;
 use crate::sampling::store::{direct_mapped_slot, prefault};
-use crate::hotspot::vmstructs;
+use crate::hotspot::gate;
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;
@@ -40,7 +40,7 @@ pub fn prepare() {
 /// `method` is not a live `Method` with one. Async-signal-safe.
 pub fn get(l: &Layout, method: usize) -> Option<usize> {
     // From JDK 26 a jmethodID is a table key, not a slot to read back.
-    if !vmstructs::jmethodid_is_method_slot() {
+    if !gate::jmethodid_is_method_slot() {
         return None;
     }
     let e = IDS.get(direct_mapped_slot(method >> 3, CACHED))?;

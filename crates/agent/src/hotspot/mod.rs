@@ -1,5 +1,15 @@
+//! signal-safe: HotSpot's internals: the exported structure table
+//! (`vmstructs`, read at load) and the version gate over it (`gate`), the
+//! frame layout (`frames`), the physical frame walk (`javastack`), the own
+//! Java walk (`javawalk`), frame types (`frametypes`), compiled-code debug
+//! information (`scopes`), `Method*` to `jmethodID` (`method_ids`) and
+//! checked memory reads (`safemem`). Everything but `vmstructs` is reached
+//! from the signal handler. Uses only `sampling::store` (frame encoding) and,
+//! at load, `jvmti` and `log`.
+
 pub mod frames;
 pub mod frametypes;
+pub mod gate;
 pub mod javastack;
 pub mod javawalk;
 pub mod method_ids;

@@ -1,4 +1,4 @@
-//! Reading memory that may not be mapped, from inside a signal handler.
+//! signal-safe: Reading memory that may not be mapped, from inside a signal handler.
 //!
 //! The Java stack walker follows pointers into JVM metadata (`Method`,
 //! `ConstMethod`, `InstanceKlass`) that it cannot range-check. It reads them

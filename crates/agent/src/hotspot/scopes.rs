@@ -1,4 +1,4 @@
-//! Compiled-code debug information: which Java methods, at which bytecode
+//! signal-safe: Compiled-code debug information: which Java methods, at which bytecode
 //! indices, a compiled frame stands for at one of its call sites, inlined
 //! callees first.
 //!

@@ -18,10 +18,11 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::sync::Mutex;
 
 use crate::jvmti::Jvmti;
+use crate::hotspot::gate;
 use crate::log;
 
 /// The oldest and newest JDK feature releases oxprof's use of HotSpot's
@@ -118,10 +119,6 @@ pub fn assume(detected: Option<u32>, assumed: Option<&str>) -> Option<u32> {
     }
 }
 
-/// The decision, for code that cannot be handed a [`Trust`] (the signal
-/// handler's callees). Nothing is trusted before [`decide`] ran.
-static JMETHODID_IS_METHOD_SLOT: AtomicBool = AtomicBool::new(false);
-static VMSTRUCTS_WALK_TRUSTED: AtomicBool = AtomicBool::new(false);
 
 /// The line saying what is off and why, until [`untold_refusal`] gave it out.
 static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
@@ -143,8 +140,7 @@ pub fn decide(jvmti: Jvmti) -> Trust {
         let raw = if detected.is_none() { format!(" (java.vm.version {}, JVMTI {major})", property.as_deref().unwrap_or("unavailable")) } else { String::new() };
         *REFUSAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{line}{raw}{by}"));
     }
-    JMETHODID_IS_METHOD_SLOT.store(trust.jmethodid_is_method_slot, Ordering::SeqCst);
-    VMSTRUCTS_WALK_TRUSTED.store(trust.vmstructs_walk_trusted, Ordering::SeqCst);
+    gate::set(trust.jmethodid_is_method_slot, trust.vmstructs_walk_trusted);
     trust
 }
 
@@ -155,17 +151,7 @@ pub fn untold_refusal() -> Option<String> {
     REFUSAL.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
-/// Whether a `jmethodID` may be read as a pointer to its `Method*` slot
-/// (see [`Trust`]). Async-signal-safe (an atomic load).
-pub fn jmethodid_is_method_slot() -> bool {
-    JMETHODID_IS_METHOD_SLOT.load(Ordering::Relaxed)
-}
-
-/// Whether HotSpot's structure table and the walks built on it may be used
-/// (see [`Trust`]). Async-signal-safe (an atomic load).
-pub fn vmstructs_walk_trusted() -> bool {
-    VMSTRUCTS_WALK_TRUSTED.load(Ordering::Relaxed)
-}
+pub use crate::hotspot::gate::{jmethodid_is_method_slot, vmstructs_walk_trusted};
 
 /// One field of the structure table.
 #[derive(Clone, Copy, Debug)]

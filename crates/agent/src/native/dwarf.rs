@@ -1,4 +1,4 @@
-//! DWARF call-frame unwinding for `cstack=dwarf`: the unwind tables
+//! signal-safe: DWARF call-frame unwinding for `cstack=dwarf`: the unwind tables
 //! (`.eh_frame_hdr`, `.eh_frame`) of every loaded object, handed to
 //! framehop, which walks native frames without frame pointers.
 //!
@@ -15,15 +15,21 @@
 //! framehop's frame-pointer rule; the walk stops at the first return address
 //! in the JVM's Java code.
 
+// signal-safe: off (for the table-building code below)
 use std::collections::HashMap;
+// signal-safe: on
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+// signal-safe: off (for the table-building code below)
 use std::sync::Mutex;
+// signal-safe: on
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder};
 use object::{Object, ObjectSection, ObjectSegment};
 
+// signal-safe: off (for the table-building code below)
 use crate::native::symbols::MappedFile;
+// signal-safe: on
 use crate::sampling::store::RawFrame;
 
 type Dwarf = UnwinderX86_64<Vec<u8>, MustNotAllocateDuringUnwind>;
@@ -45,6 +51,7 @@ struct CacheSlot {
 const FREE: CacheSlot = CacheSlot { busy: AtomicBool::new(false), cache: AtomicPtr::new(std::ptr::null_mut()) };
 static POOL: [CacheSlot; CACHES] = [FREE; CACHES];
 
+// signal-safe: off (builds the unwind tables outside the handler, published through UNWINDER)
 /// Hash of the executable mappings the published unwinder was built from.
 static BUILT_FROM: AtomicU64 = AtomicU64::new(0);
 /// Serialises [`refresh`] callers.
@@ -156,6 +163,7 @@ pub fn refresh() -> usize {
     }
     n
 }
+// signal-safe: on
 
 /// Async-signal-safe: walks from the interrupted (pc, sp, fp) with the
 /// published unwinder, writing the frames after the first into `out` (the
@@ -215,6 +223,7 @@ fn with_cache<T>(f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
     None
 }
 
+// signal-safe: off (the library-load watcher thread)
 /// Bumped to stop the watcher thread.
 static WATCH_GENERATION: AtomicU64 = AtomicU64::new(0);
 
@@ -236,6 +245,7 @@ pub fn start_watcher(on_thread: impl FnOnce() + Send + 'static) -> std::io::Resu
 pub fn stop_watcher() {
     WATCH_GENERATION.fetch_add(1, Ordering::SeqCst);
 }
+// signal-safe: on
 
 /// Whether an unwinder has been published.
 pub fn ready() -> bool {

@@ -1,4 +1,4 @@
-//! The native part of a CPU sample, collected inside the SIGPROF handler:
+//! signal-safe: The native part of a CPU sample, collected inside the SIGPROF handler:
 //! kernel frames from the perf_events ring (perf engine only), then user
 //! frames from a frame-pointer walk (or, with `cstack=dwarf`, the DWARF
 //! unwinder of `native_dwarf`) starting at the signal's `ucontext`, up to the

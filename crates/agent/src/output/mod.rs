@@ -1,3 +1,8 @@
+//! Output: writing a finished profile to disk without ever losing it
+//! (this file), opening files safely (`files`), and the streamed JFR
+//! recording (`jfr_stream`, `jfr_frames`). Uses `profiler`, `heap`,
+//! `sampling`, `native` (names), `jvmti`, `symbols`, `options`, `log`.
+//!
 //! Writing a finished profile to disk without ever losing it: when the chosen
 //! path cannot be written (or is a symbolic link, see `files`), the profile
 //! goes to a fallback file in a private directory (`oxprof-<pid>-XXXXXX`,

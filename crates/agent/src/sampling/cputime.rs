@@ -1,4 +1,4 @@
-//! CPU time spent in a piece of the signal handler, for the summary line's
+//! signal-safe: CPU time spent in a piece of the signal handler, for the summary line's
 //! means (`native_ns=`, `handler_ns=`). Signal-safe: a `clock_gettime`
 //! (async-signal-safe) and relaxed atomic adds.
 //!

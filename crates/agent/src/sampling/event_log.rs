@@ -1,4 +1,4 @@
-//! A preallocated, lock-free log of timed sample events, for JFR output.
+//! signal-safe: A preallocated, lock-free log of timed sample events, for JFR output.
 //!
 //! The sample stores aggregate identical stacks; JFR wants one event per
 //! sample with its time and thread. When a JFR recording runs, each store
@@ -55,12 +55,14 @@ pub fn now_ticks() -> u64 {
 }
 
 impl EventLog {
+    // signal-safe: off (allocated before the handler is armed)
     /// A log of `capacity` events (rounded up to a power of two), allocated now.
     pub fn new(capacity: usize) -> EventLog {
         let n = capacity.max(2).next_power_of_two();
         let cells = (0..n).map(|i| Cell { seq: AtomicU64::new(i as u64), ticks: AtomicU64::new(0), slot_tid: AtomicU64::new(0), weight: AtomicU64::new(0) }).collect();
         EventLog { cells, mask: n as u64 - 1, enqueue: AtomicU64::new(0), dequeue: AtomicU64::new(0), dropped: AtomicU64::new(0) }
     }
+    // signal-safe: on
 
     /// Appends an event for the calling thread, now. Async-signal-safe.
     pub fn push(&self, slot: u32, weight: u64) {

@@ -1,4 +1,4 @@
-//! The sampling signal handler: the only oxprof code that runs inside a signal.
+//! signal-safe: The sampling signal handler: the only oxprof code that runs inside a signal.
 //! Samples arrive as SIGPROF (ctimer, itimer, perf_events on old kernels) or
 //! as SIGTRAP from perf_events counters with the `sigtrap` attribute. Neither
 //! signal is oxprof's alone: [`on_sigtrap`] takes only oxprof's perf samples
@@ -42,9 +42,9 @@ use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTrac
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
 use crate::sampling::cputime::CpuSpent;
-use crate::engine;
+use crate::engine::{ctimer, itimer, perf};
 use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
-use crate::options::CStack;
+use crate::native::CStack;
 use crate::sampling::store::{RawFrame, SampleStore};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::javawalk::{self, Walked};
@@ -69,12 +69,14 @@ struct Buffer {
     len: usize,
 }
 
+// signal-safe: off (allocates the buffers before the handler is armed)
 impl Buffer {
     fn new(len: usize) -> Buffer {
         let frames = vec![RawFrame::default(); len].into_boxed_slice();
         Buffer { busy: AtomicBool::new(false), ptr: Box::into_raw(frames) as *mut RawFrame, len }
     }
 }
+// signal-safe: on
 
 impl Drop for Buffer {
     fn drop(&mut self) {
@@ -111,6 +113,7 @@ unsafe impl Sync for SignalContext {}
 const _: () = assert!(std::mem::size_of::<RawFrame>() == std::mem::size_of::<ASGCT_CallFrame>());
 const _: () = assert!(std::mem::align_of::<RawFrame>() == std::mem::align_of::<ASGCT_CallFrame>());
 
+// signal-safe: off (built before the handler is armed)
 impl SignalContext {
     /// Allocates the buffers (off the signal path).
     pub fn new(
@@ -133,6 +136,7 @@ impl SignalContext {
         self.kernel_stacks = kernel_stacks && cstack != CStack::No;
     }
 }
+// signal-safe: on
 
 /// Lowest and highest code address the JVM reported (JIT-compiled methods and
 /// generated stubs), used to sanity-check a return address before retrying a
@@ -158,12 +162,14 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// JVM, apart from any walk. Nothing is recorded.
 static NOOP: AtomicBool = AtomicBool::new(false);
 
+// signal-safe: off (read at start)
 /// Reads `OXPROF_SIGNAL_NOOP` (off the signal path); true when it is on.
 pub fn read_noop_switch() -> bool {
     let on = std::env::var_os("OXPROF_SIGNAL_NOOP").is_some_and(|v| v == "1");
     NOOP.store(on, Ordering::SeqCst);
     on
 }
+// signal-safe: on
 
 type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void);
 
@@ -276,6 +282,7 @@ static PROF_INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The SIGPROF handler found at [`install`].
 static PREV_PROF: Previous = Previous::new();
 
+// signal-safe: off (installs and gives back the handler, outside it)
 /// Installs the SIGPROF handler (idempotent) for the engines that signal with
 /// SIGPROF. Other SIGPROFs go to the handler found here; [`disarm`] gives
 /// SIGPROF back to it.
@@ -315,7 +322,7 @@ fn release_sigprof() {
         Err(_) => return,
     }
     PROF_INSTALLED.store(false, Ordering::SeqCst);
-    engine::itimer::forget();
+    itimer::forget();
 }
 
 /// Whether SIGPROF is pending for the process or any of its threads, from
@@ -339,6 +346,7 @@ fn sigprof_may_be_pending() -> bool {
     }
     false
 }
+// signal-safe: on
 
 /// `si_code` of a SIGTRAP sent by a perf_events counter (Linux 5.13+).
 const TRAP_PERF: libc::c_int = 6;
@@ -382,13 +390,13 @@ enum Origin {
 
 /// Tells oxprof's SIGPROFs from the rest, by how each engine's signal
 /// looks (async-signal-safe):
-/// - ctimer: `SI_TIMER` with [`engine::ctimer::SIGEV_COOKIE`] as `si_value`
+/// - ctimer: `SI_TIMER` with [`ctimer::SIGEV_COOKIE`] as `si_value`
 ///   (JFR's timers, for one, carry a null value);
 /// - itimer: `SI_KERNEL`, once oxprof has armed `ITIMER_PROF`
-///   ([`engine::itimer::sends_sigprof`]), the only SIGPROF the kernel sends
+///   ([`itimer::sends_sigprof`]), the only SIGPROF the kernel sends
 ///   on its own;
 /// - perf_events over SIGPROF: `POLL_IN`..`POLL_HUP` from a descriptor number
-///   that one of oxprof's counters used ([`engine::perf::is_signal_fd`]).
+///   that one of oxprof's counters used ([`perf::is_signal_fd`]).
 ///
 /// A signal of these kinds stays recognised after its timer or counter is
 /// gone, so one still pending at stop is never taken for someone else's
@@ -404,10 +412,10 @@ fn prof_origin(info: *const libc::siginfo_t) -> Origin {
     let code = unsafe { (*info).si_code };
     match code {
         // SAFETY: for SI_TIMER the union holds the timer fields; in bounds.
-        libc::SI_TIMER if unsafe { info_field::<usize>(info, SI_VALUE_OFFSET) } == engine::ctimer::SIGEV_COOKIE => Origin::Ours,
-        libc::SI_KERNEL if engine::itimer::sends_sigprof() => Origin::Ours,
+        libc::SI_TIMER if unsafe { info_field::<usize>(info, SI_VALUE_OFFSET) } == ctimer::SIGEV_COOKIE => Origin::Ours,
+        libc::SI_KERNEL if itimer::sends_sigprof() => Origin::Ours,
         // SAFETY: for these codes the union holds SIGPOLL's fields; in bounds.
-        POLL_IN..=POLL_HUP if engine::perf::is_signal_fd(unsafe { info_field::<i32>(info, SI_FD_OFFSET) }) => Origin::Ours,
+        POLL_IN..=POLL_HUP if perf::is_signal_fd(unsafe { info_field::<i32>(info, SI_FD_OFFSET) }) => Origin::Ours,
         // SAFETY: for SI_USER the union holds kill's fields; in bounds.
         libc::SI_USER if unsafe { info_field::<libc::pid_t>(info, SI_PID_OFFSET) } == 0 => Origin::Unknown,
         _ => Origin::Foreign,
@@ -443,7 +451,7 @@ fn is_our_perf_trap(info: *const libc::siginfo_t) -> bool {
     }
     // SAFETY: for TRAP_PERF the union holds the perf fields; in bounds.
     let data = unsafe { info_field::<u64>(info, SI_PERF_DATA_OFFSET) };
-    data == engine::perf::SIGTRAP_COOKIE
+    data == perf::SIGTRAP_COOKIE
 }
 
 /// The SIGTRAP handler: oxprof's perf samples are taken, any other SIGTRAP
@@ -525,6 +533,7 @@ fn hand_on(prev: &Previous, signo: libc::c_int, info: *mut libc::siginfo_t, ucon
     unsafe { *errno = saved };
 }
 
+// signal-safe: off (arms and disarms the handler, outside it)
 /// Makes the handler record into `ctx`. Any previous context must have been
 /// taken back with [`disarm`].
 pub fn arm(ctx: Box<SignalContext>) {
@@ -553,6 +562,7 @@ fn wait_for_handlers() {
         std::thread::yield_now();
     }
 }
+// signal-safe: on
 
 /// CPU time spent in the handler's sampling work, since [`arm`].
 static HANDLER: CpuSpent = CpuSpent::new();
@@ -974,7 +984,7 @@ mod tests {
     /// still reaches the handler that was installed before oxprof's.
     #[test]
     fn perf_sigtraps_are_taken_and_other_sigtraps_chained() {
-        use crate::engine::perf::{self, Delivery};
+        use crate::perf::{self, Delivery};
         let _serial = serial();
         let delivery = perf::probe(1_000_000).expect("perf_events cpu-clock on this thread");
         if !kernel_at_least(5, 13) {
@@ -1018,7 +1028,7 @@ mod tests {
             assert_eq!(previous() - before, handed_on, "{what}: signals handed to the previous handler");
         };
         // ctimer's: a timer with oxprof's value, here with two overruns.
-        send_self(libc::SIGPROF, libc::SI_TIMER, 2 << 32, engine::ctimer::SIGEV_COOKIE as u64);
+        send_self(libc::SIGPROF, libc::SI_TIMER, 2 << 32, ctimer::SIGEV_COOKIE as u64);
         check("oxprof's timer", 3, 0);
         // Another timer (JFR's CPU-time sampler passes a null value).
         send_self(libc::SIGPROF, libc::SI_TIMER, 2 << 32, 0);
@@ -1049,7 +1059,7 @@ mod tests {
         check("no details", 5, 4);
         drop(disarm());
         assert_eq!(action_of(libc::SIGPROF).sa_sigaction, prof_previous as *const () as usize, "SIGPROF given back after the recording");
-        send_self(libc::SIGPROF, libc::SI_TIMER, 0, engine::ctimer::SIGEV_COOKIE as u64);
+        send_self(libc::SIGPROF, libc::SI_TIMER, 0, ctimer::SIGEV_COOKIE as u64);
         assert_eq!(previous() - before, 5, "after the recording, SIGPROF goes straight to the previous handler");
     }
 
@@ -1064,7 +1074,7 @@ mod tests {
         install().unwrap();
         let store = arm_store(fake_vm(false), no_frames);
         let foreign_before = PROF_PREVIOUS_TIMER.load(Ordering::Relaxed);
-        let ours = engine::ctimer::create(gettid(), 1_000_000).unwrap();
+        let ours = ctimer::create(gettid(), 1_000_000).unwrap();
         // SAFETY: plain data, zeroed is a valid start (a null sigev_value, as JFR's).
         let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
         sev.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -1145,8 +1155,8 @@ mod tests {
         }
         let store = arm_store(fake_vm(true), masks_and_raises);
         for (signo, code, cookie, other, previous) in [
-            (libc::SIGPROF, libc::SI_TIMER, engine::ctimer::SIGEV_COOKIE as u64, libc::SIGTRAP, &TRAP_PREVIOUS),
-            (libc::SIGTRAP, TRAP_PERF, engine::perf::SIGTRAP_COOKIE, libc::SIGPROF, &PROF_PREVIOUS),
+            (libc::SIGPROF, libc::SI_TIMER, ctimer::SIGEV_COOKIE as u64, libc::SIGTRAP, &TRAP_PREVIOUS),
+            (libc::SIGTRAP, TRAP_PERF, perf::SIGTRAP_COOKIE, libc::SIGPROF, &PROF_PREVIOUS),
         ] {
             let samples = store.stats().recorded;
             let before = previous.load(Ordering::SeqCst);

@@ -1,4 +1,4 @@
-//! The lock-free sample store the signal handler writes into.
+//! signal-safe: The lock-free sample store the signal handler writes into.
 //!
 //! Distinct stacks live in slots handed out in order, their frames in an
 //! arena, and a hash index (open addressing, 4 bytes per entry) maps a
@@ -506,6 +506,7 @@ impl SampleStore {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
+    // signal-safe: off (read when a profile is written)
     /// Copies out every published stack, in the order they were first
     /// seen. Safe to call while writers run: it sees each slot either not
     /// yet published or complete.
@@ -513,6 +514,7 @@ impl SampleStore {
         let taken = self.next_slot.load(Ordering::Acquire).min(self.slot_capacity);
         (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s))).collect()
     }
+    // signal-safe: on
 
     /// Empties the store. The caller guarantees no writer is running.
     pub fn reset(&self) {
