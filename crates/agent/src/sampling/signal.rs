@@ -984,7 +984,7 @@ mod tests {
     /// still reaches the handler that was installed before oxprof's.
     #[test]
     fn perf_sigtraps_are_taken_and_other_sigtraps_chained() {
-        use crate::perf::{self, Delivery};
+        use crate::engine::perf::{self, Delivery};
         let _serial = serial();
         let delivery = perf::probe(1_000_000).expect("perf_events cpu-clock on this thread");
         if !kernel_at_least(5, 13) {
