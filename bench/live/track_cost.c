@@ -1,6 +1,6 @@
 /*
  * Measures the two ways an agent can learn that a sampled object died, on
- * the same program, so oxprof's choice (crates/agent/src/live.rs) rests on
+ * the same program, so oxprof's choice (crates/agent/src/heap/live.rs) rests on
  * figures. Load with -agentpath:./track_cost.so=weak|tag[,INTERVAL].
  *
  *   weak: SampledObjectAlloc makes a JNI weak global reference; an agent
