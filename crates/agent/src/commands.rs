@@ -95,7 +95,7 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::heap::live_report::effective(&rec.config.live, command);
-        built.push(crate::heap::live_report::build(&agent.profiler, rec, &out.live, agent.vm, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
+        built.push(crate::heap::live_report::build(&agent.profiler, rec, &out.live, agent.vm_structs.as_ref(), &agent.symbols, agent.jvmti, jni));
     }
     if command.file.is_some() {
         out.file = command.file.clone();
