@@ -193,7 +193,7 @@ impl Profiler {
             None => None,
         };
         if let Some(interval) = config.alloc {
-            match self.alloc.start(env.0, env.1, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
+            match self.alloc.start(env, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
                 Ok(line) => {
                     lines.push(line);
                     if config.live.enabled {
@@ -570,11 +570,11 @@ impl Default for Profiler {
 }
 
 pub fn fmt_interval(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
+    } else if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{ns}ns")
