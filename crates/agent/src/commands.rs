@@ -98,7 +98,7 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
         out.live = crate::heap::live_report::effective(&rec.config.live, command);
         let meta = Profiler::meta(rec, "Live objects", "live", "JVMTI SampledObjectAlloc + weak references", rec.alloc.unwrap_or(0), "bytes");
         let frame = |f: &RawFrame| agent.profiler.frame(f, &agent.symbols, agent.jvmti, jni);
-        built.push(crate::heap::live_report::build(&agent.profiler.alloc, meta, &frame, &out.live, agent.vm, agent.vm_structs.as_ref(), agent.jvmti, jni));
+        built.push(crate::heap::live_report::build(&agent.profiler.alloc, meta, &frame, &out.live, agent.vm_structs.as_ref(), agent.jvmti, jni));
     }
     if command.file.is_some() {
         out.file = command.file.clone();

@@ -69,6 +69,33 @@ fn check(code: jvmtiError) -> JvmtiResult<()> {
 }
 
 /// A JVMTI environment. Copyable: it is just the pointer the JVM gave us.
+///
+/// # Soundness rule of these wrappers
+///
+/// A wrapper that hands the JVM a handle or pointer chosen by its caller is
+/// an `unsafe fn` whose `# Safety` section says what must hold: JNI
+/// references (`jobject`, `jclass`, `jthread`, `jweak`), `jmethodID`s,
+/// `jfieldID`s, the `JavaVM` pointer and heap-walk user data. The JVM checks
+/// such values only partly: a dangling `jclass` or a deleted reference can
+/// crash it. `jmethodID`s get no exception (no `allow` of
+/// `clippy::not_unsafe_ptr_arg_deref` anywhere): up to JDK 25 HotSpot reads
+/// them as pointers to `Method*` slots, and their class may unload (see
+/// `hotspot::vmstructs` and `output::jfr_frames::Lines`). Wrappers whose
+/// arguments are Rust references or plain values, or that pass only handles
+/// the JVM returned within the same wrapper, stay safe: `set_event` (all
+/// threads) is safe, `set_thread_event` is not. Agent functions that take a
+/// handle from their caller and pass it on are `unsafe fn` too, with the same
+/// contract, up to where the handle comes from (a JVMTI callback's
+/// arguments, a wrapper's result, the sample store); every `unsafe` block
+/// calling one says there why the handle is live. The `JavaVM` pointer is
+/// the one exception to that propagation: the process has exactly one,
+/// given to `Agent_OnLoad`/`Agent_OnAttach` (`unsafe extern fn`s for that
+/// reason) and kept in `Agent::vm` for the process's life; functions that
+/// carry it along take it as a plain parameter, and the `unsafe` blocks that
+/// use it cite `Agent::vm` (or get it from a JNIEnv, [`Jni::java_vm`]).
+///
+/// `Jvmti` and [`Jni`] themselves are trusted: they are only built from the
+/// environment pointers the JVM hands the agent (callbacks, `GetEnv`).
 #[derive(Clone, Copy, Debug)]
 pub struct Jvmti(pub *mut jvmtiEnv);
 
@@ -79,7 +106,11 @@ unsafe impl Sync for Jvmti {}
 
 impl Jvmti {
     /// Gets a JVMTI 1.2 environment from the VM.
-    pub fn from_vm(vm: *mut JavaVM) -> JvmtiResult<Jvmti> {
+    ///
+    /// # Safety
+    /// `vm` must be the JavaVM the JVM passed to `Agent_OnLoad` or
+    /// `Agent_OnAttach`.
+    pub unsafe fn from_vm(vm: *mut JavaVM) -> JvmtiResult<Jvmti> {
         let mut env: *mut c_void = ptr::null_mut();
         // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/OnAttach.
         let rc = unsafe {
@@ -110,7 +141,17 @@ impl Jvmti {
         check(jvmti_call!(self.0, SetEventCallbacks, callbacks, size))
     }
 
-    pub fn set_event(self, enable: bool, event: jvmtiEvent, thread: jthread) -> JvmtiResult<()> {
+    /// Enables or disables `event` for all threads.
+    pub fn set_event(self, enable: bool, event: jvmtiEvent) -> JvmtiResult<()> {
+        // SAFETY: a null thread means all threads.
+        unsafe { self.set_thread_event(enable, event, ptr::null_mut()) }
+    }
+
+    /// Enables or disables `event` for one thread (all threads if null).
+    ///
+    /// # Safety
+    /// `thread` must be null or a live JNI reference to a `java.lang.Thread`.
+    pub unsafe fn set_thread_event(self, enable: bool, event: jvmtiEvent, thread: jthread) -> JvmtiResult<()> {
         let mode = if enable { JVMTI_ENABLE } else { JVMTI_DISABLE };
         check(jvmti_call!(self.0, SetEventNotificationMode, mode, event, thread))
     }
@@ -155,7 +196,11 @@ impl Jvmti {
         Ok(self.take_array(p, n))
     }
 
-    pub fn class_methods(self, class: jclass) -> JvmtiResult<Vec<jmethodID>> {
+    /// The class's methods (creating their jmethodIDs).
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    pub unsafe fn class_methods(self, class: jclass) -> JvmtiResult<Vec<jmethodID>> {
         let mut n: jint = 0;
         let mut p: *mut jmethodID = ptr::null_mut();
         check(jvmti_call!(self.0, GetClassMethods, class, &mut n, &mut p))?;
@@ -163,7 +208,10 @@ impl Jvmti {
     }
 
     /// The class's JVM signature, e.g. `Ljava/lang/String;` or `[I`.
-    pub fn class_signature(self, class: jclass) -> JvmtiResult<String> {
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    pub unsafe fn class_signature(self, class: jclass) -> JvmtiResult<String> {
         let mut sig: *mut c_char = ptr::null_mut();
         check(jvmti_call!(self.0, GetClassSignature, class, &mut sig, ptr::null_mut::<*mut c_char>()))?;
         Ok(self.take_string(sig))
@@ -177,14 +225,22 @@ impl Jvmti {
         Ok(self.take_string(value))
     }
 
-    pub fn class_loader(self, class: jclass) -> JvmtiResult<jobject> {
+    /// The class's loader (a local reference), null for the boot loader.
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    pub unsafe fn class_loader(self, class: jclass) -> JvmtiResult<jobject> {
         let mut loader: jobject = ptr::null_mut();
         check(jvmti_call!(self.0, GetClassLoader, class, &mut loader))?;
         Ok(loader)
     }
 
     /// Method name and signature.
-    pub fn method_name(self, method: jmethodID) -> JvmtiResult<(String, String)> {
+    ///
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out, of a class that has not
+    /// unloaded since.
+    pub unsafe fn method_name(self, method: jmethodID) -> JvmtiResult<(String, String)> {
         let mut name: *mut c_char = ptr::null_mut();
         let mut sig: *mut c_char = ptr::null_mut();
         check(jvmti_call!(self.0, GetMethodName, method, &mut name, &mut sig, ptr::null_mut::<*mut c_char>()))?;
@@ -193,21 +249,34 @@ impl Jvmti {
 
     /// A method's line number table: (first bytecode index, line), in the
     /// JVM's order. Empty for native and abstract methods.
-    pub fn line_number_table(self, method: jmethodID) -> JvmtiResult<Vec<(i64, i32)>> {
+    ///
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out, of a class that has not
+    /// unloaded since.
+    pub unsafe fn line_number_table(self, method: jmethodID) -> JvmtiResult<Vec<(i64, i32)>> {
         let mut n: jint = 0;
         let mut p: *mut jvmtiLineNumberEntry = ptr::null_mut();
         check(jvmti_call!(self.0, GetLineNumberTable, method, &mut n, &mut p))?;
         Ok(self.take_array(p, n).iter().map(|e| (e.start_location, e.line_number)).collect())
     }
 
-    pub fn method_declaring_class(self, method: jmethodID) -> JvmtiResult<jclass> {
+    /// The class declaring the method (a local reference).
+    ///
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out, of a class that has not
+    /// unloaded since.
+    pub unsafe fn method_declaring_class(self, method: jmethodID) -> JvmtiResult<jclass> {
         let mut class: jclass = ptr::null_mut();
         check(jvmti_call!(self.0, GetMethodDeclaringClass, method, &mut class))?;
         Ok(class)
     }
 
     /// A thread's name (empty when it cannot be read).
-    pub fn thread_name(self, thread: jthread) -> String {
+    ///
+    /// # Safety
+    /// `thread` must be null (the current thread) or a live JNI reference to
+    /// a `java.lang.Thread`.
+    pub unsafe fn thread_name(self, thread: jthread) -> String {
         // SAFETY: jvmtiThreadInfo is plain data; all-zero is valid.
         let mut info: jvmtiThreadInfo = unsafe { std::mem::zeroed() };
         if check(jvmti_call!(self.0, GetThreadInfo, thread, &mut info)).is_err() {
@@ -231,13 +300,21 @@ impl Jvmti {
         Ok(count.max(0) as usize)
     }
 
-    pub fn get_tag(self, obj: jobject) -> JvmtiResult<jlong> {
+    /// The object's tag in this environment (0: none).
+    ///
+    /// # Safety
+    /// `obj` must be a live JNI reference.
+    pub unsafe fn get_tag(self, obj: jobject) -> JvmtiResult<jlong> {
         let mut tag: jlong = 0;
         check(jvmti_call!(self.0, GetTag, obj, &mut tag))?;
         Ok(tag)
     }
 
-    pub fn set_tag(self, obj: jobject, tag: jlong) -> JvmtiResult<()> {
+    /// Tags the object in this environment.
+    ///
+    /// # Safety
+    /// `obj` must be a live JNI reference.
+    pub unsafe fn set_tag(self, obj: jobject, tag: jlong) -> JvmtiResult<()> {
         check(jvmti_call!(self.0, SetTag, obj, tag))
     }
 
@@ -256,7 +333,11 @@ impl Jvmti {
 
     /// Walks the references reachable from the heap roots (JVMTI
     /// FollowReferences), calling `callbacks` with `user_data`.
-    pub fn follow_references(self, callbacks: &jvmtiHeapCallbacks, user_data: *const c_void) -> JvmtiResult<()> {
+    ///
+    /// # Safety
+    /// `user_data` must be what the callbacks set in `callbacks` expect, and
+    /// valid for the whole call.
+    pub unsafe fn follow_references(self, callbacks: &jvmtiHeapCallbacks, user_data: *const c_void) -> JvmtiResult<()> {
         check(jvmti_call!(self.0, FollowReferences, 0, ptr::null_mut(), ptr::null_mut(), callbacks, user_data))
     }
 
@@ -272,7 +353,10 @@ impl Jvmti {
     }
 
     /// The fields a class declares (not inherited ones).
-    pub fn class_fields(self, class: jclass) -> JvmtiResult<Vec<jfieldID>> {
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    pub unsafe fn class_fields(self, class: jclass) -> JvmtiResult<Vec<jfieldID>> {
         let mut n: jint = 0;
         let mut p: *mut jfieldID = ptr::null_mut();
         check(jvmti_call!(self.0, GetClassFields, class, &mut n, &mut p))?;
@@ -280,7 +364,11 @@ impl Jvmti {
     }
 
     /// A field's name, signature and modifiers.
-    pub fn field_info(self, class: jclass, field: jfieldID) -> JvmtiResult<(String, String, jint)> {
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class, and `field` one of
+    /// its fields (from [`Jvmti::class_fields`]).
+    pub unsafe fn field_info(self, class: jclass, field: jfieldID) -> JvmtiResult<(String, String, jint)> {
         let mut name: *mut c_char = ptr::null_mut();
         let mut sig: *mut c_char = ptr::null_mut();
         check(jvmti_call!(self.0, GetFieldName, class, field, &mut name, &mut sig, ptr::null_mut::<*mut c_char>()))?;
@@ -316,57 +404,107 @@ macro_rules! jni_call {
     }};
 }
 
-/// The current thread's JNI environment.
+/// The current thread's JNI environment (see [`Jvmti`] for which wrappers
+/// are `unsafe fn`). "Live reference" below means a JNI reference that has
+/// not been deleted: a local one of this thread's current local frame, a
+/// global one, or (where said) a weak global one.
 #[derive(Clone, Copy, Debug)]
 pub struct Jni(pub *mut JNIEnv);
 
 impl Jni {
-    pub fn new_weak_global(self, obj: jobject) -> jweak {
+    /// A weak global reference to the object, or null.
+    ///
+    /// # Safety
+    /// `obj` must be null or a live reference.
+    pub unsafe fn new_weak_global(self, obj: jobject) -> jweak {
         jni_call!(self.0, NewWeakGlobalRef, ptr::null_mut(), obj)
     }
 
-    pub fn delete_weak_global(self, obj: jweak) {
+    /// # Safety
+    /// `obj` must be null (HotSpot ignores it) or a weak global reference
+    /// not yet deleted, and not be used afterwards.
+    pub unsafe fn delete_weak_global(self, obj: jweak) {
         jni_call!(self.0, DeleteWeakGlobalRef, (), obj)
     }
 
-    pub fn delete_global(self, obj: jobject) {
+    /// # Safety
+    /// `obj` must be null or a global reference not yet deleted, and not be
+    /// used afterwards.
+    pub unsafe fn delete_global(self, obj: jobject) {
         if !obj.is_null() {
             jni_call!(self.0, DeleteGlobalRef, (), obj)
         }
     }
 
-    pub fn new_global(self, obj: jobject) -> jobject {
+    /// # Safety
+    /// `obj` must be null or a live reference (weak allowed: null if cleared).
+    pub unsafe fn new_global(self, obj: jobject) -> jobject {
         jni_call!(self.0, NewGlobalRef, ptr::null_mut(), obj)
     }
 
-    pub fn new_local(self, obj: jobject) -> jobject {
+    /// # Safety
+    /// `obj` must be null or a live reference (weak allowed: null if cleared).
+    pub unsafe fn new_local(self, obj: jobject) -> jobject {
         jni_call!(self.0, NewLocalRef, ptr::null_mut(), obj)
     }
 
-    pub fn delete_local(self, obj: jobject) {
+    /// # Safety
+    /// `obj` must be null or a local reference of the current local frame
+    /// not yet deleted, and not be used afterwards.
+    pub unsafe fn delete_local(self, obj: jobject) {
         if !obj.is_null() {
             jni_call!(self.0, DeleteLocalRef, (), obj)
         }
     }
 
-    pub fn is_same(self, a: jobject, b: jobject) -> bool {
+    /// Whether both refer to the same object (a weak reference is the same
+    /// as null once its object was collected).
+    ///
+    /// # Safety
+    /// `a` and `b` must each be null or a live reference (weak allowed).
+    pub unsafe fn is_same(self, a: jobject, b: jobject) -> bool {
         jni_call!(self.0, IsSameObject, 0, a, b) != 0
     }
 
-    pub fn object_class(self, obj: jobject) -> jclass {
+    /// The object's class (a local reference).
+    ///
+    /// # Safety
+    /// `obj` must be a live reference, not null.
+    pub unsafe fn object_class(self, obj: jobject) -> jclass {
         jni_call!(self.0, GetObjectClass, ptr::null_mut(), obj)
     }
 
-    pub fn superclass(self, class: jclass) -> jclass {
+    /// The superclass (a local reference), null for `Object` and interfaces.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class.
+    pub unsafe fn superclass(self, class: jclass) -> jclass {
         jni_call!(self.0, GetSuperclass, ptr::null_mut(), class)
     }
 
-    pub fn static_object_field(self, class: jclass, field: jfieldID) -> jobject {
+    /// The value of a static field of reference type (a local reference).
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class and `field` one of its
+    /// static fields of a reference type.
+    pub unsafe fn static_object_field(self, class: jclass, field: jfieldID) -> jobject {
         jni_call!(self.0, GetStaticObjectField, ptr::null_mut(), class, field)
     }
 
-    pub fn object_field(self, obj: jobject, field: jfieldID) -> jobject {
+    /// The value of an instance field of reference type (a local reference).
+    ///
+    /// # Safety
+    /// `obj` must be a live reference, not null, and `field` an instance
+    /// field of a reference type of its class or of a superclass.
+    pub unsafe fn object_field(self, obj: jobject, field: jfieldID) -> jobject {
         jni_call!(self.0, GetObjectField, ptr::null_mut(), obj, field)
+    }
+
+    /// The JavaVM this environment belongs to (the process's one VM).
+    pub fn java_vm(self) -> Option<*mut JavaVM> {
+        let mut vm: *mut JavaVM = ptr::null_mut();
+        let rc = jni_call!(self.0, GetJavaVM, JNI_ERR, &mut vm);
+        (rc == JNI_OK as jint && !vm.is_null()).then_some(vm)
     }
 
     pub fn push_frame(self, capacity: jint) -> bool {
@@ -403,18 +541,24 @@ impl Jni {
         let mid = jni_call!(self.0, GetStaticMethodID, ptr::null_mut(), cls, name.as_ptr(), sig.as_ptr());
         if mid.is_null() {
             self.clear_exception();
-            self.delete_local(cls);
+            // SAFETY: `cls` is the local reference FindClass just returned.
+            unsafe { self.delete_local(cls) };
             return ptr::null_mut();
         }
         let obj = jni_call!(self.0, CallStaticObjectMethod, ptr::null_mut(), cls, mid);
         self.clear_exception();
-        self.delete_local(cls);
+        // SAFETY: as above.
+        unsafe { self.delete_local(cls) };
         obj
     }
 }
 
 /// The JNIEnv of the current thread, if it is attached to the VM.
-pub fn current_jni(vm: *mut JavaVM) -> Option<Jni> {
+///
+/// # Safety
+/// `vm` must be null or the JavaVM the JVM passed to `Agent_OnLoad` or
+/// `Agent_OnAttach`.
+pub unsafe fn current_jni(vm: *mut JavaVM) -> Option<Jni> {
     if vm.is_null() {
         return None;
     }
@@ -430,8 +574,13 @@ pub fn current_jni(vm: *mut JavaVM) -> Option<Jni> {
 }
 
 /// Attaches the current native thread to the VM as a daemon thread.
-pub fn attach_daemon(vm: *mut JavaVM, name: &CStr) -> Option<Jni> {
-    if let Some(jni) = current_jni(vm) {
+///
+/// # Safety
+/// `vm` must be the JavaVM the JVM passed to `Agent_OnLoad` or
+/// `Agent_OnAttach`.
+pub unsafe fn attach_daemon(vm: *mut JavaVM, name: &CStr) -> Option<Jni> {
+    // SAFETY: `vm` is the agent's JavaVM (this function's contract).
+    if let Some(jni) = unsafe { current_jni(vm) } {
         return Some(jni);
     }
     let mut env: *mut c_void = ptr::null_mut();
@@ -446,7 +595,13 @@ pub fn attach_daemon(vm: *mut JavaVM, name: &CStr) -> Option<Jni> {
     (rc == JNI_OK as jint && !env.is_null()).then_some(Jni(env as *mut JNIEnv))
 }
 
-pub fn detach(vm: *mut JavaVM) {
+/// Detaches the current thread from the VM.
+///
+/// # Safety
+/// `vm` must be the JavaVM the JVM passed to `Agent_OnLoad` or
+/// `Agent_OnAttach`, and the current thread one that [`attach_daemon`]
+/// attached and that holds no JNI references it still uses.
+pub unsafe fn detach(vm: *mut JavaVM) {
     // SAFETY: detaching a thread we attached ourselves.
     unsafe {
         if let Some(f) = (**vm).DetachCurrentThread {

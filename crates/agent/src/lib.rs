@@ -159,7 +159,8 @@ fn callbacks() -> jvmtiEventCallbacks {
 
 /// Creates the agent: capabilities, callbacks, events. Shared by load and attach.
 fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
-    let jvmti = Jvmti::from_vm(vm).map_err(|e| format!("cannot get a JVMTI environment: {e}"))?;
+    // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/Agent_OnAttach.
+    let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get a JVMTI environment: {e}"))?;
     let can_tag = capabilities(jvmti, &config)?;
     if let Some(interval) = config.alloc {
         // HotSpot draws each thread's next sample point with the interval in
@@ -175,7 +176,7 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     // at non-safepoint PCs (DebugNonSafepoints left at its default), so
     // inlined frames are attributed right.
     for event in [JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END] {
-        if let Err(e) = jvmti.set_event(true, event, std::ptr::null_mut()) {
+        if let Err(e) = jvmti.set_event(true, event) {
             log::warn(&format!("cannot enable JVMTI event {event}: {e}"));
         }
     }
@@ -207,8 +208,12 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
 }
 
 /// Called by the JVM for `-agentpath:liboxprof.so=OPTIONS`.
+///
+/// # Safety
+/// As the JVM calls it: `vm` is its JavaVM, `options` null or a
+/// NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     guard("Agent_OnLoad", JNI_ERR, || {
         match configure(&options_string(options)).and_then(|config| init(vm, config)) {
             Ok(_) => JNI_OK as jint,
@@ -255,8 +260,12 @@ fn other_copy() -> Option<String> {
 /// returned for bad options on the first load, or for a failed command once
 /// an earlier load keeps the library mapped; otherwise the error goes in the
 /// reply and the agent stays loaded, idle.
+///
+/// # Safety
+/// As the JVM calls it: `vm` is its JavaVM, `options` null or a
+/// NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     let was_loaded = AGENT.get().is_some();
     guard("Agent_OnAttach", if was_loaded { JNI_ERR } else { JNI_OK as jint }, || {
         let raw = options_string(options);
@@ -307,7 +316,8 @@ pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserve
                 }
             },
         };
-        let Some(jni) = jvmti::current_jni(vm) else {
+        // SAFETY: `vm` is the JavaVM passed to Agent_OnAttach.
+        let Some(jni) = (unsafe { jvmti::current_jni(vm) }) else {
             respond(&Err("the attach thread has no JNI environment".into()));
             return JNI_OK as jint;
         };
@@ -420,8 +430,11 @@ fn continuation_entry(jvmti: Jvmti, jni: Jni) -> usize {
         jni.clear_exception();
         return 0;
     }
-    let id = jvmti.class_methods(class).unwrap_or_default().into_iter().find(|&m| jvmti.method_name(m).is_ok_and(|(name, _)| name == "enterSpecial"));
-    jni.delete_local(class);
+    // SAFETY: `class` is the local reference FindClass just returned, and
+    // the jmethodIDs are its methods, from GetClassMethods; it is deleted last.
+    let id = unsafe { jvmti.class_methods(class) }.unwrap_or_default().into_iter().find(|&m| unsafe { jvmti.method_name(m) }.is_ok_and(|(name, _)| name == "enterSpecial"));
+    // SAFETY: as above; not used afterwards.
+    unsafe { jni.delete_local(class) };
     id.map_or(0, |m| m as usize)
 }
 
@@ -442,7 +455,9 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         let jvmti = Jvmti(jvmti_env);
         let jni = Jni(jni);
         let tid = threads::current_tid();
-        agent.profiler.threads.set_name(tid, jvmti.thread_name(thread));
+        // SAFETY: `thread` is the local reference the JVM passed to this
+        // VMInit callback (the main thread).
+        agent.profiler.threads.set_name(tid, unsafe { jvmti.thread_name(thread) });
         agent.profiler.threads.mark_java_visible(tid);
         agent.symbols.init_builtin_loaders(jni);
         let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
@@ -453,7 +468,8 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
                 log::error(&e);
             }
             // JDK 11 does not list the main thread in GetAllThreads yet.
-            agent.profiler.alloc.thread_started(jvmti, jni, thread, &jvmti.thread_name(thread));
+            // SAFETY: `thread` as above; this callback's frame is still live.
+            unsafe { agent.profiler.alloc.thread_started(jvmti, jni, thread, &jvmti.thread_name(thread)) };
         }
     })
 }
@@ -472,7 +488,9 @@ unsafe extern "C" fn on_class_load(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _th
 unsafe extern "C" fn on_class_prepare(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, class: jclass) {
     guard("ClassPrepare", (), || {
         if let Some(agent) = AGENT.get() {
-            agent.symbols.on_class_prepare(Jvmti(jvmti), Jni(jni), class);
+            // SAFETY: `class` is the local reference the JVM passed to this
+            // ClassPrepare callback.
+            unsafe { agent.symbols.on_class_prepare(Jvmti(jvmti), Jni(jni), class) };
             if agent.symbols.needs_prune() {
                 let dropped = agent.symbols.prune(Jni(jni), &agent.profiler.sampled_methods());
                 log::debug(&format!("forgot {dropped} method names of unloaded classes"));
@@ -485,8 +503,11 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
     guard("ThreadStart", (), || {
         if let Some(agent) = AGENT.get() {
             let tid = threads::current_tid();
-            let name = Jvmti(jvmti).thread_name(thread);
-            agent.profiler.alloc.thread_started(Jvmti(jvmti), Jni(jni), thread, &name);
+            // SAFETY: `thread` is the local reference the JVM passed to this
+            // ThreadStart callback.
+            let name = unsafe { Jvmti(jvmti).thread_name(thread) };
+            // SAFETY: as above.
+            unsafe { agent.profiler.alloc.thread_started(Jvmti(jvmti), Jni(jni), thread, &name) };
             agent.profiler.threads.set_name(tid, name);
             agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);
@@ -498,7 +519,9 @@ unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thre
     guard("ThreadEnd", (), || {
         if let Some(agent) = AGENT.get() {
             agent.profiler.threads.remove(threads::current_tid());
-            agent.profiler.alloc.thread_ended(Jni(jni), thread);
+            // SAFETY: `thread` is the local reference the JVM passed to this
+            // ThreadEnd callback.
+            unsafe { agent.profiler.alloc.thread_ended(Jni(jni), thread) };
         }
     })
 }
@@ -506,7 +529,9 @@ unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thre
 unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread, object: jobject, class: jclass, size: jlong) {
     guard("SampledObjectAlloc", (), || {
         if let Some(agent) = AGENT.get() {
-            agent.profiler.alloc.on_sample(Jvmti(jvmti), Jni(jni), thread, object, class, size, threads::current_tid());
+            // SAFETY: `thread`, `object` and `class` are the local references
+            // the JVM passed to this SampledObjectAlloc callback.
+            unsafe { agent.profiler.alloc.on_sample(Jvmti(jvmti), Jni(jni), thread, object, class, size, threads::current_tid()) };
         }
     })
 }
@@ -546,7 +571,7 @@ fn enable_code_events(jvmti: Jvmti) -> bool {
         return false;
     }
     for event in [JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_DYNAMIC_CODE_GENERATED] {
-        if let Err(e) = jvmti.set_event(true, event, std::ptr::null_mut()) {
+        if let Err(e) = jvmti.set_event(true, event) {
             log::warn(&format!("cannot enable JVMTI event {event}: {e}"));
         }
     }

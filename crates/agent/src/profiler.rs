@@ -181,7 +181,7 @@ impl Profiler {
             None => None,
         };
         if let Some(interval) = config.alloc {
-            match self.alloc.start(env.0, env.1, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
+            match self.alloc.start(env, interval, config.jstackdepth, config.threads, config.alloc_threads.as_deref(), can_tag) {
                 Ok(line) => {
                     lines.push(line);
                     if config.live.enabled {
@@ -431,8 +431,11 @@ impl Profiler {
         Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
     }
 
-    fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
-        let name = symbols.resolve(jvmti, jni, method as jmethodID);
+    /// # Safety
+    /// As [`Symbols::resolve`]'s `method`.
+    unsafe fn java_frame(&self, method: usize, native: bool, symbols: &Symbols, jvmti: Jvmti, jni: Jni) -> Frame {
+        // SAFETY: as this function's contract.
+        let name = unsafe { symbols.resolve(jvmti, jni, method as jmethodID) };
         Frame::new(name.frame_name(), if native { FrameKind::Native } else { FrameKind::Java })
     }
 
@@ -441,9 +444,13 @@ impl Profiler {
         match f.bci {
             RawFrame::NATIVE_PC => native_symbols::resolver().frame(f.method, false),
             RawFrame::KERNEL_PC => native_symbols::resolver().frame(f.method, true),
-            BCI_NATIVE_FRAME => self.java_frame(f.method, true, symbols, jvmti, jni),
+            // SAFETY: a stored Java frame's `method` is a jmethodID the
+            // sampler recorded; Symbols keeps the names of those whose class
+            // may unload, so the JVM is asked only about the others.
+            BCI_NATIVE_FRAME => unsafe { self.java_frame(f.method, true, symbols, jvmti, jni) },
             _ => {
-                let mut frame = self.java_frame(f.method, false, symbols, jvmti, jni);
+                // SAFETY: as above.
+                let mut frame = unsafe { self.java_frame(f.method, false, symbols, jvmti, jni) };
                 frame.kind = match f.java_type() {
                     JavaFrameType::Unknown => FrameKind::Java,
                     JavaFrameType::Interpreted => FrameKind::Interpreted,
@@ -551,11 +558,11 @@ impl Default for Profiler {
 }
 
 pub fn fmt_interval(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
+    } else if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{ns}ns")

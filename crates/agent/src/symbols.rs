@@ -122,8 +122,12 @@ impl Symbols {
         for name in [c"getSystemClassLoader", c"getPlatformClassLoader"] {
             let local = jni.call_static_object(c"java/lang/ClassLoader", name, c"()Ljava/lang/ClassLoader;");
             if !local.is_null() {
-                found.push(jni.new_global(local));
-                jni.delete_local(local);
+                // SAFETY: `local` is the local reference call_static_object
+                // just returned; it is not used after its deletion.
+                unsafe {
+                    found.push(jni.new_global(local));
+                    jni.delete_local(local);
+                }
             }
         }
         self.lock().builtin_loaders = found;
@@ -131,20 +135,29 @@ impl Symbols {
 
     /// Prepares a class for sampling: creates its jmethodIDs, and copies its
     /// method names now if the class can unload.
-    pub fn on_class_prepare(&self, jvmti: Jvmti, jni: Jni, class: jclass) {
-        let Ok(methods) = jvmti.class_methods(class) else { return };
-        let unloadable = self.can_unload(jvmti, jni, class);
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    pub unsafe fn on_class_prepare(&self, jvmti: Jvmti, jni: Jni, class: jclass) {
+        // SAFETY: `class` is live (this function's contract).
+        let Ok(methods) = (unsafe { jvmti.class_methods(class) }) else { return };
+        // SAFETY: as above.
+        let unloadable = unsafe { self.can_unload(jvmti, jni, class) };
         let mut early = Vec::new();
         if unloadable {
-            let Ok(sig) = jvmti.class_signature(class) else { return };
+            // SAFETY: as above.
+            let Ok(sig) = (unsafe { jvmti.class_signature(class) }) else { return };
             let class_name: Arc<str> = class_name_from_signature(&sig).into();
             for &m in &methods {
-                if let Ok((name, descriptor)) = jvmti.method_name(m) {
+                // SAFETY: `m` is one of `class`'s jmethodIDs, valid while the
+                // live `class` keeps it loaded.
+                if let Ok((name, descriptor)) = unsafe { jvmti.method_name(m) } {
                     early.push((m as usize, Arc::new(MethodName { class: class_name.clone(), method: name, descriptor })));
                 }
             }
         }
-        let weak = if unloadable { jni.new_weak_global(class) } else { std::ptr::null_mut() };
+        // SAFETY: `class` is live (this function's contract).
+        let weak = if unloadable { unsafe { jni.new_weak_global(class) } } else { std::ptr::null_mut() };
         let mut inner = self.lock();
         inner.classes_seen += 1;
         if unloadable {
@@ -168,13 +181,16 @@ impl Symbols {
         let before = inner.early.len();
         let classes = std::mem::take(&mut inner.unloadable);
         for class in classes {
-            if jni.is_same(class.weak, std::ptr::null_mut()) {
+            // SAFETY: `class.weak` is the weak global reference (or null)
+            // on_class_prepare made, deleted only here, when dropping it.
+            if unsafe { jni.is_same(class.weak, std::ptr::null_mut()) } {
                 for m in &class.methods {
                     if !sampled.contains(m) {
                         inner.early.remove(m);
                     }
                 }
-                jni.delete_weak_global(class.weak);
+                // SAFETY: as above; `class` is dropped right after.
+                unsafe { jni.delete_weak_global(class.weak) };
             } else {
                 inner.unloadable.push(class);
             }
@@ -184,21 +200,28 @@ impl Symbols {
         before - inner.early.len()
     }
 
-    fn can_unload(&self, jvmti: Jvmti, jni: Jni, class: jclass) -> bool {
-        if let Ok(sig) = jvmti.class_signature(class) {
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    unsafe fn can_unload(&self, jvmti: Jvmti, jni: Jni, class: jclass) -> bool {
+        // SAFETY: `class` is live (this function's contract).
+        if let Ok(sig) = unsafe { jvmti.class_signature(class) } {
             if is_hidden_signature(&sig) {
                 return true;
             }
         }
-        let loader = match jvmti.class_loader(class) {
+        // SAFETY: as above.
+        let loader = match unsafe { jvmti.class_loader(class) } {
             Ok(l) => l,
             Err(_) => return true,
         };
         if loader.is_null() {
             return false; // the boot loader
         }
-        let builtin = self.lock().builtin_loaders.iter().any(|&b| jni.is_same(b, loader));
-        jni.delete_local(loader);
+        // SAFETY: `loader` is the local reference GetClassLoader just
+        // returned, the built-in loaders are global references we hold.
+        let builtin = self.lock().builtin_loaders.iter().any(|&b| unsafe { jni.is_same(b, loader) });
+        // SAFETY: as above; `loader` is not used afterwards.
+        unsafe { jni.delete_local(loader) };
         !builtin
     }
 
@@ -207,14 +230,24 @@ impl Symbols {
         let classes = jvmti.loaded_classes().unwrap_or_default();
         let n = classes.len();
         for class in classes {
-            self.on_class_prepare(jvmti, jni, class);
-            jni.delete_local(class);
+            // SAFETY: `class` is a local reference GetLoadedClasses returned
+            // in this frame, deleted only after its last use.
+            unsafe {
+                self.on_class_prepare(jvmti, jni, class);
+                jni.delete_local(class);
+            }
         }
         n
     }
 
     /// The name of a sampled method. Must run on a thread attached to the VM.
-    pub fn resolve(&self, jvmti: Jvmti, jni: Jni, method: jmethodID) -> Arc<MethodName> {
+    ///
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out whose class has not
+    /// unloaded, unless its name was copied early (at ClassPrepare, for
+    /// classes that can unload; kept while it is sampled, see
+    /// [`Symbols::prune`]): only then is the JVM not asked about it.
+    pub unsafe fn resolve(&self, jvmti: Jvmti, jni: Jni, method: jmethodID) -> Arc<MethodName> {
         let key = method as usize;
         {
             let inner = self.lock();
@@ -222,20 +255,30 @@ impl Symbols {
                 return n.clone();
             }
         }
-        let name = Arc::new(Self::ask_jvm(jvmti, jni, method).unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into(), descriptor: String::new() }));
+        // SAFETY: no early name, so `method`'s class has not unloaded (this
+        // function's contract).
+        let name = Arc::new(unsafe { Self::ask_jvm(jvmti, jni, method) }.unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into(), descriptor: String::new() }));
         self.lock().cache.insert(key, name.clone());
         name
     }
 
-    fn ask_jvm(jvmti: Jvmti, jni: Jni, method: jmethodID) -> Option<MethodName> {
-        let class = jvmti.method_declaring_class(method).ok()?;
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out, of a class that has not
+    /// unloaded.
+    unsafe fn ask_jvm(jvmti: Jvmti, jni: Jni, method: jmethodID) -> Option<MethodName> {
+        // SAFETY: `method` is valid (this function's contract).
+        let class = unsafe { jvmti.method_declaring_class(method) }.ok()?;
         // The local reference to the class keeps it from unloading while we look.
         let result = (|| {
-            let sig = jvmti.class_signature(class).ok()?;
-            let (name, descriptor) = jvmti.method_name(method).ok()?;
+            // SAFETY: `class` is the local reference GetMethodDeclaringClass
+            // just returned, and it keeps `method` valid.
+            let sig = unsafe { jvmti.class_signature(class) }.ok()?;
+            // SAFETY: `method` is valid (this function's contract).
+            let (name, descriptor) = unsafe { jvmti.method_name(method) }.ok()?;
             Some(MethodName { class: class_name_from_signature(&sig).into(), method: name, descriptor })
         })();
-        jni.delete_local(class);
+        // SAFETY: as above; not used afterwards.
+        unsafe { jni.delete_local(class) };
         result
     }
 

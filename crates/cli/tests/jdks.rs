@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn extra_jdks() -> Vec<PathBuf> {
@@ -16,7 +16,7 @@ fn extra_jdks() -> Vec<PathBuf> {
     homes
 }
 
-fn java_in(home: &PathBuf) -> Command {
+fn java_in(home: &Path) -> Command {
     Command::new(home.join("bin/java"))
 }
 

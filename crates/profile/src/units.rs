@@ -40,7 +40,7 @@ fn parse_scaled(s: &str, units: &[(&str, f64)]) -> Option<u64> {
     let scale = units.iter().find(|(u, _)| *u == unit.trim())?.1;
     let n: f64 = num.parse().ok()?;
     let v = n * scale;
-    (v.is_finite() && v >= 1.0 && v < 1e18).then(|| v.round() as u64)
+    (v.is_finite() && (1.0..1e18).contains(&v)).then(|| v.round() as u64)
 }
 
 #[cfg(test)]

@@ -183,7 +183,7 @@ impl AllocSampler {
 
     /// Starts sampling. `can_tag` says whether class objects may be tagged
     /// (a fast class lookup); without it the class signature is read each time.
-    pub fn start(&self, jvmti: Jvmti, jni: Jni, interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
+    pub fn start(&self, (jvmti, jni): (Jvmti, Jni), interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
         let store = self.store()?;
         let bytes = jint::try_from(interval).map_err(|_| format!("alloc={interval}: the interval must be below 2 GiB"))?;
         jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
@@ -199,23 +199,27 @@ impl AllocSampler {
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
-                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut()).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
+                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
                 "all threads".to_string()
             }
             Some(pattern) if jvmti.major_version() < FIRST_JDK_WITH_THREAD_FILTER => {
                 FILTER_GENERATION.fetch_add(1, Ordering::SeqCst);
                 *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new(), in_callback: true });
-                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut()).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
+                jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
                 format!("threads matching '{pattern}' (filtered in the callback: this JVM ignores per-thread enabling)")
             }
             Some(pattern) => {
                 *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new(), in_callback: false });
                 let mut n = 0;
                 for t in jvmti.all_threads().unwrap_or_default() {
-                    if self.thread_started(jvmti, jni, t, &jvmti.thread_name(t)) {
-                        n += 1;
+                    // SAFETY: `t` is a local reference GetAllThreads returned
+                    // in this frame, deleted only after its last use.
+                    unsafe {
+                        if self.thread_started(jvmti, jni, t, &jvmti.thread_name(t)) {
+                            n += 1;
+                        }
+                        jni.delete_local(t);
                     }
-                    jni.delete_local(t);
                 }
                 format!("threads matching '{pattern}' ({n} now)")
             }
@@ -225,29 +229,42 @@ impl AllocSampler {
 
     /// Enables the event on a new thread if the filter selects it. Returns
     /// whether it did.
-    pub fn thread_started(&self, jvmti: Jvmti, jni: Jni, thread: jthread, name: &str) -> bool {
+    ///
+    /// # Safety
+    /// `thread` must be a live JNI reference to a `java.lang.Thread`.
+    pub unsafe fn thread_started(&self, jvmti: Jvmti, jni: Jni, thread: jthread, name: &str) -> bool {
         if !self.running.load(Ordering::Acquire) {
             return false;
         }
         let mut filter = lock(&self.filter);
         let Some(f) = filter.as_mut() else { return false };
-        if f.in_callback || !glob_match(&f.pattern, name) || f.enabled.iter().any(|&g| jni.is_same(g, thread)) {
+        // SAFETY: `thread` is live (this function's contract); `enabled`
+        // holds global references, deleted only when removed from it.
+        if f.in_callback || !glob_match(&f.pattern, name) || f.enabled.iter().any(|&g| unsafe { jni.is_same(g, thread) }) {
             return false;
         }
-        if jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, thread).is_err() {
+        // SAFETY: `thread` is live (this function's contract).
+        if unsafe { jvmti.set_thread_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, thread) }.is_err() {
             return false;
         }
-        f.enabled.push(jni.new_global(thread));
+        // SAFETY: as above.
+        f.enabled.push(unsafe { jni.new_global(thread) });
         true
     }
 
     /// Forgets an ending thread.
-    pub fn thread_ended(&self, jni: Jni, thread: jthread) {
+    ///
+    /// # Safety
+    /// `thread` must be a live JNI reference to a `java.lang.Thread`.
+    pub unsafe fn thread_ended(&self, jni: Jni, thread: jthread) {
         if let Some(f) = lock(&self.filter).as_mut() {
             f.enabled.retain(|&g| {
-                let same = jni.is_same(g, thread);
+                // SAFETY: `thread` is live (this function's contract), `g` a
+                // global reference of `enabled`.
+                let same = unsafe { jni.is_same(g, thread) };
                 if same {
-                    jni.delete_global(g);
+                    // SAFETY: `g` leaves `enabled` (retain drops it).
+                    unsafe { jni.delete_global(g) };
                 }
                 !same
             });
@@ -258,18 +275,25 @@ impl AllocSampler {
         if !self.running.swap(false, Ordering::AcqRel) {
             return;
         }
-        let _ = jvmti.set_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, std::ptr::null_mut());
+        let _ = jvmti.set_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
         if let Some(f) = lock(&self.filter).take() {
             for g in f.enabled {
-                let _ = jvmti.set_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, g);
-                jni.delete_global(g);
+                // SAFETY: `g` is a global reference of `enabled`, taken out of
+                // it here and deleted after its last use.
+                unsafe {
+                    let _ = jvmti.set_thread_event(false, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, g);
+                    jni.delete_global(g);
+                }
             }
         }
     }
 
     /// Whether the callback must drop this thread's samples (filter applied
     /// in the callback); decided once per thread and recording.
-    fn filtered_out(&self, jvmti: Jvmti, thread: jthread) -> bool {
+    ///
+    /// # Safety
+    /// `thread` must be a live JNI reference to a `java.lang.Thread`.
+    unsafe fn filtered_out(&self, jvmti: Jvmti, thread: jthread) -> bool {
         let generation = FILTER_GENERATION.load(Ordering::Relaxed);
         let cached = SELECTED.try_with(|c| c.get()).ok().filter(|(g, _)| *g == generation);
         let selected = match cached {
@@ -279,7 +303,8 @@ impl AllocSampler {
                     Some(f) if f.in_callback => f.pattern.clone(),
                     _ => return false,
                 };
-                let selected = glob_match(&pattern, &jvmti.thread_name(thread));
+                // SAFETY: `thread` is live (this function's contract).
+                let selected = glob_match(&pattern, &unsafe { jvmti.thread_name(thread) });
                 let _ = SELECTED.try_with(|c| c.set((generation, selected)));
                 selected
             }
@@ -288,16 +313,22 @@ impl AllocSampler {
     }
 
     /// The SampledObjectAlloc callback's work, timed.
+    ///
+    /// # Safety
+    /// `thread`, `object` and `class` must be live JNI references: the
+    /// callback's thread, the sampled object and its class.
     #[allow(clippy::too_many_arguments)] // the JVMTI callback's own parameters
-    pub fn on_sample(&self, jvmti: Jvmti, jni: Jni, thread: jthread, object: jobject, class: jclass, size: jlong, tid: u32) {
+    pub unsafe fn on_sample(&self, jvmti: Jvmti, jni: Jni, thread: jthread, object: jobject, class: jclass, size: jlong, tid: u32) {
         if !self.running.load(Ordering::Acquire) {
             return;
         }
-        if FILTER_GENERATION.load(Ordering::Relaxed) != 0 && self.filtered_out(jvmti, thread) {
+        // SAFETY: `thread` is live (this function's contract).
+        if FILTER_GENERATION.load(Ordering::Relaxed) != 0 && unsafe { self.filtered_out(jvmti, thread) } {
             return;
         }
         let t0 = std::time::Instant::now();
-        self.sample(jvmti, jni, object, class, size, tid);
+        // SAFETY: `object` and `class` are live (this function's contract).
+        unsafe { self.sample(jvmti, jni, object, class, size, tid) };
         let ns = t0.elapsed().as_nanos() as u64;
         self.callback_ns.fetch_add(ns, Ordering::Relaxed);
         self.callbacks.fetch_add(1, Ordering::Relaxed);
@@ -306,9 +337,12 @@ impl AllocSampler {
         }
     }
 
-    fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
+    /// # Safety
+    /// `object` and `class` must be live JNI references, `class` to a class.
+    unsafe fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
         let Some(store) = self.store.get() else { return };
-        let Some(class_id) = self.class_id(jvmti, class) else {
+        // SAFETY: `class` is live (this function's contract).
+        let Some(class_id) = (unsafe { self.class_id(jvmti, class) }) else {
             store.count_dropped();
             return;
         };
@@ -347,7 +381,8 @@ impl AllocSampler {
             let frames = raw.get(..n + 1).unwrap_or_default();
             store.record(tid_key, frames, weight);
             // The live site is stack + class, without the thread.
-            self.live.track(jni, object, frames, size, exact_weight);
+            // SAFETY: `object` is live (this function's contract).
+            unsafe { self.live.track(jni, object, frames, size, exact_weight) };
         });
         if recorded.is_err() {
             store.count_dropped();
@@ -368,16 +403,21 @@ impl AllocSampler {
 
     /// A small stable id for the class (tagged on the class object when the
     /// capability is there, so later samples skip reading its signature).
-    fn class_id(&self, jvmti: Jvmti, class: jclass) -> Option<u32> {
+    ///
+    /// # Safety
+    /// `class` must be a live JNI reference to a class.
+    unsafe fn class_id(&self, jvmti: Jvmti, class: jclass) -> Option<u32> {
         let tagging = self.tagging.load(Ordering::Relaxed);
         if tagging {
-            if let Ok(tag) = jvmti.get_tag(class) {
+            // SAFETY: `class` is live (this function's contract).
+            if let Ok(tag) = unsafe { jvmti.get_tag(class) } {
                 if tag & CLASS_TAG != 0 {
                     return Some((tag & !CLASS_TAG) as u32);
                 }
             }
         }
-        let sig = jvmti.class_signature(class).ok()?;
+        // SAFETY: as above.
+        let sig = unsafe { jvmti.class_signature(class) }.ok()?;
         let name = crate::symbols::class_name_from_signature(&sig);
         let id = {
             let mut classes = lock(&self.classes);
@@ -392,7 +432,8 @@ impl AllocSampler {
             }
         };
         if tagging {
-            let _ = jvmti.set_tag(class, CLASS_TAG | id as jlong);
+            // SAFETY: as above.
+            let _ = unsafe { jvmti.set_tag(class, CLASS_TAG | id as jlong) };
         }
         Some(id)
     }

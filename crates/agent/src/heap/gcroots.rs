@@ -161,37 +161,52 @@ fn prefer_heap_path(walk: &mut Walk, id: u32, kind: jvmtiHeapReferenceKind, info
 /// Finds a path from a GC root to each target within `budget`. Targets are
 /// local references, which this deletes (null ones are skipped); the caller
 /// must hold no other references to objects of interest.
-pub fn find(vm: *mut JavaVM, jni: Jni, targets: &[jobject], budget: Duration) -> Paths {
+///
+/// # Safety
+/// Each target must be null or a local reference of the current local frame
+/// that is not used afterwards.
+pub unsafe fn find(jni: Jni, targets: &[jobject], budget: Duration) -> Paths {
     let none = |note: String| Paths { paths: targets.iter().map(|_| None).collect(), note: Some(note) };
-    let env = match Jvmti::from_vm(vm) {
+    let Some(vm) = jni.java_vm() else {
+        return none("no JavaVM for the heap walk".into());
+    };
+    // SAFETY: `vm` is the process's JavaVM, which JNI just gave us.
+    let env = match unsafe { Jvmti::from_vm(vm) } {
         Ok(e) => e,
         Err(e) => return none(format!("no JVMTI environment for the heap walk ({e})")),
     };
-    let result = walk_in(env, jni, targets, budget);
+    // SAFETY: the targets are local references (this function's contract).
+    let result = unsafe { walk_in(env, jni, targets, budget) };
     env.dispose();
     result.unwrap_or_else(none)
 }
 
-fn walk_in(env: Jvmti, jni: Jni, targets: &[jobject], budget: Duration) -> Result<Paths, String> {
+/// # Safety
+/// As [`find`]'s targets.
+unsafe fn walk_in(env: Jvmti, jni: Jni, targets: &[jobject], budget: Duration) -> Result<Paths, String> {
     // SAFETY: all-zero capabilities are valid; we set the one we need.
     let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
     caps.set_can_tag_objects(1);
     env.add_capabilities(&caps).map_err(|e| format!("this JVM cannot tag objects for a heap walk ({e})"))?;
     let mut wanted = 0;
     for (i, &t) in targets.iter().enumerate() {
-        if !t.is_null() && env.set_tag(t, TARGET_TAG | i as jlong).is_ok() {
+        // SAFETY: `t` is a live local reference (this function's contract).
+        if !t.is_null() && unsafe { env.set_tag(t, TARGET_TAG | i as jlong) }.is_ok() {
             wanted += 1;
         }
         // Our own reference would be the shortest path (a JNI local root):
         // drop it; the tag finds the object.
-        jni.delete_local(t);
+        // SAFETY: as above, and not used afterwards.
+        unsafe { jni.delete_local(t) };
     }
     let started = Instant::now();
     let mut walk = Walk { nodes: Vec::new(), found: vec![None; targets.len()], remaining: wanted, deadline: started + budget, calls: 0, timed_out: false };
     // SAFETY: an all-null callback table is valid; we set the reference callback.
     let mut callbacks: jvmtiHeapCallbacks = unsafe { std::mem::zeroed() };
     callbacks.heap_reference_callback = Some(on_reference);
-    env.follow_references(&callbacks, &mut walk as *mut Walk as *const std::ffi::c_void).map_err(|e| format!("FollowReferences failed ({e})"))?;
+    // SAFETY: on_reference takes its user data as the `Walk` it is here,
+    // which outlives the call.
+    unsafe { env.follow_references(&callbacks, &mut walk as *mut Walk as *const std::ffi::c_void) }.map_err(|e| format!("FollowReferences failed ({e})"))?;
     let found = walk.found.iter().filter(|f| f.is_some()).count();
     crate::log::debug(&format!("gcroots: {} objects numbered, {found} of {wanted} targets found in {:?}", walk.nodes.len(), started.elapsed()));
     let mut paths = Vec::with_capacity(targets.len());
@@ -246,15 +261,20 @@ fn describe(env: Jvmti, jni: Jni, nodes: &[Node], id: u32) -> Vec<String> {
     for (pos, &i) in ids.iter().enumerate() {
         let Some(node) = nodes.get(i as usize) else { break };
         let obj = object(i as jlong + 1);
-        let what = object_name(env, jni, obj);
+        // SAFETY: `obj` is null or a local reference GetObjectsWithTags
+        // returned in the frame pushed above, live until pop_frame below.
+        let what = unsafe { object_name(env, jni, obj) };
         if pos == 0 {
             steps.push(format!("GC root ({}): {what}", root_kind(node.kind)));
             continue;
         }
         let parent = if pos > 0 { object(ids[pos - 1] as jlong + 1) } else { std::ptr::null_mut() };
         let edge = match node.kind {
-            JVMTI_HEAP_REFERENCE_STATIC_FIELD => format!("static field {}", static_field_name(env, jni, parent, obj).unwrap_or_else(|| format!("#{}", node.index))),
-            JVMTI_HEAP_REFERENCE_FIELD => match instance_field_name(env, jni, parent, obj) {
+            // SAFETY: `parent` and `obj` as above; for a static field
+            // reference, the parent node is a class.
+            JVMTI_HEAP_REFERENCE_STATIC_FIELD => format!("static field {}", unsafe { static_field_name(env, jni, parent, obj) }.unwrap_or_else(|| format!("#{}", node.index))),
+            // SAFETY: `parent` and `obj` as above.
+            JVMTI_HEAP_REFERENCE_FIELD => match unsafe { instance_field_name(env, jni, parent, obj) } {
                 // FollowReferences follows weak and soft referents too.
                 Some(f) if f == "java.lang.ref.Reference.referent" => format!("field {f} (weak or soft: does not keep it alive)"),
                 Some(f) => format!("field {f}"),
@@ -282,20 +302,31 @@ fn describe(env: Jvmti, jni: Jni, nodes: &[Node], id: u32) -> Vec<String> {
     steps
 }
 
-fn class_name(env: Jvmti, class: jclass) -> String {
-    env.class_signature(class).map(|s| class_name_from_signature(&s)).unwrap_or_else(|_| "?".into())
+/// # Safety
+/// `class` must be a live JNI reference to a class.
+unsafe fn class_name(env: Jvmti, class: jclass) -> String {
+    // SAFETY: `class` is live (this function's contract).
+    unsafe { env.class_signature(class) }.map(|s| class_name_from_signature(&s)).unwrap_or_else(|_| "?".into())
 }
 
 /// `java.util.ArrayList`, or `class Foo` for a class object.
-fn object_name(env: Jvmti, jni: Jni, obj: jobject) -> String {
+///
+/// # Safety
+/// `obj` must be null or a live JNI reference.
+unsafe fn object_name(env: Jvmti, jni: Jni, obj: jobject) -> String {
     if obj.is_null() {
         return "(object gone)".into();
     }
-    let class = jni.object_class(obj);
-    let name = class_name(env, class);
-    jni.delete_local(class);
+    // SAFETY: `obj` is live and not null (this function's contract).
+    let class = unsafe { jni.object_class(obj) };
+    // SAFETY: `class` is the local reference GetObjectClass just returned,
+    // deleted after its last use.
+    let name = unsafe { class_name(env, class) };
+    // SAFETY: as above.
+    unsafe { jni.delete_local(class) };
     if name == "java.lang.Class" {
-        format!("class {}", class_name(env, obj as jclass))
+        // SAFETY: `obj` is live, and a class object.
+        format!("class {}", unsafe { class_name(env, obj as jclass) })
     } else {
         name
     }
@@ -306,49 +337,79 @@ fn is_reference(sig: &str) -> bool {
 }
 
 /// The static field of `class` that holds `value`.
-fn static_field_name(env: Jvmti, jni: Jni, class: jobject, value: jobject) -> Option<String> {
+///
+/// # Safety
+/// `class` must be null or a live JNI reference to a class, `value` null or
+/// a live JNI reference.
+unsafe fn static_field_name(env: Jvmti, jni: Jni, class: jobject, value: jobject) -> Option<String> {
     if class.is_null() || value.is_null() {
         return None;
     }
     let class = class as jclass;
-    for f in env.class_fields(class).ok()? {
-        let Ok((name, sig, modifiers)) = env.field_info(class, f) else { continue };
+    // SAFETY: `class` is live (this function's contract).
+    for f in unsafe { env.class_fields(class) }.ok()? {
+        // SAFETY: as above, and `f` is one of its fields.
+        let Ok((name, sig, modifiers)) = (unsafe { env.field_info(class, f) }) else { continue };
         if modifiers & ACC_STATIC == 0 || !is_reference(&sig) {
             continue;
         }
-        let v = jni.static_object_field(class, f);
-        let same = !v.is_null() && jni.is_same(v, value);
-        jni.delete_local(v);
+        // SAFETY: `f` is a static field of `class` of a reference type.
+        let v = unsafe { jni.static_object_field(class, f) };
+        // SAFETY: `v` is null or the local reference just returned, `value`
+        // live (this function's contract); `v` is deleted after its last use.
+        let same = !v.is_null() && unsafe { jni.is_same(v, value) };
+        // SAFETY: as above.
+        unsafe { jni.delete_local(v) };
         if same {
-            return Some(format!("{}.{name}", class_name(env, class)));
+            // SAFETY: `class` is live (this function's contract).
+            return Some(format!("{}.{name}", unsafe { class_name(env, class) }));
         }
     }
     None
 }
 
 /// The instance field of `obj` (or of a superclass) that holds `value`.
-fn instance_field_name(env: Jvmti, jni: Jni, obj: jobject, value: jobject) -> Option<String> {
+///
+/// # Safety
+/// `obj` and `value` must each be null or a live JNI reference.
+unsafe fn instance_field_name(env: Jvmti, jni: Jni, obj: jobject, value: jobject) -> Option<String> {
     if obj.is_null() || value.is_null() {
         return None;
     }
-    let mut class = jni.object_class(obj);
+    // SAFETY: `obj` is live and not null (this function's contract).
+    let mut class = unsafe { jni.object_class(obj) };
+    // `class` is always a local reference returned by GetObjectClass or
+    // GetSuperclass in this call, deleted only when replaced or on return.
     while !class.is_null() {
-        for f in env.class_fields(class).unwrap_or_default() {
-            let Ok((name, sig, modifiers)) = env.field_info(class, f) else { continue };
+        // SAFETY: `class` is live (see above).
+        for f in unsafe { env.class_fields(class) }.unwrap_or_default() {
+            // SAFETY: as above, and `f` is one of its fields.
+            let Ok((name, sig, modifiers)) = (unsafe { env.field_info(class, f) }) else { continue };
             if modifiers & ACC_STATIC != 0 || !is_reference(&sig) {
                 continue;
             }
-            let v = jni.object_field(obj, f);
-            let same = !v.is_null() && jni.is_same(v, value);
-            jni.delete_local(v);
+            // SAFETY: `f` is an instance field of a reference type of `obj`'s
+            // class or one of its superclasses; `obj` is live.
+            let v = unsafe { jni.object_field(obj, f) };
+            // SAFETY: `v` is null or the local reference just returned,
+            // `value` live (this function's contract); `v` is deleted after
+            // its last use.
+            let same = !v.is_null() && unsafe { jni.is_same(v, value) };
+            // SAFETY: as above.
+            unsafe { jni.delete_local(v) };
             if same {
-                let owner = class_name(env, class);
-                jni.delete_local(class);
+                // SAFETY: `class` is live (see above), deleted after its last use.
+                let owner = unsafe { class_name(env, class) };
+                // SAFETY: as above.
+                unsafe { jni.delete_local(class) };
                 return Some(format!("{owner}.{name}"));
             }
         }
-        let next = jni.superclass(class);
-        jni.delete_local(class);
+        // SAFETY: `class` is live (see above); it is replaced by `next`
+        // after its deletion.
+        let next = unsafe { jni.superclass(class) };
+        // SAFETY: as above.
+        unsafe { jni.delete_local(class) };
         class = next;
     }
     None

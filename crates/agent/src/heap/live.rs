@@ -254,7 +254,9 @@ impl State {
     /// Deletes all entries (a new recording starts).
     fn clear(&mut self, jni: Jni) {
         for e in self.entries.drain(..) {
-            jni.delete_weak_global(e.weak as jweak);
+            // SAFETY: an entry's `weak` is the weak global reference track
+            // made, deleted only when its entry goes (as here).
+            unsafe { jni.delete_weak_global(e.weak as jweak) };
         }
         self.entries.shrink_to_fit();
         self.sites.clear();
@@ -310,7 +312,10 @@ impl LiveTracker {
 
     /// Tracks one sampled object (from the SampledObjectAlloc callback).
     /// `weight` is the unbiased bytes the sample stands for.
-    pub fn track(&self, jni: Jni, object: jobject, frames: &[RawFrame], size: u64, weight: f64) {
+    ///
+    /// # Safety
+    /// `object` must be null or a live JNI reference.
+    pub unsafe fn track(&self, jni: Jni, object: jobject, frames: &[RawFrame], size: u64, weight: f64) {
         if !self.enabled() || object.is_null() {
             return;
         }
@@ -324,7 +329,8 @@ impl LiveTracker {
         if now_level > level && !keep(now_level - level) {
             return;
         }
-        let weak = jni.new_weak_global(object);
+        // SAFETY: `object` is live (this function's contract).
+        let weak = unsafe { jni.new_weak_global(object) };
         if weak.is_null() {
             return;
         }
@@ -351,7 +357,8 @@ impl LiveTracker {
                     e.weight *= 2.0;
                     true
                 } else {
-                    jni.delete_weak_global(e.weak as jweak);
+                    // SAFETY: as in State::clear: the entry goes.
+                    unsafe { jni.delete_weak_global(e.weak as jweak) };
                     st.release(e.site);
                     false
                 }
@@ -380,8 +387,11 @@ impl LiveTracker {
             while i < limit {
                 let (weak, site) = (st.entries[i].weak, st.entries[i].site);
                 checked += 1;
-                if jni.is_same(weak as jobject, std::ptr::null_mut()) {
-                    jni.delete_weak_global(weak as jweak);
+                // SAFETY: `weak` is the entry's weak global reference, alive
+                // while the entry is (see State::clear), and the lock is held.
+                if unsafe { jni.is_same(weak as jobject, std::ptr::null_mut()) } {
+                    // SAFETY: as above; the entry goes.
+                    unsafe { jni.delete_weak_global(weak as jweak) };
                     st.release(site);
                     st.entries.swap_remove(i);
                     limit = limit.min(st.entries.len());
@@ -420,7 +430,8 @@ impl LiveTracker {
     }
 
     fn sweeper_loop(&self, vm: *mut JavaVM) {
-        let Some(jni) = jvmti::attach_daemon(vm, c"oxprof-live") else {
+        // SAFETY: `vm` is the agent's JavaVM (`Agent::vm`, through start).
+        let Some(jni) = (unsafe { jvmti::attach_daemon(vm, c"oxprof-live") }) else {
             log::warn("live: the sweeper thread cannot attach to the JVM; dead objects are only dropped at reports");
             return;
         };
@@ -519,7 +530,9 @@ impl LiveTracker {
                 mean_gcs_survived: a.gcs / n,
                 old_share: a.old as f64 / n,
                 series: slot.series.clone(),
-                instance: if with_instances { jni.new_local(a.weak as jobject) } else { std::ptr::null_mut() },
+                // SAFETY: `a.weak` is an entry's weak global reference (see
+                // State::clear), not deleted while `st` is locked.
+                instance: if with_instances { unsafe { jni.new_local(a.weak as jobject) } } else { std::ptr::null_mut() },
             });
         }
         let level = self.level.load(Ordering::Acquire).min(40);

@@ -52,12 +52,12 @@ fn may_force_gc(vm_structs: Option<&VmStructs>) -> Result<(), String> {
 
 /// Starts tracking for a recording; returns the log line.
 pub fn start(tracker: &'static LiveTracker, vm: *mut JavaVM, (jvmti, jni): (Jvmti, Jni), interval: u64, opts: &LiveOptions) -> Result<String, String> {
-    if jvmti.set_event(true, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, std::ptr::null_mut()).is_err() {
+    if jvmti.set_event(true, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH).is_err() {
         // Loaded without the capability (an older attach): ask again.
         // SAFETY: all-zero capabilities are valid; we set the one we need.
         let mut caps: jvmtiCapabilities = unsafe { std::mem::zeroed() };
         caps.set_can_generate_garbage_collection_events(1);
-        let ok = jvmti.add_capabilities(&caps).is_ok() && jvmti.set_event(true, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, std::ptr::null_mut()).is_ok();
+        let ok = jvmti.add_capabilities(&caps).is_ok() && jvmti.set_event(true, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH).is_ok();
         if !ok {
             log::warn("live: this JVM does not report GCs to the agent; dead objects are dropped only at reports and growth series stay empty");
         }
@@ -89,7 +89,7 @@ pub fn effective(recording: &LiveOptions, command: &Config) -> LiveOptions {
 /// recording (with the allocation sampling interval); `frame`
 /// names a stored frame.
 #[allow(clippy::too_many_arguments)]
-pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Frame, opts: &LiveOptions, vm: *mut JavaVM, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Built {
+pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Frame, opts: &LiveOptions, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Built {
     let framed = jni.push_frame(64);
     let no_gc_why = if opts.force_gc { may_force_gc(vm_structs).err() } else { None };
     if let Some(why) = &no_gc_why {
@@ -138,7 +138,9 @@ pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Fram
         match by_frames.get(&frames) {
             Some(&i) => {
                 merge(&mut report.sites[i], &site);
-                jni.delete_local(s.instance);
+                // SAFETY: `s.instance` is null or the snapshot's local
+                // reference (in the frame pushed above), used only here.
+                unsafe { jni.delete_local(s.instance) };
             }
             None => {
                 by_frames.insert(frames, report.sites.len());
@@ -160,9 +162,13 @@ pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Fram
         if framed {
             let n = ROOT_SUSPECTS.min(report.sites.len());
             for &other in &instances[n..] {
-                jni.delete_local(other);
+                // SAFETY: as above; the instances not searched for are not
+                // used afterwards.
+                unsafe { jni.delete_local(other) };
             }
-            let found = gcroots::find(vm, jni, &instances[..n], Duration::from_nanos(ns));
+            // SAFETY: these instances are null or the snapshot's local
+            // references, in the current frame and not used afterwards.
+            let found = unsafe { gcroots::find(jni, &instances[..n], Duration::from_nanos(ns)) };
             for (site, path) in report.sites.iter_mut().zip(found.paths) {
                 site.path_to_root = path;
             }

@@ -115,7 +115,7 @@ impl<'a> JavaStack<'a> {
         }
         let (asp, afp, apc) = l.anchor(thread);
         // Every frame walked lies above this handler's frame on the stack.
-        let live = |sp: usize| sp > here && sp < hi && sp % 8 == 0;
+        let live = |sp: usize| sp > here && sp < hi && sp.is_multiple_of(8);
         let start = if asp != 0 {
             // Outside Java (or leaving it): the anchor is the last Java frame.
             // With no saved pc, the return address sits just below its sp.
@@ -150,7 +150,7 @@ impl<'a> JavaStack<'a> {
 
     /// A stack word of this thread, if inside the readable range.
     fn word(&self, addr: usize) -> Option<usize> {
-        if addr < self.lo || addr.checked_add(8)? > self.hi || addr % 8 != 0 {
+        if addr < self.lo || addr.checked_add(8)? > self.hi || !addr.is_multiple_of(8) {
             return None;
         }
         // SAFETY: [lo, hi) is the live part of the current thread's own stack
@@ -217,7 +217,7 @@ impl<'a> JavaStack<'a> {
     /// Steps over an interpreted frame; returns its Method* and bcp.
     fn unwind_interpreted(&mut self) -> Option<PhysFrame> {
         let fp = self.fp;
-        if fp < self.sp || fp % 8 != 0 {
+        if fp < self.sp || !fp.is_multiple_of(8) {
             return None;
         }
         let method = self.word(Layout::interpreted_method_slot(fp))?;

@@ -87,7 +87,7 @@ static ENABLED: AtomicBool = AtomicBool::new(true);
 // signal-safe: off (read at start)
 /// Reads the environment switch. Call off the signal path.
 pub fn configure() -> bool {
-    let on = std::env::var_os("OXPROF_DISABLE_JAVA_WALKER").map_or(true, |v| v.is_empty() || v == "0");
+    let on = std::env::var_os("OXPROF_DISABLE_JAVA_WALKER").is_none_or(|v| v.is_empty() || v == "0");
     ENABLED.store(on, Ordering::Relaxed);
     on
 }

@@ -191,7 +191,7 @@ impl StackWindow {
 
     fn fill(&mut self, addr: usize, buf: &mut [usize]) -> bool {
         let len = buf.len() * 8;
-        if addr % 8 != 0 || addr < self.lo || addr > usize::MAX - len {
+        if !addr.is_multiple_of(8) || addr < self.lo || addr > usize::MAX - len {
             return false;
         }
         let last = addr + len - 1;

@@ -28,7 +28,11 @@ pub struct Lines {
 impl Lines {
     /// The source line of `bci` in `method`, or -1. Methods of classes that
     /// may unload are not asked about (the JVM may have freed them).
-    fn line(&mut self, jvmti: Jvmti, symbols: &Symbols, method: usize, bci: i32) -> i32 {
+    ///
+    /// # Safety
+    /// `method` must be a jmethodID the JVM gave out (of a class that has
+    /// not unloaded, unless `symbols` knows it may unload).
+    unsafe fn line(&mut self, jvmti: Jvmti, symbols: &Symbols, method: usize, bci: i32) -> i32 {
         if bci < 0 {
             return -1;
         }
@@ -36,7 +40,9 @@ impl Lines {
             if symbols.may_unload(method) {
                 Vec::new()
             } else {
-                jvmti.line_number_table(method as jmethodID).unwrap_or_default()
+                // SAFETY: `method`'s class cannot unload (may_unload is
+                // false), so the jmethodID is still valid.
+                unsafe { jvmti.line_number_table(method as jmethodID) }.unwrap_or_default()
             }
         });
         // The entry with the greatest start not above bci.
@@ -56,9 +62,13 @@ fn synthetic(name: String) -> JfrFrame {
     JfrFrame { class: String::new(), method: name, descriptor: String::new(), line: -1, bci: -1, kind: FrameType::Native }
 }
 
-fn java(cx: &Context<'_>, lines: &mut Lines, method: usize, bci: i32, kind: FrameType) -> JfrFrame {
-    let name = cx.symbols.resolve(cx.jvmti, cx.jni, method as jmethodID);
-    let line = if kind == FrameType::Native { -1 } else { lines.line(cx.jvmti, cx.symbols, method, bci) };
+/// # Safety
+/// As [`Symbols::resolve`]'s `method`.
+unsafe fn java(cx: &Context<'_>, lines: &mut Lines, method: usize, bci: i32, kind: FrameType) -> JfrFrame {
+    // SAFETY: as this function's contract.
+    let name = unsafe { cx.symbols.resolve(cx.jvmti, cx.jni, method as jmethodID) };
+    // SAFETY: as above.
+    let line = if kind == FrameType::Native { -1 } else { unsafe { lines.line(cx.jvmti, cx.symbols, method, bci) } };
     JfrFrame { class: name.class.to_string(), method: name.method.clone(), descriptor: name.descriptor.clone(), line, bci: bci.max(-1), kind }
 }
 
@@ -75,7 +85,10 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
             };
             JfrFrame { kind, ..synthetic(named.name) }
         }
-        BCI_NATIVE_FRAME => java(cx, lines, f.method, -1, FrameType::Native),
+        // SAFETY: a stored Java frame's `method` is a jmethodID the sampler
+        // recorded; Symbols keeps the names of those whose class may unload,
+        // so the JVM is asked only about the others.
+        BCI_NATIVE_FRAME => unsafe { java(cx, lines, f.method, -1, FrameType::Native) },
         _ => {
             let kind = match f.java_type() {
                 JavaFrameType::Unknown => FrameType::Unknown,
@@ -83,7 +96,8 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
                 JavaFrameType::Compiled => FrameType::Jit,
                 JavaFrameType::Inlined => FrameType::Inlined,
             };
-            java(cx, lines, f.method, f.java_bci(), kind)
+            // SAFETY: as above.
+            unsafe { java(cx, lines, f.method, f.java_bci(), kind) }
         }
     }
 }

@@ -212,7 +212,8 @@ pub fn begin(agent: &'static Agent) {
     let vm = agent.vm as usize;
     let spawned = std::thread::Builder::new().name("oxprof-jfr".into()).spawn(move || {
         let vm = vm as *mut jvmti_sys::JavaVM;
-        let Some(jni) = jvmti::attach_daemon(vm, c"oxprof-jfr") else {
+        // SAFETY: `vm` is the agent's JavaVM (`Agent::vm`).
+        let Some(jni) = (unsafe { jvmti::attach_daemon(vm, c"oxprof-jfr") }) else {
             log::warn("the JFR thread cannot attach to the JVM; events are written at dump and stop only");
             return;
         };
@@ -228,7 +229,9 @@ pub fn begin(agent: &'static Agent) {
             }
         }
         cpu_ns.store(thread_cpu_ns(), Ordering::SeqCst);
-        jvmti::detach(vm);
+        // SAFETY: `vm` as above; attach_daemon attached this thread, and
+        // `jni` is not used after this.
+        unsafe { jvmti::detach(vm) };
     });
     match spawned {
         Ok(h) => *lock(&stream.thread) = Some(h),

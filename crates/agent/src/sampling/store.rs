@@ -414,7 +414,7 @@ impl SampleStore {
         };
         let len = frames.len();
         let at = self.frame_cursor.fetch_add(len, Ordering::Relaxed);
-        if at.checked_add(len).map_or(true, |end| end > self.frame_capacity) {
+        if at.checked_add(len).is_none_or(|end| end > self.frame_capacity) {
             slot.state.store(DEAD, Ordering::Release);
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return None;

@@ -99,9 +99,9 @@ impl Threads {
         if inner.timers.contains_key(&tid) || inner.excluded.contains(&tid) {
             return;
         }
-        if !inner.names.contains_key(&tid) {
+        if let std::collections::hash_map::Entry::Vacant(e) = inner.names.entry(tid) {
             if let Some(n) = comm(tid) {
-                inner.names.insert(tid, n);
+                e.insert(n);
             }
         }
         match engine.start_thread(tid, interval) {

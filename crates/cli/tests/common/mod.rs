@@ -174,7 +174,10 @@ pub const FAILURE_MARKERS: [&str; 12] = [
 ];
 
 /// Collapsed stacks: (frames root first, count).
-pub fn read_collapsed(path: &Path) -> Vec<(Vec<String>, u64)> {
+pub type Collapsed = Vec<(Vec<String>, u64)>;
+
+/// Collapsed stacks: (frames root first, count).
+pub fn read_collapsed(path: &Path) -> Collapsed {
     let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     s.lines()
         .map(|l| {
@@ -212,7 +215,7 @@ fn summary_line(stderr: &str, marker: &str) -> std::collections::HashMap<String,
 /// sampling, with the agent comparing each of its own allocation-stack walks
 /// with JVMTI `GetStackTrace` (`OXPROF_CHECK_ALLOC_WALK=1`). Returns the
 /// alloc summary's counts and the collapsed stacks.
-pub fn alloc_walk_check(java: &Path, cp: &Path, out: &Path) -> (std::collections::HashMap<String, u64>, Vec<(Vec<String>, u64)>) {
+pub fn alloc_walk_check(java: &Path, cp: &Path, out: &Path) -> (std::collections::HashMap<String, u64>, Collapsed) {
     let o = Command::new(java)
         .current_dir(cp)
         .env("OXPROF_CHECK_ALLOC_WALK", "1")

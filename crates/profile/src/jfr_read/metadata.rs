@@ -286,10 +286,13 @@ fn read_element(c: &mut Cursor, strings: &[String], depth: usize) -> Result<Elem
 mod tests {
     use super::*;
 
+    /// A field of a test class: name, type id, pooled, array.
+    type TestField<'a> = (&'a str, i64, bool, bool);
+
     /// Encodes a metadata event: strings, then root > metadata > class elements.
-    pub(crate) fn metadata_bytes(classes: &[(i64, &str, &[(&str, i64, bool, bool)])]) -> Vec<u8> {
+    pub(crate) fn metadata_bytes(classes: &[(i64, &str, &[TestField<'_>])]) -> Vec<u8> {
         let mut strings: Vec<String> = Vec::new();
-        let mut idx = |s: &str, strings: &mut Vec<String>| -> u8 {
+        let idx = |s: &str, strings: &mut Vec<String>| -> u8 {
             if let Some(i) = strings.iter().position(|x| x == s) {
                 return i as u8;
             }
