@@ -2,6 +2,9 @@
 //!
 //! Every JVMTI call returns a `Result` with the error's name, never panics, and
 //! frees what the JVM allocated for us (`Deallocate`).
+//!
+//! Soundness: wrappers that pass a caller-chosen JNI handle, jmethodID or
+//! jfieldID, or JavaVM pointer to the JVM are `unsafe fn` (see [`Jvmti`]).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::fmt;
