@@ -9,8 +9,7 @@ use crate::jvmti::Jni;
 use crate::options::{Command, Config};
 use crate::output;
 use oxprof_profile::OutputFormat;
-use crate::profiler::{fmt_interval, Profiler, Recording};
-use crate::sampling::store::RawFrame;
+use crate::source::Recording;
 use crate::Agent;
 
 /// Runs the command in `config` and returns the reply lines.
@@ -42,17 +41,7 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
 /// One line saying what runs, since when, and how many samples.
 fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
     let Some(rec) = rec else { return "idle: profiling is not running".into() };
-    let mut parts = Vec::new();
-    if let Some(cpu) = &rec.cpu {
-        parts.push(format!("{} ({}, interval {})", cpu.event.name(), cpu.engine.short(), fmt_interval(rec.config.interval_ns)));
-    }
-    if let Some(i) = rec.alloc {
-        parts.push(format!("alloc (mean interval {i} bytes)"));
-    }
-    if rec.config.live.enabled {
-        let l = agent.profiler.alloc.live.stats();
-        parts.push(format!("live ({} tracked in {} sites, memory {} of {} budget, thinned {} times, {} GCs)", l.tracked, l.sites, l.used, l.budget, l.thinnings, l.gcs));
-    }
+    let parts: Vec<String> = rec.sources.iter().map(|s| s.status()).collect();
     format!(
         "running: {} for {:.1} s, {} samples, output {}",
         parts.join(" + "),
@@ -91,15 +80,12 @@ fn release_freed_memory() {
 
 fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
     let started = std::time::Instant::now();
-    let mut built = agent.profiler.build(rec, &agent.symbols, agent.jvmti, jni);
-    crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::heap::live_report::effective(&rec.config.live, command);
-        let meta = Profiler::meta(rec, "Live objects", "live", "JVMTI SampledObjectAlloc + weak references", rec.alloc.unwrap_or(0), "bytes");
-        let frame = |f: &RawFrame| agent.profiler.frame(f, &agent.symbols, agent.jvmti, jni);
-        built.push(crate::heap::live_report::build(&agent.profiler.alloc, meta, &frame, &out.live, agent.vm_structs.as_ref(), agent.jvmti, jni));
     }
+    let built = agent.profiler.build(rec, command, &agent.symbols, agent.vm_structs.as_ref(), agent.jvmti, jni);
+    crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     if command.file.is_some() {
         out.file = command.file.clone();
         out.format = command.format;

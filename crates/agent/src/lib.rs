@@ -25,6 +25,7 @@ pub mod options;
 pub mod output;
 pub mod profiler;
 pub mod sampling;
+pub mod source;
 pub mod symbols;
 
 use std::ffi::{c_char, c_void, CStr};

@@ -10,3 +10,4 @@ pub mod allocstack;
 pub mod gcroots;
 pub mod live;
 pub mod live_report;
+pub mod sources;

@@ -13,7 +13,7 @@ use oxprof_profile::jfr::{FrameType, JfrFrame};
 use oxprof_profile::FrameKind;
 
 use crate::jvmti::{Jni, Jvmti};
-use crate::profiler::{failure_name, split_cpu_stack, thread_category};
+use crate::sampling::cpu::{failure_name, split_cpu_stack, thread_category};
 use crate::sampling::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::sampling::store::{JavaFrameType, RawFrame};
 use crate::symbols::Symbols;

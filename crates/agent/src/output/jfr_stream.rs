@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
 use oxprof_profile::OutputFormat;
 
@@ -32,7 +31,6 @@ use crate::jvmti::{self, Jni};
 use crate::log;
 use crate::options::Config;
 use crate::output;
-use crate::profiler::fmt_interval;
 use crate::sampling::store::SampleStore;
 use crate::sampling::threads;
 use crate::Agent;
@@ -128,7 +126,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
     let wanted = config.file.clone().unwrap_or_else(|| output::default_path(OutputFormat::Jfr));
     let (path, file) = create(&wanted)?;
     let cpu = match config.cpu {
-        Some(_) => Some(Source { store: agent.profiler.store()?, log: leaked_log(&CPU_LOG) }),
+        Some(_) => Some(Source { store: crate::sampling::cpu::store()?, log: leaked_log(&CPU_LOG) }),
         None => None,
     };
     let alloc = match config.alloc {
@@ -190,20 +188,7 @@ pub fn begin(agent: &'static Agent) {
     {
         let mut inner = lock(&stream.inner);
         let settings = agent.profiler.with_recording(|rec| {
-            let mut s = Vec::new();
-            let Some(rec) = rec else { return s };
-            if let Some(cpu) = &rec.cpu {
-                s.push((event_type::EXECUTION_SAMPLE, "enabled", "true".to_string()));
-                s.push((event_type::EXECUTION_SAMPLE, "period", fmt_interval(rec.config.interval_ns).replace("ms", " ms").replace("us", " us")));
-                s.push((event_type::EXECUTION_SAMPLE, "engine", cpu.engine.describe().to_string()));
-                s.push((event_type::EXECUTION_SAMPLE, "event", cpu.event.name().to_string()));
-            }
-            if let Some(interval) = rec.alloc {
-                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "enabled", "true".to_string()));
-                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "interval", format!("{interval} bytes")));
-                s.push((event_type::OBJECT_ALLOCATION_SAMPLE, "engine", "JVMTI SampledObjectAlloc (JEP 331)".to_string()));
-            }
-            s
+            rec.map(|rec| rec.sources.iter().flat_map(|s| s.jfr_settings()).collect()).unwrap_or_default()
         });
         inner.settings = settings;
     }

@@ -1,0 +1,384 @@
+//! The CPU event source: choosing an engine, arming the signal handler and
+//! starting each thread's timer, stopping them, and turning the CPU sample
+//! store into a profile (failed walks under their reason's frame, JVM
+//! threads under their kind's frame). Reading stored CPU stacks is here too,
+//! for every output that reads them (`split_cpu_stack`, `failure_name`).
+//! Runs outside the signal handler.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use jvmti_sys::asgct::ticks;
+use oxprof_profile::jfr::writer::event_type;
+use oxprof_profile::{Frame, FrameKind, Profile};
+
+use crate::engine::{self, itimer, Engine};
+use crate::log;
+use crate::native::dwarf as native_dwarf;
+use crate::native::symbols as native_symbols;
+use crate::native::unwind as native_unwind;
+use crate::options::{CStack, Event};
+use crate::output::Built;
+use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
+use crate::sampling::store::{RawFrame, SampleStore, StoredTrace};
+use crate::sampling::threads::{self, Threads};
+use crate::source::{Started, fmt_interval, BuildContext, EventSource, FrameMemo, StartContext};
+
+/// Distinct stacks the store can hold, and frames in all of them.
+const STORE_SLOTS: usize = 1 << 18;
+const STORE_FRAMES: usize = 1 << 23;
+
+static STORE: OnceLock<&'static SampleStore> = OnceLock::new();
+
+/// The CPU sample store, mapped on first use and kept for the process's
+/// life (the signal handler may still hold it while a recording stops).
+pub fn store() -> Result<&'static SampleStore, String> {
+    if let Some(s) = STORE.get() {
+        return Ok(s);
+    }
+    let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the sample store")?;
+    Ok(*STORE.get_or_init(|| Box::leak(Box::new(s))))
+}
+
+/// The store, if a CPU recording ever made it.
+pub fn stored() -> Option<&'static SampleStore> {
+    STORE.get().copied()
+}
+
+/// Whether a CPU recording collects kernel frames: perf_events records
+/// them beside the native stack, unless native stacks are off.
+fn collects_kernel_stacks(engine: Engine, cstack: CStack) -> bool {
+    engine == Engine::Perf && cstack != CStack::No
+}
+
+/// Counts gathered while building a profile.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub samples: u64,
+    pub java_samples: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    /// Samples that carry native or kernel frames.
+    pub native_samples: u64,
+    pub failed_by_reason: BTreeMap<&'static str, u64>,
+}
+
+impl Summary {
+    /// Failed walks as a share of the Java threads' samples, in percent.
+    pub fn failed_pct(&self) -> f64 {
+        if self.java_samples == 0 {
+            0.0
+        } else {
+            100.0 * self.failed as f64 / self.java_samples as f64
+        }
+    }
+}
+
+/// Reads a stored CPU stack (leaf first): the frames above its marker (its
+/// native and kernel frames, and the Java frames of a walk that stopped
+/// short), and the marker code naming why the Java part is missing or
+/// partial. A JVM-internal thread (JIT compiler, service threads) has no
+/// Java frame: AsyncGetCallTrace reports that as unknown_not_Java (the own
+/// walk as no Java frame), but it is neither a failed walk nor a Java
+/// thread's sample, so it reads as [`MARK_NON_JAVA_THREAD`]. A stack
+/// without a marker is returned whole with `None`. Every output (profile,
+/// JFR) reads stacks through this one function.
+pub fn split_cpu_stack<'a>(frames: &'a [RawFrame], tid: u32, threads: &Threads) -> (&'a [RawFrame], Option<i32>) {
+    let (above, marker) = match frames.split_last() {
+        Some((last, above)) if last.is_marker() => (above, last.bci),
+        _ => return (frames, None),
+    };
+    let marker = match marker {
+        ticks::UNKNOWN_NOT_JAVA | MARK_NO_JAVA_FRAME if above.iter().all(RawFrame::is_native) && !threads.is_java_visible(tid) => MARK_NON_JAVA_THREAD,
+        m => m,
+    };
+    (above, Some(marker))
+}
+
+/// The synthetic frame name for an AsyncGetCallTrace error code.
+pub fn failure_name(code: i32) -> &'static str {
+    match code {
+        ticks::NO_CLASS_LOAD => "[no_class_load]",
+        ticks::GC_ACTIVE => "[gc_active]",
+        ticks::UNKNOWN_NOT_JAVA => "[unknown_not_Java]",
+        ticks::NOT_WALKABLE_NOT_JAVA => "[not_walkable_not_Java]",
+        ticks::UNKNOWN_JAVA => "[unknown_Java]",
+        ticks::NOT_WALKABLE_JAVA => "[not_walkable_Java]",
+        ticks::UNKNOWN_STATE => "[unknown_state]",
+        ticks::THREAD_EXIT => "[thread_exit]",
+        ticks::DEOPT => "[deopt]",
+        ticks::SAFEPOINT => "[safepoint]",
+        MARK_TRUNCATED => "[truncated]",
+        _ => "[unknown_error]",
+    }
+}
+
+/// A thread name without its instance number: `GC Thread#3` → `GC Thread`,
+/// `C2 CompilerThre` (kernel-truncated) → `C2 CompilerThread`.
+pub fn thread_category(name: &str) -> String {
+    if name.starts_with("C1 CompilerThre") || name.starts_with("C2 CompilerThre") {
+        return format!("{}CompilerThread", &name[..3]);
+    }
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches(['#', '-', ' ']);
+    if trimmed.is_empty() { name.to_string() } else { trimmed.to_string() }
+}
+
+/// A running CPU recording.
+pub struct CpuSource {
+    event: Event,
+    engine: Engine,
+    /// Why perf_events was not used, when `cpu` fell back to ctimer.
+    fallback: Option<String>,
+    interval_ns: u64,
+    cstack: CStack,
+    threads: Arc<Threads>,
+    stopped: bool,
+}
+
+/// Starts CPU sampling when the options ask for it (`event=cpu|ctimer|itimer`).
+pub fn start(cx: &StartContext) -> Result<Started, String> {
+    let Some(event) = cx.config.cpu else { return Ok(None) };
+    let config = cx.config;
+    let asgct = cx.asgct.ok_or("this JVM does not export AsyncGetCallTrace; CPU profiling needs HotSpot (JDK 11 or later)")?;
+    let store = store()?;
+    store.reset(); // no handler is armed: safe
+    let (engine, fallback) = engine::choose(event, config.interval_ns);
+    if let Some(why) = &fallback {
+        log::warn(&format!("{why}; falling back to the ctimer engine"));
+    }
+    if engine == Engine::Perf && engine::perf::delivery() == engine::perf::Delivery::Trap {
+        if let Err(e) = signal::install_trap() {
+            log::warn(&format!("cannot install the SIGTRAP handler ({e}); perf_events will signal with SIGPROF"));
+            engine::perf::set_delivery(engine::perf::Delivery::Prof);
+        }
+    }
+    // SIGPROF is taken only when needed: JDK 25's JFR refuses to sample
+    // CPU time (jdk.CPUTimeSample) while another SIGPROF handler is in place.
+    if engine != Engine::Perf || engine::perf::delivery() == engine::perf::Delivery::Prof {
+        signal::install().map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+    }
+    if signal::read_noop_switch() {
+        log::warn("OXPROF_SIGNAL_NOOP=1: the signal handler returns at once and records nothing (a benchmark of the engine's own cost)");
+    }
+    let mut ctx = SignalContext::new(store, asgct, cx.vm, config.jstackdepth, config.interval_ns, config.threads);
+    let kernel_stacks = collects_kernel_stacks(engine, config.cstack);
+    if !native_unwind::init() && config.cstack != CStack::No {
+        log::warn("no safe memory probe (pipe, process_vm_readv): native stacks keep only the interrupted function");
+    }
+    if config.cstack == CStack::Dwarf {
+        let objects = native_dwarf::refresh();
+        log::debug(&format!("DWARF unwind tables of {objects} objects loaded"));
+        let registry = cx.threads.clone();
+        if let Err(e) = native_dwarf::start_watcher(move || registry.exclude(threads::current_tid())) {
+            log::warn(&format!("no thread to follow library loads for cstack=dwarf: {e}"));
+        }
+    }
+    ctx.set_cstack(config.cstack, kernel_stacks);
+    engine::perf::set_kernel_stacks(kernel_stacks);
+    signal::arm(ctx);
+    let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone(), stopped: false };
+    let started = if engine.per_thread() {
+        cx.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
+    } else {
+        itimer::start(config.interval_ns).map(|()| "process-wide".to_string())
+    };
+    let how = match started {
+        Ok(t) => t,
+        Err(e) => {
+            source.stop(None);
+            return Err(format!("cannot start the {} engine: {e}", engine.short()));
+        }
+    };
+    let line = format!(
+        "started {} profiling: engine {} ({}), interval {}, {}",
+        event.name(),
+        engine.describe(),
+        engine.signal_name(),
+        fmt_interval(config.interval_ns),
+        how
+    );
+    Ok(Some((Box::new(source), line)))
+}
+
+impl EventSource for CpuSource {
+    fn key(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn status(&self) -> String {
+        format!("{} ({}, interval {})", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns))
+    }
+
+    fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {
+        let id = event_type::EXECUTION_SAMPLE;
+        vec![
+            (id, "enabled", "true".to_string()),
+            (id, "period", fmt_interval(self.interval_ns).replace("ms", " ms").replace("us", " us")),
+            (id, "engine", self.engine.describe().to_string()),
+            (id, "event", self.event.name().to_string()),
+        ]
+    }
+
+    fn all_started(&self) {
+        if collects_kernel_stacks(self.engine, self.cstack) {
+            // Started only now that nothing can fail, so the table is
+            // dropped by this recording's last dump (see `write_recording`).
+            let registry = self.threads.clone();
+            native_symbols::prefetch_kernel_table(move || registry.exclude(threads::current_tid()));
+        }
+    }
+
+    fn stop(&mut self, _env: Option<(crate::jvmti::Jvmti, crate::jvmti::Jni)>) {
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
+        native_dwarf::stop_watcher();
+        if self.engine.per_thread() {
+            self.threads.stop();
+        } else {
+            itimer::stop();
+        }
+        drop(signal::disarm());
+    }
+
+    fn build(&self, cx: &BuildContext) -> Built {
+        let started = Instant::now();
+        let (profile, s) = self.profile(cx);
+        log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
+        let summary_line = format!(
+            "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
+            s.samples,
+            s.java_samples,
+            s.failed,
+            s.failed_pct(),
+            s.dropped,
+            self.engine.short(),
+            s.native_samples,
+            native_unwind::mean_ns().unwrap_or(0),
+            signal::handler_mean_ns().unwrap_or(0)
+        );
+        Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None }
+    }
+}
+
+impl CpuSource {
+    fn profile(&self, cx: &BuildContext) -> (Profile, Summary) {
+        let Some(store) = stored() else { return (Profile::default(), Summary::default()) };
+        let traces = store.snapshot();
+        native_symbols::resolver().refresh();
+        let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
+        let config = &cx.rec.config;
+        let mut profile = Profile::new(cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), config.interval_ns, "ns"));
+        let mut ids = Vec::new();
+        let mut memo = FrameMemo::default();
+        for t in &traces {
+            summary.samples += t.samples;
+            ids.clear();
+            trace_frames(t, config.threads, cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            profile.add(ids.clone(), t.samples, t.total);
+        }
+        native_symbols::resolver().clear();
+        let m = &mut profile.meta;
+        m.extra.push(("samples".into(), summary.samples.to_string()));
+        m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
+        for (reason, n) in &summary.failed_by_reason {
+            m.extra.push((format!("failed {reason}"), n.to_string()));
+        }
+        m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        let cost = native_unwind::mean_ns()
+            .map(|ns| format!(", {ns} ns and {:.2} memory probes per sample to collect", native_unwind::probes_per_100_samples() as f64 / 100.0))
+            .unwrap_or_default();
+        m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames{cost}", config.cstack.name(), summary.native_samples)));
+        if let Some(why) = &self.fallback {
+            m.extra.push(("engine fallback".into(), why.clone()));
+        }
+        (profile, summary)
+    }
+}
+
+/// Appends the frame ids of one stored CPU trace to `out` (root first).
+fn trace_frames(t: &StoredTrace, per_thread: bool, cx: &BuildContext, into: (&mut Profile, &mut FrameMemo), out: &mut Vec<u32>, summary: &mut Summary) {
+    let (profile, memo) = into;
+    let (above, marker) = split_cpu_stack(&t.frames, t.tid, cx.threads);
+    if t.frames.first().is_some_and(RawFrame::is_native) {
+        summary.native_samples += t.samples;
+    }
+    let mut push_raw = |profile: &mut Profile, out: &mut Vec<u32>, f: &RawFrame| out.push(memo.id(profile, f, || cx.frame(f)));
+    match marker {
+        Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {
+            if code == MARK_NO_JAVA_FRAME {
+                summary.java_samples += t.samples;
+            }
+            if per_thread {
+                out.push(profile.intern(cx.thread_root(t.tid)));
+            } else {
+                let name = cx.threads.name(t.tid).unwrap_or_else(|| "thread".into());
+                out.push(profile.intern(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native)));
+            }
+            above.iter().rev().for_each(|f| push_raw(profile, out, f));
+        }
+        Some(code) => {
+            summary.java_samples += t.samples;
+            summary.failed += t.samples;
+            *summary.failed_by_reason.entry(failure_name(code)).or_default() += t.samples;
+            if per_thread && t.tid != 0 {
+                out.push(profile.intern(cx.thread_root(t.tid)));
+            }
+            out.push(profile.intern(Frame::new(failure_name(code), FrameKind::Error)));
+            // The Java frames of a partial walk, then native frames.
+            above.iter().rev().for_each(|f| push_raw(profile, out, f));
+        }
+        None => {
+            summary.java_samples += t.samples;
+            if per_thread && t.tid != 0 {
+                out.push(profile.intern(cx.thread_root(t.tid)));
+            }
+            t.frames.iter().rev().for_each(|f| push_raw(profile, out, f));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampling::store::JavaFrameType;
+    use jvmti_sys::asgct::BCI_NATIVE_FRAME;
+
+    #[test]
+    fn thread_categories() {
+        assert_eq!(thread_category("GC Thread#3"), "GC Thread");
+        assert_eq!(thread_category("C2 CompilerThre"), "C2 CompilerThread");
+        assert_eq!(thread_category("G1 Conc#0"), "G1 Conc");
+        assert_eq!(thread_category("VM Thread"), "VM Thread");
+        assert_eq!(thread_category("pool-1-thread-12"), "pool-1-thread");
+        assert_eq!(thread_category("42"), "42");
+    }
+
+    /// A stored CPU stack is read back as the frames above its marker and
+    /// the marker's code, whatever stands above it; a Java frame without a
+    /// `jmethodID` is not a marker.
+    #[test]
+    fn cpu_stacks_split_at_their_marker() {
+        let threads = Threads::default();
+        threads.mark_java_visible(7);
+        let native = RawFrame::native_pc(0x1000);
+        let (a, b) = (RawFrame::java(0x10, 4, JavaFrameType::Compiled), RawFrame::java(0x20, 9, JavaFrameType::Interpreted));
+        let whole = [native, a, b];
+        assert_eq!(split_cpu_stack(&whole, 7, &threads), (&whole[..], None));
+        // The own walk stopped short: its Java frames stay above the marker.
+        let partial = [native, a, RawFrame::marker(ticks::UNKNOWN_JAVA)];
+        assert_eq!(split_cpu_stack(&partial, 7, &threads), (&partial[..2], Some(ticks::UNKNOWN_JAVA)));
+        let failed = [RawFrame::marker(ticks::GC_ACTIVE)];
+        assert_eq!(split_cpu_stack(&failed, 7, &threads), (&failed[..0], Some(ticks::GC_ACTIVE)));
+        // No Java frame: a JVM-internal thread, unless it is a Java thread.
+        let internal = [native, RawFrame::marker(ticks::UNKNOWN_NOT_JAVA)];
+        assert_eq!(split_cpu_stack(&internal, 8, &threads), (&internal[..1], Some(MARK_NON_JAVA_THREAD)));
+        assert_eq!(split_cpu_stack(&internal, 7, &threads), (&internal[..1], Some(ticks::UNKNOWN_NOT_JAVA)));
+        // A native Java method without a jmethodID at the root (its bci is
+        // -3, which is also unknown_not_Java's code) is a frame, not a marker.
+        let unnamed = [a, RawFrame { bci: BCI_NATIVE_FRAME, method: 0 }];
+        assert_eq!(split_cpu_stack(&unnamed, 7, &threads), (&unnamed[..], None));
+    }
+
+}
