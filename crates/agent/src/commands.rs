@@ -8,9 +8,9 @@ use std::path::Path;
 use crate::jvmti::Jni;
 use crate::options::{Command, Config};
 use crate::output;
-use oxprof_profile::OutputFormat;
 use crate::source::Recording;
 use crate::Agent;
+use oxprof_profile::OutputFormat;
 
 /// Runs the command in `config` and returns the reply lines.
 pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {

@@ -35,15 +35,15 @@ use std::sync::OnceLock;
 use jvmti_sys::asgct::AsyncGetCallTraceFn;
 use jvmti_sys::*;
 
-use crate::jvmti::{Jni, Jvmti};
-use crate::options::Config;
-use crate::profiler::Profiler;
-use crate::symbols::Symbols;
 use crate::heap::{allocstack, live_report};
 use crate::hotspot::vmstructs::{self, VmStructs};
 use crate::hotspot::{frames, javastack, javawalk, method_ids};
+use crate::jvmti::{Jni, Jvmti};
+use crate::options::Config;
 use crate::output::jfr_stream;
+use crate::profiler::Profiler;
 use crate::sampling::{signal, threads};
+use crate::symbols::Symbols;
 
 /// The agent's state, created once per JVM.
 pub struct Agent {
@@ -176,7 +176,9 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     // CompiledMethodLoad being enabled makes HotSpot record debug information
     // at non-safepoint PCs (DebugNonSafepoints left at its default), so
     // inlined frames are attributed right.
-    for event in [JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END] {
+    for event in
+        [JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END]
+    {
         if let Err(e) = jvmti.set_event(true, event) {
             log::warn(&format!("cannot enable JVMTI event {event}: {e}"));
         }
@@ -280,7 +282,10 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _
         };
         let config = match Config::parse(&raw).and_then(|c| {
             if let Some(file) = &c.file {
-                output::check_writable(file).map_err(|e| options::OptionError { option: format!("file={}", file.display()), problem: format!("{e} (the JVM writes as its own user)") })?;
+                output::check_writable(file).map_err(|e| options::OptionError {
+                    option: format!("file={}", file.display()),
+                    problem: format!("{e} (the JVM writes as its own user)"),
+                })?;
             }
             Ok(c)
         }) {
@@ -433,7 +438,10 @@ fn continuation_entry(jvmti: Jvmti, jni: Jni) -> usize {
     }
     // SAFETY: `class` is the local reference FindClass just returned, and
     // the jmethodIDs are its methods, from GetClassMethods; it is deleted last.
-    let id = unsafe { jvmti.class_methods(class) }.unwrap_or_default().into_iter().find(|&m| unsafe { jvmti.method_name(m) }.is_ok_and(|(name, _)| name == "enterSpecial"));
+    let id = unsafe { jvmti.class_methods(class) }
+        .unwrap_or_default()
+        .into_iter()
+        .find(|&m| unsafe { jvmti.method_name(m) }.is_ok_and(|(name, _)| name == "enterSpecial"));
     // SAFETY: as above; not used afterwards.
     unsafe { jni.delete_local(class) };
     id.map_or(0, |m| m as usize)

@@ -45,7 +45,6 @@ impl Event {
 
 pub use crate::native::CStack;
 
-
 impl CStack {
     pub const WORDS: &'static str = "fp, dwarf, no";
 
@@ -298,7 +297,10 @@ impl Config {
                     c.live.gc_roots_ns = match value {
                         None => Some(DEFAULT_GC_ROOTS_NS),
                         Some("no" | "false" | "0") => None,
-                        Some(v) => Some(parse_wall_duration_ns(v).map_err(|p| err(item, format!("{p}; gcroots=DURATION bounds the time spent finding paths to GC roots")))?),
+                        Some(v) => Some(
+                            parse_wall_duration_ns(v)
+                                .map_err(|p| err(item, format!("{p}; gcroots=DURATION bounds the time spent finding paths to GC roots")))?,
+                        ),
                     }
                 }
                 "leaks" if value.is_none() => c.live.report_format = true,
@@ -365,9 +367,7 @@ impl Config {
 
     /// The output format: the explicit word, else the file's extension, else HTML.
     pub fn output_format(&self) -> OutputFormat {
-        self.format
-            .or_else(|| self.file.as_deref().and_then(OutputFormat::from_path))
-            .unwrap_or(OutputFormat::FlameGraph)
+        self.format.or_else(|| self.file.as_deref().and_then(OutputFormat::from_path)).unwrap_or(OutputFormat::FlameGraph)
     }
 }
 

@@ -56,7 +56,14 @@ impl Profiler {
     }
 
     /// Starts a recording. Returns one line per source started, for the log.
-    pub fn start(&'static self, mut config: Config, vm: *mut JavaVM, asgct: Option<AsyncGetCallTraceFn>, env: (Jvmti, Jni), can_tag: bool) -> Result<Vec<String>, String> {
+    pub fn start(
+        &'static self,
+        mut config: Config,
+        vm: *mut JavaVM,
+        asgct: Option<AsyncGetCallTraceFn>,
+        env: (Jvmti, Jni),
+        can_tag: bool,
+    ) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
             return Err("profiling is already running; stop it first".into());

@@ -257,7 +257,11 @@ impl Symbols {
         }
         // SAFETY: no early name, so `method`'s class has not unloaded (this
         // function's contract).
-        let name = Arc::new(unsafe { Self::ask_jvm(jvmti, jni, method) }.unwrap_or_else(|| MethodName { class: "[unknown]".into(), method: "[unknown method]".into(), descriptor: String::new() }));
+        let name = Arc::new(unsafe { Self::ask_jvm(jvmti, jni, method) }.unwrap_or_else(|| MethodName {
+            class: "[unknown]".into(),
+            method: "[unknown method]".into(),
+            descriptor: String::new(),
+        }));
         self.lock().cache.insert(key, name.clone());
         name
     }

@@ -153,8 +153,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 fn copy_into(target: &Target, agent: &Path, contents: &[u8]) -> Result<Placed, AttachError> {
     let name = copy_name(agent, contents);
     let as_target = creds::assume(target)?;
-    let dir = open_in_target(&as_target, target, Path::new("/tmp"), libc::O_PATH | libc::O_DIRECTORY, 0)
-        .map_err(|e| AttachError::LoadFailed(format!("cannot copy the agent into JVM {}'s /tmp: {e}; copy it into the JVM's file system yourself and pass that path", target.pid)));
+    let dir = open_in_target(&as_target, target, Path::new("/tmp"), libc::O_PATH | libc::O_DIRECTORY, 0).map_err(|e| {
+        AttachError::LoadFailed(format!(
+            "cannot copy the agent into JVM {}'s /tmp: {e}; copy it into the JVM's file system yourself and pass that path",
+            target.pid
+        ))
+    });
     let dir = match dir {
         Ok(d) => d,
         Err(_) if !process::exists(target.pid) => return Err(AttachError::NoSuchProcess(target.pid)),
@@ -377,7 +381,13 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         assert_eq!(place_agent(&target, &ours(&exe)).unwrap(), Placed { in_target: exe.clone(), copied: false });
         assert_eq!(place_agent(&target, &theirs(&exe)).unwrap(), Placed { in_target: exe, copied: false });
-        for agent in [ours(Path::new("/nonexistent/liboxprof.so")), ours(Path::new("/")), theirs(Path::new("/nonexistent/liboxprof.so")), theirs(Path::new("/")), theirs(Path::new("liboxprof.so"))] {
+        for agent in [
+            ours(Path::new("/nonexistent/liboxprof.so")),
+            ours(Path::new("/")),
+            theirs(Path::new("/nonexistent/liboxprof.so")),
+            theirs(Path::new("/")),
+            theirs(Path::new("liboxprof.so")),
+        ] {
             assert!(matches!(place_agent(&target, &agent), Err(AttachError::LoadFailed(_))), "{agent:?}");
         }
     }

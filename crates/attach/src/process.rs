@@ -156,12 +156,7 @@ pub(crate) fn parse_status(pid: u32, text: &str) -> Option<Status> {
 pub(crate) fn proc_error(pid: u32, what: &str, e: io::Error, target_uid: u32) -> AttachError {
     match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ESRCH) => AttachError::NoSuchProcess(pid),
-        Some(libc::EACCES) | Some(libc::EPERM) => AttachError::PermissionDenied {
-            pid,
-            target_uid,
-            our_uid: our_euid(),
-            why: format!("{what}: {e}"),
-        },
+        Some(libc::EACCES) | Some(libc::EPERM) => AttachError::PermissionDenied { pid, target_uid, our_uid: our_euid(), why: format!("{what}: {e}") },
         _ => AttachError::io(what, e),
     }
 }

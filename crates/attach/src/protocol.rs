@@ -323,7 +323,9 @@ fn pidfd_open(pid: u32) -> Result<Option<OwnedFd>, AttachError> {
 fn signal(pid: u32, pidfd: Option<&OwnedFd>, target_uid: u32) -> Result<(), AttachError> {
     let r = match pidfd {
         // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
-        Some(fd) => unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd() as libc::c_long, libc::SIGQUIT as libc::c_long, 0 as libc::c_long, 0 as libc::c_long) },
+        Some(fd) => unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd() as libc::c_long, libc::SIGQUIT as libc::c_long, 0 as libc::c_long, 0 as libc::c_long)
+        },
         // SAFETY: kill takes a pid and a signal number by value.
         None => libc::c_long::from(unsafe { libc::kill(pid as libc::pid_t, libc::SIGQUIT) }),
     };

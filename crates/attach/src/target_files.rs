@@ -46,7 +46,9 @@ pub(crate) fn open_in_target(_as: &AsTarget, target: &Target, path: &Path, flags
     // SAFETY: a valid directory descriptor, a NUL-terminated path and an
     // open_how with its size, all outliving the call; the kernel returns a
     // new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_openat2, root.as_raw_fd() as libc::c_long, name.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+    let fd = unsafe {
+        libc::syscall(libc::SYS_openat2, root.as_raw_fd() as libc::c_long, name.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>())
+    };
     if fd >= 0 {
         // SAFETY: the kernel just gave us this descriptor; nobody else owns it.
         return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
@@ -138,16 +140,23 @@ pub fn read_target_file(target: &Target, path: &Path, cap: usize) -> Result<Vec<
         .map_err(|e| AttachError::io("starting a thread to read a file of the JVM", e))?;
     match rx.recv_timeout(READ_TIMEOUT) {
         Ok(result) => result,
-        Err(_) => Err(AttachError::Timeout { what: format!("reading {} in JVM {}'s file system (a FUSE file system that does not answer?)", path.display(), target.pid), after: READ_TIMEOUT }),
+        Err(_) => Err(AttachError::Timeout {
+            what: format!("reading {} in JVM {}'s file system (a FUSE file system that does not answer?)", path.display(), target.pid),
+            after: READ_TIMEOUT,
+        }),
     }
 }
 
 fn read_as_target(target: &Target, path: &Path, cap: usize) -> Result<Vec<u8>, AttachError> {
     let fail = |e: io::Error| target_error(target, &format!("reading {}", path.display()), e);
     let as_target = creds::assume_for_files(target)?;
-    let fd = open_in_target(&as_target, target, path, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => AttachError::io(format!("reading {}", path.display()), io::Error::new(e.kind(), "it is a symbolic link; refusing to follow it")),
-        _ => fail(e),
+    let fd = open_in_target(&as_target, target, path, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                AttachError::io(format!("reading {}", path.display()), io::Error::new(e.kind(), "it is a symbolic link; refusing to follow it"))
+            }
+            _ => fail(e),
+        }
     })?;
     let file = File::from(fd);
     let meta = file.metadata().map_err(fail)?;

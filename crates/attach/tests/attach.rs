@@ -129,7 +129,11 @@ fn list_finds_main_class_and_jar() {
     eprintln!("{info:?}");
 
     std::fs::write(s.path("manifest.txt"), "Main-Class: Sleeper\n").unwrap();
-    let o = Command::new(tool("jar")).current_dir(&s.0).args(["--create", "--file", "sleeper.jar", "--manifest", "manifest.txt", "Sleeper.class"]).output().unwrap();
+    let o = Command::new(tool("jar"))
+        .current_dir(&s.0)
+        .args(["--create", "--file", "sleeper.jar", "--manifest", "manifest.txt", "Sleeper.class"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut cmd = Command::new(java());
     cmd.current_dir(&s.0).args(["-cp", "ignored", "-jar", "sleeper.jar", "100"]);
@@ -512,13 +516,18 @@ else
   exec chroot "$R" "$@"
 fi
 "#;
-    let probe = |extra: &[&str]| Command::new("unshare").args(extra).args(["--mount", "--pid", "--fork", "true"]).status().map(|s| s.success()).unwrap_or(false);
+    let probe =
+        |extra: &[&str]| Command::new("unshare").args(extra).args(["--mount", "--pid", "--fork", "true"]).status().map(|s| s.success()).unwrap_or(false);
     let user: &[&str] = if euid() == 0 { &[] } else { &["--user", "--map-root-user"] };
     if !probe(user) {
         return None;
     }
     let mut cmd = Command::new("unshare");
-    cmd.args(user).args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).arg(if pivot { "pivot" } else { "chroot" }).args(argv);
+    cmd.args(user)
+        .args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"])
+        .arg(root)
+        .arg(if pivot { "pivot" } else { "chroot" })
+        .args(argv);
     let mut jvm = Jvm::start(cmd);
     // The JVM is unshare's child (sh exec'd java, or chroot which exec'd java).
     let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", jvm.pid)).unwrap();

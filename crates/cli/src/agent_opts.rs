@@ -21,7 +21,11 @@ pub fn parse_size(s: &str) -> Result<String, String> {
 /// is kept empty and becomes a bare `alloc`, so the agent picks the interval
 /// (the last one used in that JVM, else 512 KiB).
 pub fn parse_optional_size(s: &str) -> Result<String, String> {
-    if s.is_empty() { Ok(String::new()) } else { parse_size(s) }
+    if s.is_empty() {
+        Ok(String::new())
+    } else {
+        parse_size(s)
+    }
 }
 
 /// clap parser: a wall-clock duration such as `30s` (kept as written).

@@ -167,7 +167,9 @@ impl Session {
                     None => Ok(lines),
                 }
             }
-            Err(_) if loaded.agent_return_code != 0 => Err(format!("the agent failed (return code {}): {}", loaded.agent_return_code, printable(loaded.text.trim()))),
+            Err(_) if loaded.agent_return_code != 0 => {
+                Err(format!("the agent failed (return code {}): {}", loaded.agent_return_code, printable(loaded.text.trim())))
+            }
             Err(e) => Err(format!("the agent sent no usable reply ({}); the JVM said: {}", message(e), printable(loaded.text.trim()))),
         }
     }
@@ -227,7 +229,12 @@ fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> 
     while started.elapsed() < duration && !INTERRUPTED.load(Ordering::SeqCst) {
         if tty {
             let samples = session.samples(&status_path).unwrap_or(0);
-            eprint!("\r\x1b[K[oxprof] profiling pid {}: {:.0} s of {:.0} s, {samples} samples (Ctrl-C stops early)", args.pid, started.elapsed().as_secs_f64(), duration.as_secs_f64());
+            eprint!(
+                "\r\x1b[K[oxprof] profiling pid {}: {:.0} s of {:.0} s, {samples} samples (Ctrl-C stops early)",
+                args.pid,
+                started.elapsed().as_secs_f64(),
+                duration.as_secs_f64()
+            );
             let _ = std::io::stderr().flush();
         }
         std::thread::sleep(Duration::from_millis(200));

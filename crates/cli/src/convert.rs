@@ -17,7 +17,9 @@ use crate::report;
 
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/text out
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs.")]
+#[command(
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs."
+)]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub input: PathBuf,
@@ -45,9 +47,9 @@ fn target(args: &ConvertArgs) -> Result<Target, String> {
     match args.format.as_deref() {
         Some("text") => Ok(Target::Text),
         Some(w) => OutputFormat::from_word(w).map(Target::Format).ok_or_else(|| format!("unknown format '{w}'")),
-        None => OutputFormat::from_path(&args.output).map(Target::Format).ok_or_else(|| {
-            format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz or .pprof, or --format", args.output.display())
-        }),
+        None => OutputFormat::from_path(&args.output)
+            .map(Target::Format)
+            .ok_or_else(|| format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz or .pprof, or --format", args.output.display())),
     }
 }
 

@@ -15,7 +15,9 @@ use crate::input::{self, Selection};
 
 /// Differential flame graph of two recordings (red grew, blue shrank)
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after.")]
+#[command(
+    after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after."
+)]
 pub struct DiffArgs {
     pub before: PathBuf,
     pub after: PathBuf,
@@ -39,7 +41,8 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     let b = args.selection.profiles(&before).map_err(|e| format!("{}: {e}", args.before.display()))?;
     let a = args.selection.profiles(&after).map_err(|e| format!("{}: {e}", args.after.display()))?;
     let (key, after_p) = a.into_iter().next().ok_or("no profile in the second file")?;
-    let before_p = b.into_iter().find(|(k, _)| *k == key).map(|(_, p)| p).ok_or_else(|| format!("{} has no {key} samples to compare with", args.before.display()))?;
+    let before_p =
+        b.into_iter().find(|(k, _)| *k == key).map(|(_, p)| p).ok_or_else(|| format!("{} has no {key} samples to compare with", args.before.display()))?;
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let (before_p, after_p) = (before_p.without_lines(), after_p.without_lines());
     match format {

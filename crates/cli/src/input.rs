@@ -87,7 +87,10 @@ pub fn load(path: &Path) -> Result<Input, String> {
 }
 
 fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> {
-    pattern.as_deref().map(|p| Regex::new(p).map_err(|e| format!("{flag} '{p}' is not a valid regular expression: {}", e.to_string().lines().last().unwrap_or("")))).transpose()
+    pattern
+        .as_deref()
+        .map(|p| Regex::new(p).map_err(|e| format!("{flag} '{p}' is not a valid regular expression: {}", e.to_string().lines().last().unwrap_or(""))))
+        .transpose()
 }
 
 impl Selection {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use crate::agent_opts::{absolute, no_comma, parse_interval, SampleArgs};
+use clap::Args;
 use oxprof_profile::OutputFormat;
 
 use crate::agent;

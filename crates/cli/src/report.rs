@@ -76,7 +76,8 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
     let mut total_of: HashMap<&str, (u64, u64)> = HashMap::new();
     let mut seen: Vec<&str> = Vec::new();
     for s in p.samples() {
-        let frames: Vec<&str> = s.stack.iter().map(|&f| p.frame(f)).filter(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map(|f| f.name.as_str()).collect();
+        let frames: Vec<&str> =
+            s.stack.iter().map(|&f| p.frame(f)).filter(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map(|f| f.name.as_str()).collect();
         if let Some(leaf) = frames.last() {
             let e = self_of.entry(leaf).or_default();
             e.0 += s.samples;

@@ -212,7 +212,8 @@ fn build_planted(dir: &std::path::Path) -> std::path::PathBuf {
 
 /// `oxprof attach PID status`, killed if it has not finished after 30 s (`None`).
 fn status_within_30s(pid: u32) -> Option<std::process::Output> {
-    let child = oxprof_cmd().args(["attach", &pid.to_string(), "status"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child =
+        oxprof_cmd().args(["attach", &pid.to_string(), "status"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let oxprof_pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -270,7 +271,11 @@ fn planted_replies(jvm_cmd: impl Fn(&[String]) -> Command, name: &str) {
     assert_eq!(out, "running: cpu\n");
 
     // The planted files are gone (removed as the JVM's user).
-    let left: Vec<String> = std::fs::read_dir("/tmp").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with("oxprof-reply-") && n.contains(&format!("-{pid}-"))).collect();
+    let left: Vec<String> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("oxprof-reply-") && n.contains(&format!("-{pid}-")))
+        .collect();
     assert!(left.is_empty(), "{left:?}");
     drop(jvm);
 }
@@ -304,7 +309,8 @@ fn list_prints_no_control_characters() {
     let s = Scratch::new("attach-list-escape");
     compile(&s.0, &["Idle.java"]);
     let jar = s.path("idle\x1b]0;owned\x07\x1b[2J\r.jar");
-    let o = Command::new(tool("jar")).arg("--create").arg("--file").arg(&jar).args(["--main-class", "Idle", "-C"]).arg(&s.0).arg("Idle.class").output().unwrap();
+    let o =
+        Command::new(tool("jar")).arg("--create").arg("--file").arg(&jar).args(["--main-class", "Idle", "-C"]).arg(&s.0).arg("Idle.class").output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let jvm = RunningJvm::spawn(java_cmd([std::ffi::OsStr::new("-jar"), jar.as_os_str()]), &s.0, "ready");
     let o = oxprof_cmd().arg("list").output().unwrap();

@@ -78,7 +78,10 @@ fn jfr_print_frame_lines_give_class_and_method() {
     assert_eq!(frame_method("Convert.spin(int) line: 12"), "Convert.spin");
     assert_eq!(frame_method("java.lang.String.equals(Object) line: 10"), "java.lang.String.equals");
     assert_eq!(frame_method(".[GC Thread]()"), ".[GC Thread]");
-    assert_eq!(frame_method(".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}()"), ".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}");
+    assert_eq!(
+        frame_method(".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}()"),
+        ".{virtual override thunk({offset(-8)}, LIRGenerator::block_do)}"
+    );
 }
 
 /// Leaf frame counts of collapsed stacks (skipping allocated-class leaves when `skip_class`).

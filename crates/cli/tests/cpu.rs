@@ -225,7 +225,10 @@ fn bad_options_refuse_to_start_with_a_clear_message() {
         ("start,event=wall", "invalid agent option 'event=wall': unknown event 'wall'; accepted: cpu, itimer, ctimer"),
         ("start,interval=-5", "invalid agent option 'interval=-5'"),
         ("start,interval=abc", "invalid agent option 'interval=abc': 'abc' is not a duration"),
-        ("start,file=/nonexistent-oxprof-dir/p.html", "invalid agent option 'file=/nonexistent-oxprof-dir/p.html': directory /nonexistent-oxprof-dir does not exist"),
+        (
+            "start,file=/nonexistent-oxprof-dir/p.html",
+            "invalid agent option 'file=/nonexistent-oxprof-dir/p.html': directory /nonexistent-oxprof-dir does not exist",
+        ),
         ("start,jstackdepth=0", "invalid agent option 'jstackdepth=0'"),
         ("start,loglevel=loud", "invalid agent option 'loglevel=loud': unknown log level 'loud'"),
     ];

@@ -28,7 +28,10 @@ fn mode(p: &Path) -> u32 {
 
 /// The fallback path a warning names: `... to WANTED: WHY; <verb> FALLBACK instead`.
 fn fallback_in(err: &str, wanted: &Path, verb: &str) -> PathBuf {
-    let line = err.lines().find(|l| l.contains(&format!("{}: ", wanted.display())) && l.contains(verb)).unwrap_or_else(|| panic!("no fallback message for {}:\n{err}", wanted.display()));
+    let line = err
+        .lines()
+        .find(|l| l.contains(&format!("{}: ", wanted.display())) && l.contains(verb))
+        .unwrap_or_else(|| panic!("no fallback message for {}:\n{err}", wanted.display()));
     assert!(line.contains("it is a symbolic link, which oxprof does not follow"), "{line}");
     PathBuf::from(line.rsplit(verb).next().unwrap().trim_end_matches(" instead"))
 }
@@ -84,7 +87,15 @@ fn an_output_file_planted_as_a_symlink_is_not_followed_and_the_profile_goes_to_a
     // oxprof record passes the warning on and names the fallback.
     let link = cwd.join("rec.html");
     symlink(&victim, &link).unwrap();
-    let o = oxprof_cmd().current_dir(&cwd).args(["record", "--interval", "2ms", "-o"]).arg(&link).arg("--").arg(java()).args(["-cp", s.0.to_str().unwrap(), "Hot", "0.5"]).output().unwrap();
+    let o = oxprof_cmd()
+        .current_dir(&cwd)
+        .args(["record", "--interval", "2ms", "-o"])
+        .arg(&link)
+        .arg("--")
+        .arg(java())
+        .args(["-cp", s.0.to_str().unwrap(), "Hot", "0.5"])
+        .output()
+        .unwrap();
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_untouched(&victim, &link);
@@ -103,7 +114,11 @@ fn a_log_file_planted_as_a_symlink_is_refused_and_existing_regular_files_are_reu
     let link = cwd.join("agent.log");
     symlink(&victim, &link).unwrap();
     let opts = format!("start,log={}", link.display());
-    assert_refused(&run_java(&cwd, &opts, &[], &s.0, &["Hot", "0.1"]), &opts, &format!("invalid agent option 'log={}': cannot open the log file: it is a symbolic link, which oxprof does not follow", link.display()));
+    assert_refused(
+        &run_java(&cwd, &opts, &[], &s.0, &["Hot", "0.1"]),
+        &opts,
+        &format!("invalid agent option 'log={}': cannot open the log file: it is a symbolic link, which oxprof does not follow", link.display()),
+    );
     assert_untouched(&victim, &link);
 
     // An existing log is appended to and an existing output overwritten,

@@ -63,7 +63,11 @@ fn check_upcall(java: &Path, classes: &Path, out: &Path) {
     assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
     let s = read_collapsed(out);
     let work = any_type(&s, "Upcall$Holder.work");
-    let typed_main: u64 = s.iter().filter(|(st, _)| st.iter().any(|f| f.starts_with("Upcall$Holder.work")) && st.first().is_some_and(|f| f == "Upcall.main_[0]")).map(|(_, n)| n).sum();
+    let typed_main: u64 = s
+        .iter()
+        .filter(|(st, _)| st.iter().any(|f| f.starts_with("Upcall$Holder.work")) && st.first().is_some_and(|f| f == "Upcall.main_[0]"))
+        .map(|(_, n)| n)
+        .sum();
     assert!(work >= 200, "{}: only {work} samples in the static initializer's work", java.display());
     assert!(typed_main * 10 >= work * 9, "{}: main typed under {typed_main} of {work} samples: {s:?}", java.display());
 }

@@ -25,7 +25,16 @@ struct Check {
 fn jfr_check(java: &Path, classes: &Path, file: &Path) -> Check {
     let o = Command::new(java).args(["-cp", classes.to_str().unwrap(), "JfrCheck", file.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "JfrCheck failed on {}: {}", file.display(), text(&o.stderr));
-    let mut c = Check { counts: BTreeMap::new(), cpu: BTreeMap::new(), alloc: BTreeMap::new(), weight: 0, lines: BTreeMap::new(), frame_types: BTreeMap::new(), threads: BTreeMap::new(), settings: BTreeMap::new() };
+    let mut c = Check {
+        counts: BTreeMap::new(),
+        cpu: BTreeMap::new(),
+        alloc: BTreeMap::new(),
+        weight: 0,
+        lines: BTreeMap::new(),
+        frame_types: BTreeMap::new(),
+        threads: BTreeMap::new(),
+        settings: BTreeMap::new(),
+    };
     for l in text(&o.stdout).lines() {
         let (kind, rest) = l.split_once(' ').unwrap();
         match kind {
@@ -136,7 +145,13 @@ fn jfr_holds_the_same_samples_as_the_collapsed_profile_of_the_same_run() {
     // come back without their kernel frame types (1 sample in ~4,000 seen):
     // allow 0.5% of samples to differ, and show them.
     let (jfr_java, collapsed_java) = (java_only(&check.cpu), java_only(&cpu_collapsed));
-    let differing: u64 = jfr_java.keys().chain(collapsed_java.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().map(|k| jfr_java.get(k).copied().unwrap_or(0).abs_diff(collapsed_java.get(k).copied().unwrap_or(0))).sum();
+    let differing: u64 = jfr_java
+        .keys()
+        .chain(collapsed_java.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|k| jfr_java.get(k).copied().unwrap_or(0).abs_diff(collapsed_java.get(k).copied().unwrap_or(0)))
+        .sum();
     let all: u64 = collapsed_java.values().sum();
     assert!(differing * 200 <= all, "CPU stacks differ in {differing} of {all} samples:\nJFR: {jfr_java:?}\ncollapsed: {collapsed_java:?}");
     assert_eq!(check.cpu.values().sum::<u64>(), cpu_collapsed.values().sum::<u64>(), "CPU sample counts differ");

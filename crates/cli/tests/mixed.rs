@@ -54,7 +54,8 @@ fn deflater_samples_carry_zlib_frames_and_file_writes_kernel_frames() {
     assert!(native * 10 >= all * 8, "{native} of {all} deflateBytes samples have native frames beneath");
     assert!(named * 10 >= all * 8, "{named} of {all} deflateBytes samples name zlib beneath");
     // Kernel frames (marked _[k]) under the file writes and fsync.
-    let io: Vec<_> = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "java.io.RandomAccessFile.writeBytes" || f == "java.io.FileDescriptor.sync")).collect();
+    let io: Vec<_> =
+        stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "java.io.RandomAccessFile.writeBytes" || f == "java.io.FileDescriptor.sync")).collect();
     let in_kernel: u64 = io.iter().filter(|(st, _)| st.last().is_some_and(|f| f.ends_with("_[k]"))).map(|(_, n)| n).sum();
     assert!(in_kernel >= 3, "only {in_kernel} write/fsync samples end in kernel frames: {io:?}");
     let syscall = io.iter().flat_map(|(st, _)| st.iter()).any(|f| f.ends_with("_[k]") && (f.contains("write") || f.contains("sync")));

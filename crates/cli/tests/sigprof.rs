@@ -147,7 +147,10 @@ fn jfr_cpu_time_samples_and_oxprof_keep_their_own_sigprofs() {
     let o = oxprof_cmd().args(["attach", &pid, "stop", "-o", out.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "stop: {}", text(&o.stderr));
     let rec = s.path("after.jfr");
-    let o = Command::new(home.join("bin/jcmd")).args([&pid, "JFR.start", &format!("filename={}", rec.display()), "jdk.CPUTimeSample#enabled=true"]).output().unwrap();
+    let o = Command::new(home.join("bin/jcmd"))
+        .args([&pid, "JFR.start", &format!("filename={}", rec.display()), "jdk.CPUTimeSample#enabled=true"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "JFR.start: {}", text(&o.stderr));
     let (_, err) = finish(jvm);
     assert!(!err.contains("Conflicting SIGPROF handler"), "JFR found oxprof's handler after oxprof stopped: {err}");

@@ -21,8 +21,7 @@ pub struct ASGCT_CallTrace {
 }
 
 /// The function's type, as found with `dlsym`.
-pub type AsyncGetCallTraceFn =
-    unsafe extern "C" fn(trace: *mut ASGCT_CallTrace, depth: jint, ucontext: *mut core::ffi::c_void);
+pub type AsyncGetCallTraceFn = unsafe extern "C" fn(trace: *mut ASGCT_CallTrace, depth: jint, ucontext: *mut core::ffi::c_void);
 
 /// `lineno` value HotSpot uses for a frame of a Java `native` method.
 pub const BCI_NATIVE_FRAME: jint = -3;

@@ -138,7 +138,11 @@ mod tests {
     #[test]
     fn kernel_frames_are_always_marked() {
         let mut p = Profile::new(Meta::default());
-        p.add_frames([Frame::new("FileDispatcherImpl.force0", FrameKind::Native), Frame::new("fsync", FrameKind::Native), Frame::new("do_fsync", FrameKind::Kernel)], 2, 0);
+        p.add_frames(
+            [Frame::new("FileDispatcherImpl.force0", FrameKind::Native), Frame::new("fsync", FrameKind::Native), Frame::new("do_fsync", FrameKind::Kernel)],
+            2,
+            0,
+        );
         let mut out = Vec::new();
         write(&p, CollapsedOptions::default(), &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "FileDispatcherImpl.force0;fsync;do_fsync_[k] 2\n");

@@ -71,11 +71,7 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     /// A view labelled by [`default_label`].
     pub fn new(profile: &'a Profile, counter: Counter) -> View<'a> {
-        View {
-            label: default_label(profile, counter),
-            profile,
-            counter,
-        }
+        View { label: default_label(profile, counter), profile, counter }
     }
 
     fn display_label(&self) -> String {
@@ -261,11 +257,7 @@ impl<'p> Page<'p> {
 
     /// The `fg-config` JSON: per-frame kind letters, the palette and the views.
     fn config_json(&self, views: &[View]) -> String {
-        let mut kinds: String = self
-            .frames
-            .iter()
-            .map(|&(_, kind)| kind_letter(kind.index()))
-            .collect();
+        let mut kinds: String = self.frames.iter().map(|&(_, kind)| kind_letter(kind.index())).collect();
         kinds.push(kind_letter(FrameKind::ALL.len()));
 
         let mut json = String::from("{\"unit\":");
@@ -330,10 +322,7 @@ impl<'p> Page<'p> {
         for (i, tree) in self.trees.iter().enumerate() {
             if tree.is_empty() {
                 let hidden = if i == 0 { "" } else { " hidden" };
-                write!(
-                    out,
-                    "<p class=\"empty\" data-view=\"{i}\"{hidden}>No samples were recorded.</p>"
-                )?;
+                write!(out, "<p class=\"empty\" data-view=\"{i}\"{hidden}>No samples were recorded.</p>")?;
             }
         }
         Ok(())
@@ -348,10 +337,7 @@ fn write_tabs<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
     out.write_all(b"<nav class=\"tabs\" id=\"tabs\" role=\"tablist\" aria-label=\"Profiles\">")?;
     for (i, view) in views.iter().enumerate() {
         let (selected, tabindex) = if i == 0 { ("true", 0) } else { ("false", -1) };
-        write!(
-            out,
-            "<button type=\"button\" role=\"tab\" data-tab=\"{i}\" aria-selected=\"{selected}\" tabindex=\"{tabindex}\">"
-        )?;
+        write!(out, "<button type=\"button\" role=\"tab\" data-tab=\"{i}\" aria-selected=\"{selected}\" tabindex=\"{tabindex}\">")?;
         write_escaped_html(out, &view.display_label())?;
         out.write_all(b"</button>")?;
     }
@@ -405,7 +391,8 @@ impl Tree {
     /// new values and `total` the baseline's.
     fn build_diff(merged: &Profile) -> Tree {
         let rank = frame_ranks(merged);
-        let mut stacks: Vec<(&[u32], u64, u64)> = merged.samples().iter().filter(|s| s.samples > 0 || s.total > 0).map(|s| (s.stack.as_slice(), s.samples, s.total)).collect();
+        let mut stacks: Vec<(&[u32], u64, u64)> =
+            merged.samples().iter().filter(|s| s.samples > 0 || s.total > 0).map(|s| (s.stack.as_slice(), s.samples, s.total)).collect();
         stacks.sort_by_cached_key(|&(stack, _, _)| stack.iter().map(|&f| rank[f as usize]).collect::<Vec<_>>());
         let mut tree = Tree::build_pairs(merged, stacks);
         tree.diff = true;
@@ -414,16 +401,7 @@ impl Tree {
 
     /// Merges sorted stacks with (value, baseline) into a tree.
     fn build_pairs(profile: &Profile, stacks: Vec<(&[u32], u64, u64)>) -> Tree {
-        let mut tree = Tree {
-            frames: Vec::new(),
-            nodes: vec![Node {
-                frame: 0,
-                value: 0,
-                children: 0,
-                before: 0,
-            }],
-            diff: false,
-        };
+        let mut tree = Tree { frames: Vec::new(), nodes: vec![Node { frame: 0, value: 0, children: 0, before: 0 }], diff: false };
         let mut local = vec![u32::MAX; profile.frames().len()];
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u32] = &[];
@@ -459,12 +437,7 @@ impl Tree {
         let parent = *path.last().expect("path always holds the root");
         self.nodes[parent].children += 1;
         path.push(self.nodes.len());
-        self.nodes.push(Node {
-            frame,
-            value: 0,
-            children: 0,
-            before: 0,
-        });
+        self.nodes.push(Node { frame, value: 0, children: 0, before: 0 });
     }
 
     fn is_empty(&self) -> bool {
@@ -507,12 +480,7 @@ impl Tree {
 /// (by name, then kind) so that stacks sharing a prefix are adjacent.
 fn sorted_stacks(profile: &Profile, counter: Counter) -> Vec<(&[u32], u64)> {
     let rank = frame_ranks(profile);
-    let mut stacks: Vec<(&[u32], u64)> = profile
-        .samples()
-        .iter()
-        .map(|s| (s.stack.as_slice(), Profile::value(s, counter)))
-        .filter(|&(_, v)| v > 0)
-        .collect();
+    let mut stacks: Vec<(&[u32], u64)> = profile.samples().iter().map(|s| (s.stack.as_slice(), Profile::value(s, counter))).filter(|&(_, v)| v > 0).collect();
     let ranks = |stack: &[u32]| stack.iter().map(|&f| rank[f as usize]).collect::<Vec<_>>();
     stacks.sort_by_cached_key(|&(stack, _)| ranks(stack));
     stacks
@@ -522,12 +490,7 @@ fn sorted_stacks(profile: &Profile, counter: Counter) -> Vec<(&[u32], u64)> {
 fn frame_ranks(profile: &Profile) -> Vec<u32> {
     let frames = profile.frames();
     let mut order: Vec<usize> = (0..frames.len()).collect();
-    order.sort_by(|&a, &b| {
-        frames[a]
-            .name
-            .cmp(&frames[b].name)
-            .then(frames[a].kind.cmp(&frames[b].kind))
-    });
+    order.sort_by(|&a, &b| frames[a].name.cmp(&frames[b].name).then(frames[a].kind.cmp(&frames[b].kind)));
     let mut rank = vec![0u32; frames.len()];
     for (r, &id) in order.iter().enumerate() {
         rank[id] = r as u32;
@@ -551,11 +514,7 @@ fn push_varint(buf: &mut Vec<u8>, mut v: u64) {
 /// Copies `template`, letting `fill` write each `{{KEY}}`; keys it declines
 /// (returns `false` for) are copied literally. Single pass, so substituted
 /// text is never scanned for placeholders again.
-fn render_template<W: Write>(
-    template: &str,
-    out: &mut W,
-    mut fill: impl FnMut(&str, &mut W) -> io::Result<bool>,
-) -> io::Result<()> {
+fn render_template<W: Write>(template: &str, out: &mut W, mut fill: impl FnMut(&str, &mut W) -> io::Result<bool>) -> io::Result<()> {
     let mut rest = template;
     while let Some(open) = rest.find("{{") {
         let after = &rest[open + 2..];
@@ -576,10 +535,7 @@ fn page_title(views: &[View], opts: &HtmlOptions) -> String {
     if !opts.title.trim().is_empty() {
         return opts.title.clone();
     }
-    let mut titles = views
-        .iter()
-        .map(|v| v.profile.meta.title.as_str())
-        .filter(|t| !t.trim().is_empty());
+    let mut titles = views.iter().map(|v| v.profile.meta.title.as_str()).filter(|t| !t.trim().is_empty());
     match titles.next() {
         Some(first) if titles.all(|t| t == first) => first.to_string(),
         _ => "Flame graph".to_string(),
@@ -600,18 +556,12 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
         parts.push(format!("engine: {}", meta.engine));
     }
     if meta.interval > 0 {
-        parts.push(format!(
-            "interval: {}",
-            format_quantity(meta.interval, &meta.total_unit)
-        ));
+        parts.push(format!("interval: {}", format_quantity(meta.interval, &meta.total_unit)));
     }
     let samples = profile.sum(Counter::Samples);
     parts.push(format!("{} samples", group_thousands(samples)));
     if counter == Counter::Total {
-        parts.push(format!(
-            "total: {}",
-            format_quantity(profile.sum(Counter::Total), &meta.total_unit)
-        ));
+        parts.push(format!("total: {}", format_quantity(profile.sum(Counter::Total), &meta.total_unit)));
     }
     if meta.duration_ns > 0 {
         parts.push(format!("duration: {}", format_quantity(meta.duration_ns, "ns")));
@@ -749,9 +699,7 @@ mod tests {
 
     /// Decodes a tree; diff trees carry a fourth varint per node.
     fn decode_tree_with(text: &str, diff: bool) -> Vec<Node> {
-        let mut digits = text
-            .bytes()
-            .map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
+        let mut digits = text.bytes().map(|b| DIGITS.iter().position(|&d| d == b).expect("digit") as u64);
         let mut next = || {
             let (mut v, mut shift) = (0u64, 0);
             loop {
@@ -764,14 +712,7 @@ mod tests {
             }
         };
         let count = next();
-        let nodes = (0..count)
-            .map(|_| Node {
-                frame: next() as u32,
-                value: next(),
-                children: next() as u32,
-                before: if diff { next() } else { 0 },
-            })
-            .collect();
+        let nodes = (0..count).map(|_| Node { frame: next() as u32, value: next(), children: next() as u32, before: if diff { next() } else { 0 } }).collect();
         assert!(digits.next().is_none(), "trailing tree data");
         nodes
     }
@@ -782,10 +723,7 @@ mod tests {
             Some(&id) => profile.frame(id).name.clone(),
             None => ROOT_NAME.to_string(),
         };
-        tree.nodes
-            .iter()
-            .map(|n| (name(n.frame), n.value, n.children))
-            .collect()
+        tree.nodes.iter().map(|n| (name(n.frame), n.value, n.children)).collect()
     }
 
     fn jit(name: &str) -> Frame {
@@ -804,25 +742,14 @@ mod tests {
         p.add_frames([jit("idle")], 0, 0);
 
         let tree = Tree::build(&p, Counter::Samples);
-        let expected: Vec<(String, u64, u32)> = [
-            ("all", 22, 2),
-            ("main", 18, 3),
-            ("a", 1, 0),
-            ("b", 7, 0),
-            ("b", 10, 2),
-            ("leaf1", 3, 0),
-            ("leaf2", 2, 0),
-            ("zeta", 4, 0),
-        ]
-        .iter()
-        .map(|&(n, v, c)| (n.to_string(), v, c))
-        .collect();
+        let expected: Vec<(String, u64, u32)> =
+            [("all", 22, 2), ("main", 18, 3), ("a", 1, 0), ("b", 7, 0), ("b", 10, 2), ("leaf1", 3, 0), ("leaf2", 2, 0), ("zeta", 4, 0)]
+                .iter()
+                .map(|&(n, v, c)| (n.to_string(), v, c))
+                .collect();
         assert_eq!(summary(&p, &tree), expected);
         // Interpreted sorts before JIT: the 7-sample "b" is the interpreted one.
-        assert_eq!(
-            p.frame(tree.frames[tree.nodes[3].frame as usize]).kind,
-            FrameKind::Interpreted
-        );
+        assert_eq!(p.frame(tree.frames[tree.nodes[3].frame as usize]).kind, FrameKind::Interpreted);
         // A parent's value is the sum over the stacks passing through it.
         for (i, node) in tree.nodes.iter().enumerate() {
             let kids = child_indices(&tree.nodes, i);
@@ -877,10 +804,7 @@ mod tests {
         let nasty = "</script><b>\"x\"";
         let mut p = Profile::new(Meta::default());
         p.add_frames([jit(nasty), jit("C:\\dir\\$x$1 ünïcødé ☕ <!-- & \u{2028}")], 3, 3);
-        let opts = HtmlOptions {
-            title: "<script>alert('t')</script> & co".into(),
-            ..HtmlOptions::default()
-        };
+        let opts = HtmlOptions { title: "<script>alert('t')</script> & co".into(), ..HtmlOptions::default() };
         let page = html(&p, &opts);
 
         assert!(!page.contains(nasty));
@@ -890,10 +814,7 @@ mod tests {
         assert!(page.contains("<title>&lt;script&gt;alert(&#39;t&#39;)&lt;/script&gt; &amp; co</title>"));
         let names = script_body(&page, "fg-names");
         assert!(names.contains(r#""\u003c/script\u003e\u003cb\u003e\"x\"""#), "{names}");
-        assert!(
-            names.contains(r#""C:\\dir\\$x$1 ünïcødé ☕ \u003c!-- \u0026 \u2028""#),
-            "{names}"
-        );
+        assert!(names.contains(r#""C:\\dir\\$x$1 ünïcødé ☕ \u003c!-- \u0026 \u2028""#), "{names}");
         // Every `</script>` closes one of the template's own script elements.
         assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
         assert!(!page.contains("{{"), "unfilled placeholder");
@@ -911,15 +832,7 @@ mod tests {
             assert!(page.trim_end().ends_with("</html>"));
             assert!(page.contains("No samples were recorded"));
             assert!(!page.contains("{{"));
-            assert_eq!(
-                decode_tree(script_body(&page, "fg-tree")),
-                vec![Node {
-                    frame: 0,
-                    value: 0,
-                    children: 0,
-                    before: 0,
-                }]
-            );
+            assert_eq!(decode_tree(script_body(&page, "fg-tree")), vec![Node { frame: 0, value: 0, children: 0, before: 0 }]);
         }
         let mut p = Profile::new(Meta::default());
         p.add_frames([jit("busy")], 1, 1);
@@ -943,14 +856,8 @@ mod tests {
         p.add_frames([Frame::new("no_Java_frame", FrameKind::Error)], 3, 30_000_000);
         let page = html(&p, &HtmlOptions::default());
         assert!(page.contains("<h1>CPU profile</h1>"));
-        assert!(page.contains(
-            "event: cpu · engine: perf_events · interval: 10.00 ms · 3,000 samples · duration: 30.00 s · failed walks: 0.10% · dropped: 3"
-        ));
-        let opts = HtmlOptions {
-            title: "Mine".into(),
-            subtitle: "custom <line>".into(),
-            counter: Counter::Total,
-        };
+        assert!(page.contains("event: cpu · engine: perf_events · interval: 10.00 ms · 3,000 samples · duration: 30.00 s · failed walks: 0.10% · dropped: 3"));
+        let opts = HtmlOptions { title: "Mine".into(), subtitle: "custom <line>".into(), counter: Counter::Total };
         let page = html(&p, &opts);
         assert!(page.contains("<h1>Mine</h1>") && page.contains("custom &lt;line&gt;"));
         assert!(script_body(&page, "fg-config").starts_with(r#"{"unit":"ns","kinds":"bik","#));
@@ -981,11 +888,7 @@ mod tests {
 
     fn names_of(page: &str) -> Vec<String> {
         let json = script_body(page, "fg-names");
-        json.trim_start_matches("[\"")
-            .trim_end_matches("\"]")
-            .split("\",\"")
-            .map(str::to_string)
-            .collect()
+        json.trim_start_matches("[\"").trim_end_matches("\"]").split("\",\"").map(str::to_string).collect()
     }
 
     /// A CPU-like profile and an allocation-like profile of the same run.
@@ -1008,25 +911,14 @@ mod tests {
             ..Meta::default()
         });
         alloc.add_frames([jit("App.main"), jit("App.load"), Frame::new("byte[]", FrameKind::Alloc)], 2, 1 << 20);
-        alloc.add_frames(
-            [jit("App.main"), jit("App.name"), Frame::new("java.lang.String", FrameKind::Alloc)],
-            1,
-            1 << 19,
-        );
+        alloc.add_frames([jit("App.main"), jit("App.name"), Frame::new("java.lang.String", FrameKind::Alloc)], 1, 1 << 19);
         (cpu, alloc)
     }
 
     #[test]
     fn two_views_embed_both_profiles_with_their_labels_and_units() {
         let (cpu, alloc) = cpu_and_alloc();
-        let views = [
-            View::new(&cpu, Counter::Samples),
-            View {
-                label: "Allocations <heap>".into(),
-                profile: &alloc,
-                counter: Counter::Total,
-            },
-        ];
+        let views = [View::new(&cpu, Counter::Samples), View { label: "Allocations <heap>".into(), profile: &alloc, counter: Counter::Total }];
         let page = html_multi(&views, &HtmlOptions::default());
 
         // Frame names of both profiles, each (name, kind) once, the root last.
@@ -1049,10 +941,7 @@ mod tests {
             assert_eq!(tree[0].frame as usize, names.len() - 1, "root is the last name");
             assert!(tree.iter().all(|n| (n.frame as usize) < names.len()));
         }
-        let alloc_leaf = trees[1]
-            .iter()
-            .find(|n| names[n.frame as usize] == "byte[]")
-            .expect("allocated class in the second tree");
+        let alloc_leaf = trees[1].iter().find(|n| names[n.frame as usize] == "byte[]").expect("allocated class in the second tree");
         assert_eq!(alloc_leaf.value, 1 << 20);
         let letter = kinds.as_bytes()[alloc_leaf.frame as usize];
         assert_eq!(letter, b'a' + FrameKind::Alloc.index() as u8);
@@ -1090,15 +979,8 @@ mod tests {
     #[test]
     fn an_empty_view_says_no_samples_in_that_view_only() {
         let (cpu, _) = cpu_and_alloc();
-        let nothing = Profile::new(Meta {
-            event: "alloc".into(),
-            total_unit: "bytes".into(),
-            ..Meta::default()
-        });
-        let page = html_multi(
-            &[View::new(&cpu, Counter::Samples), View::new(&nothing, Counter::Total)],
-            &HtmlOptions::default(),
-        );
+        let nothing = Profile::new(Meta { event: "alloc".into(), total_unit: "bytes".into(), ..Meta::default() });
+        let page = html_multi(&[View::new(&cpu, Counter::Samples), View::new(&nothing, Counter::Total)], &HtmlOptions::default());
         assert_eq!(page.matches("No samples were recorded").count(), 1);
         assert!(page.contains("<p class=\"empty\" data-view=\"1\" hidden>No samples were recorded.</p>"));
         assert!(page.contains(">Allocations (bytes)</button>"));
@@ -1111,10 +993,7 @@ mod tests {
         assert_eq!(trees[1][0].frame as usize, names_of(&page).len() - 1);
 
         // An empty first view shows its note; the other view's graph is unaffected.
-        let page = html_multi(
-            &[View::new(&nothing, Counter::Total), View::new(&cpu, Counter::Samples)],
-            &HtmlOptions::default(),
-        );
+        let page = html_multi(&[View::new(&nothing, Counter::Total), View::new(&cpu, Counter::Samples)], &HtmlOptions::default());
         assert!(page.contains("<p class=\"empty\" data-view=\"0\">No samples were recorded.</p>"));
         assert_eq!(decode_trees(&page)[1][0].value, 10);
 
@@ -1131,11 +1010,7 @@ mod tests {
         assert_eq!(default_label(&alloc, Counter::Total), "Allocations (bytes)");
         assert_eq!(default_label(&alloc, Counter::Samples), "Allocations (samples)");
         assert_eq!(default_label(&Profile::default(), Counter::Samples), "Profile (samples)");
-        let blank = View {
-            label: " ".into(),
-            profile: &alloc,
-            counter: Counter::Total,
-        };
+        let blank = View { label: " ".into(), profile: &alloc, counter: Counter::Total };
         assert_eq!(blank.display_label(), "Allocations (bytes)");
     }
 
@@ -1144,10 +1019,7 @@ mod tests {
         let (cpu, alloc) = cpu_and_alloc();
         let both = [View::new(&cpu, Counter::Samples), View::new(&alloc, Counter::Total)];
         assert_eq!(page_title(&both, &HtmlOptions::default()), "Flame graph");
-        let opts = HtmlOptions {
-            title: "My App".into(),
-            ..HtmlOptions::default()
-        };
+        let opts = HtmlOptions { title: "My App".into(), ..HtmlOptions::default() };
         assert_eq!(page_title(&both, &opts), "My App");
         let same = [View::new(&cpu, Counter::Samples), View::new(&cpu, Counter::Total)];
         assert_eq!(page_title(&same, &HtmlOptions::default()), "CPU profile");
@@ -1192,17 +1064,9 @@ mod tests {
     fn hundred_thousand_distinct_stacks_stay_compact() {
         let mut p = Profile::new(Meta::default());
         let mut next = rng(0x9E37_79B9_7F4A_7C15);
-        let pool: Vec<u32> = (0..5000)
-            .map(|i| {
-                p.intern(Frame::new(
-                    format!("com.example.pkg{}.Class{}.method{}", i % 40, i % 700, i),
-                    FrameKind::Jit,
-                ))
-            })
-            .collect();
-        let threads: Vec<u32> = (0..16)
-            .map(|i| p.intern(Frame::new(format!("worker-{i}"), FrameKind::Thread)))
-            .collect();
+        let pool: Vec<u32> =
+            (0..5000).map(|i| p.intern(Frame::new(format!("com.example.pkg{}.Class{}.method{}", i % 40, i % 700, i), FrameKind::Jit))).collect();
+        let threads: Vec<u32> = (0..16).map(|i| p.intern(Frame::new(format!("worker-{i}"), FrameKind::Thread))).collect();
         let mut expected_total = 0;
         for i in 0..100_000u32 {
             let depth = 30 + next(31) as usize;

@@ -192,13 +192,23 @@ impl LeakReport {
             "recorded {:.1} s, {} GCs; {} before this report; live now: {} in {} tracked samples",
             self.duration_secs,
             self.gcs,
-            if self.forced_gc { "full GC forced".to_string() } else { format!("no GC forced (live may include garbage{})", self.no_gc_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()) },
+            if self.forced_gc {
+                "full GC forced".to_string()
+            } else {
+                format!("no GC forced (live may include garbage{})", self.no_gc_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())
+            },
             fmt_bytes(total),
             self.tracked
         )?;
         write!(out, "sampling: mean interval {}", fmt_bytes(self.interval as f64))?;
         if self.thinnings > 0 {
-            write!(out, "; thinned {} time(s) to fit the {} budget: effective interval {}, survivors re-weighted", self.thinnings, fmt_bytes(self.budget_bytes as f64), fmt_bytes(self.effective_interval as f64))?;
+            write!(
+                out,
+                "; thinned {} time(s) to fit the {} budget: effective interval {}, survivors re-weighted",
+                self.thinnings,
+                fmt_bytes(self.budget_bytes as f64),
+                fmt_bytes(self.effective_interval as f64)
+            )?;
         } else {
             write!(out, "; no thinning (budget {})", fmt_bytes(self.budget_bytes as f64))?;
         }
@@ -216,7 +226,15 @@ impl LeakReport {
             let t = s.trend();
             let share = if total > 0.0 { 100.0 * s.live_bytes / total } else { 0.0 };
             writeln!(out)?;
-            writeln!(out, "#{} {}  live {} ({share:.1}%), {:.0} objects  score {}", i + 1, s.class(), fmt_bytes(s.live_bytes), s.live_objects, fmt_bytes(s.leak_score()))?;
+            writeln!(
+                out,
+                "#{} {}  live {} ({share:.1}%), {:.0} objects  score {}",
+                i + 1,
+                s.class(),
+                fmt_bytes(s.live_bytes),
+                s.live_objects,
+                fmt_bytes(s.leak_score())
+            )?;
             writeln!(
                 out,
                 "   mean age {:.1} s, mean GCs survived {:.1}, old {:.0}%; recent growth {}/s (R^2 {:.2}); {} points: {}",
@@ -270,11 +288,19 @@ pub fn fmt_bytes(b: f64) -> String {
         u += 1;
     }
     let sign = if b < 0.0 { "-" } else { "" };
-    if u == 0 { format!("{sign}{v:.0} B") } else { format!("{sign}{v:.1} {}", units[u]) }
+    if u == 0 {
+        format!("{sign}{v:.0} B")
+    } else {
+        format!("{sign}{v:.1} {}", units[u])
+    }
 }
 
 fn fmt_signed_bytes(b: f64) -> String {
-    if b >= 0.0 { format!("+{}", fmt_bytes(b)) } else { fmt_bytes(b) }
+    if b >= 0.0 {
+        format!("+{}", fmt_bytes(b))
+    } else {
+        fmt_bytes(b)
+    }
 }
 
 #[cfg(test)]

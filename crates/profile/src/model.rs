@@ -213,11 +213,7 @@ impl Profile {
 
     /// Number of samples whose stack contains a frame of the given kind.
     pub fn samples_with_kind(&self, kind: FrameKind) -> u64 {
-        self.samples
-            .iter()
-            .filter(|s| s.stack.iter().any(|&f| self.frame(f).kind == kind))
-            .map(|s| s.samples)
-            .sum()
+        self.samples.iter().filter(|s| s.stack.iter().any(|&f| self.frame(f).kind == kind)).map(|s| s.samples).sum()
     }
 
     pub fn is_empty(&self) -> bool {

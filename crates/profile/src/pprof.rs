@@ -82,11 +82,7 @@ impl Strings {
 pub fn encode(profile: &Profile) -> pb::Profile {
     let kind = Kind::of(&profile.meta);
     let mut strings = Strings::new();
-    let sample_type = kind
-        .sample_types()
-        .iter()
-        .map(|(t, u)| pb::ValueType { r#type: strings.id(t), unit: strings.id(u) })
-        .collect();
+    let sample_type = kind.sample_types().iter().map(|(t, u)| pb::ValueType { r#type: strings.id(t), unit: strings.id(u) }).collect();
     let (pt, pu) = kind.period_type();
     let period_type = Some(pb::ValueType { r#type: strings.id(pt), unit: strings.id(pu) });
 
@@ -99,11 +95,7 @@ pub fn encode(profile: &Profile) -> pb::Profile {
             functions.push(pb::Function { id: functions.len() as u64 + 1, name, system_name: name, filename: 0, start_line: 0 });
             functions.len() as u64
         });
-        locations.push(pb::Location {
-            id: i as u64 + 1,
-            line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }],
-            ..pb::Location::default()
-        });
+        locations.push(pb::Location { id: i as u64 + 1, line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }], ..pb::Location::default() });
     }
     let sample = profile
         .samples()

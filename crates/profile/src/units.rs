@@ -28,7 +28,9 @@ pub fn parse_size_bytes(s: &str) -> Result<u64, String> {
     };
     let n: Option<u64> = num.parse().ok();
     match (n, scale) {
-        (Some(n), scale) if scale > 0 => n.checked_mul(scale).filter(|&v| v <= i32::MAX as u64).ok_or_else(|| format!("'{s}' is too large; the JVM accepts at most 2g")),
+        (Some(n), scale) if scale > 0 => {
+            n.checked_mul(scale).filter(|&v| v <= i32::MAX as u64).ok_or_else(|| format!("'{s}' is too large; the JVM accepts at most 2g"))
+        }
         _ => Err(format!("'{s}' is not a size; use a whole number of bytes with an optional suffix k, m or g, e.g. 512k")),
     }
 }

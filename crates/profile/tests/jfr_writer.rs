@@ -37,7 +37,11 @@ fn the_jdk_reads_what_the_writer_wrote() {
     let mut w = JfrWriter::new(file);
     let t0: i64 = 5_000_000_000;
     let wall0: i64 = 1_700_000_000_000_000_000;
-    let hot = vec![frame("com.example.Hot", "spin", 42, FrameType::Jit), frame("com.example.Hot", "run", 10, FrameType::Inlined), frame("com.example.Main", "main", 3, FrameType::Interpreted)];
+    let hot = vec![
+        frame("com.example.Hot", "spin", 42, FrameType::Jit),
+        frame("com.example.Hot", "run", 10, FrameType::Inlined),
+        frame("com.example.Main", "main", 3, FrameType::Interpreted),
+    ];
     let alloc = vec![frame("com.example.Alloc", "make", 20, FrameType::Jit), frame("com.example.Main", "main", 4, FrameType::Interpreted)];
     // Chunk 1: settings, 3 CPU samples on two threads, 2 allocations.
     w.begin_chunk(t0, wall0).unwrap();
@@ -66,7 +70,15 @@ fn the_jdk_reads_what_the_writer_wrote() {
     let partial = run_jfr(&["summary", path.to_str().unwrap()]);
     assert!(partial.contains("Chunks: 1"), "{partial}");
     w.stack(2, &alloc, false);
-    let obj = OldObject { allocation_ticks: t0 + 40_000_000, address: 0x7f00_1000, class: "byte[]", array_elements: 1000, heap_used: 1 << 20, description: None, size: 1016 };
+    let obj = OldObject {
+        allocation_ticks: t0 + 40_000_000,
+        address: 0x7f00_1000,
+        class: "byte[]",
+        array_elements: 1000,
+        heap_used: 1 << 20,
+        description: None,
+        size: 1016,
+    };
     w.old_object_sample(t0 + 70_000_000, 100, 2, &obj).unwrap();
     w.end_chunk(t0 + 80_000_000, true).unwrap();
     let stats = w.stats();
@@ -75,10 +87,13 @@ fn the_jdk_reads_what_the_writer_wrote() {
 
     let summary = run_jfr(&["summary", path.to_str().unwrap()]);
     let count = |name: &str| -> u64 {
-        summary.lines().find_map(|l| {
-            let mut it = l.split_whitespace();
-            (it.next() == Some(name)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
-        }).unwrap_or(0)
+        summary
+            .lines()
+            .find_map(|l| {
+                let mut it = l.split_whitespace();
+                (it.next() == Some(name)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
+            })
+            .unwrap_or(0)
     };
     assert_eq!(count("jdk.ExecutionSample"), 4, "{summary}");
     assert_eq!(count("jdk.ObjectAllocationSample"), 2, "{summary}");
@@ -95,7 +110,7 @@ fn the_jdk_reads_what_the_writer_wrote() {
     assert!(json.contains("\"type\": \"JIT compiled\""), "{json}");
     assert!(json.contains("\"type\": \"Inlined\""), "{json}");
     assert!(json.contains("\"type\": \"Interpreted\""), "{json}");
-    assert!(json.contains("\"name\": \"byte[]\"") || json.contains("\"name\": \"[B\"") , "{json}");
+    assert!(json.contains("\"name\": \"byte[]\"") || json.contains("\"name\": \"[B\""), "{json}");
     assert!(json.contains("\"weight\": 1000"), "{json}");
     assert!(json.contains("\"arrayElements\": 1000"), "{json}");
     assert!(json.contains("\"package\""), "{json}");

@@ -178,9 +178,7 @@ impl Drop for PerfEvent {
 
 fn perf_event_open(attr: &PerfEventAttr, tid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: `attr` is a properly sized perf_event_attr; the syscall reads it.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, attr as *const PerfEventAttr, tid, -1 as libc::c_int, -1 as libc::c_int, PERF_FLAG_FD_CLOEXEC)
-    };
+    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr as *const PerfEventAttr, tid, -1 as libc::c_int, -1 as libc::c_int, PERF_FLAG_FD_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -288,11 +286,8 @@ pub fn open(tid: u32, interval_ns: u64) -> io::Result<PerfEvent> {
     let (fd, callchain) = open_counter(tid, interval_ns, KERNEL_STACKS.load(Ordering::SeqCst), delivery)?;
     let raw = fd.as_raw_fd();
     // Without its ring a sample's callchain goes nowhere; the counter still samples.
-    let ring = if callchain {
-        Ring::map(raw, tid).map_err(|e| crate::log::debug(&format!("no kernel frames for thread {tid}: perf ring: {e}"))).ok()
-    } else {
-        None
-    };
+    let ring =
+        if callchain { Ring::map(raw, tid).map_err(|e| crate::log::debug(&format!("no kernel frames for thread {tid}: perf ring: {e}"))).ok() } else { None };
     if delivery == Delivery::Prof {
         if !note_signal_fd(raw) {
             return Err(io::Error::other(format!("perf_events descriptor {raw} is too high to signal with SIGPROF")));

@@ -183,10 +183,20 @@ impl AllocSampler {
 
     /// Starts sampling. `can_tag` says whether class objects may be tagged
     /// (a fast class lookup); without it the class signature is read each time.
-    pub fn start(&self, (jvmti, jni): (Jvmti, Jni), interval: u64, depth: usize, per_thread: bool, filter: Option<&str>, can_tag: bool) -> Result<String, String> {
+    pub fn start(
+        &self,
+        (jvmti, jni): (Jvmti, Jni),
+        interval: u64,
+        depth: usize,
+        per_thread: bool,
+        filter: Option<&str>,
+        can_tag: bool,
+    ) -> Result<String, String> {
         let store = self.store()?;
         let bytes = jint::try_from(interval).map_err(|_| format!("alloc={interval}: the interval must be below 2 GiB"))?;
-        jvmti.set_heap_sampling_interval(bytes).map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
+        jvmti
+            .set_heap_sampling_interval(bytes)
+            .map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
         store.reset();
         self.interval.store(interval, Ordering::Relaxed);
         self.started_once.store(true, Ordering::Relaxed);

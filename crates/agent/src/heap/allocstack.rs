@@ -36,8 +36,8 @@ use crate::hotspot::frames::{self, Blob, Layout};
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
 use crate::hotspot::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::sampling::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
 use crate::hotspot::vmstructs;
+use crate::sampling::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 static CHECK: AtomicBool = AtomicBool::new(false);
@@ -206,7 +206,11 @@ impl SiteCache {
     fn get(&self, pc: usize, blob: usize, compile_id: i32, out: &mut [RawFrame], n: &mut usize) -> bool {
         let Some(e) = self.entry(pc) else { return false };
         let seq = e.seq.load(Ordering::Acquire);
-        if seq & 1 == 1 || e.pc.load(Ordering::Relaxed) != pc || e.blob.load(Ordering::Relaxed) != blob || e.compile_id.load(Ordering::Relaxed) != compile_id as u32 {
+        if seq & 1 == 1
+            || e.pc.load(Ordering::Relaxed) != pc
+            || e.blob.load(Ordering::Relaxed) != blob
+            || e.compile_id.load(Ordering::Relaxed) != compile_id as u32
+        {
             return false;
         }
         let len = (e.len.load(Ordering::Relaxed) as usize).min(SITE_FRAMES);

@@ -131,7 +131,8 @@ unsafe extern "C" fn on_reference(
 /// one shows up, unless that referrer is reachable only through the object
 /// itself (which would make a cycle).
 fn prefer_heap_path(walk: &mut Walk, id: u32, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, referrer_tag_ptr: *mut jlong) {
-    let transient = |k| matches!(k, JVMTI_HEAP_REFERENCE_STACK_LOCAL | JVMTI_HEAP_REFERENCE_JNI_LOCAL | JVMTI_HEAP_REFERENCE_THREAD | JVMTI_HEAP_REFERENCE_OTHER);
+    let transient =
+        |k| matches!(k, JVMTI_HEAP_REFERENCE_STACK_LOCAL | JVMTI_HEAP_REFERENCE_JNI_LOCAL | JVMTI_HEAP_REFERENCE_THREAD | JVMTI_HEAP_REFERENCE_OTHER);
     let Some(node) = walk.nodes.get(id as usize) else { return };
     if node.parent != NO_PARENT || !transient(node.kind) || referrer_tag_ptr.is_null() {
         return;
@@ -214,7 +215,11 @@ unsafe fn walk_in(env: Jvmti, jni: Jni, targets: &[jobject], budget: Duration) -
         paths.push(f.map(|id| describe(env, jni, &walk.nodes, id)));
     }
     let note = if found < wanted {
-        let why = if walk.timed_out { format!("the walk stopped at its {:.1} s budget (gcroots=DURATION raises it)", budget.as_secs_f64()) } else { "the others were not reachable from a root".into() };
+        let why = if walk.timed_out {
+            format!("the walk stopped at its {:.1} s budget (gcroots=DURATION raises it)", budget.as_secs_f64())
+        } else {
+            "the others were not reachable from a root".into()
+        };
         Some(format!("found for {found} of {wanted} suspects; {why}"))
     } else {
         None
@@ -272,7 +277,9 @@ fn describe(env: Jvmti, jni: Jni, nodes: &[Node], id: u32) -> Vec<String> {
         let edge = match node.kind {
             // SAFETY: `parent` and `obj` as above; for a static field
             // reference, the parent node is a class.
-            JVMTI_HEAP_REFERENCE_STATIC_FIELD => format!("static field {}", unsafe { static_field_name(env, jni, parent, obj) }.unwrap_or_else(|| format!("#{}", node.index))),
+            JVMTI_HEAP_REFERENCE_STATIC_FIELD => {
+                format!("static field {}", unsafe { static_field_name(env, jni, parent, obj) }.unwrap_or_else(|| format!("#{}", node.index)))
+            }
             // SAFETY: `parent` and `obj` as above.
             JVMTI_HEAP_REFERENCE_FIELD => match unsafe { instance_field_name(env, jni, parent, obj) } {
                 // FollowReferences follows weak and soft referents too.

@@ -9,16 +9,16 @@ use jvmti_sys::*;
 use oxprof_profile::leak::{LeakReport, Point, Site};
 use oxprof_profile::{Frame, FrameKind, Meta};
 
-use crate::heap::alloc::MARK_ALLOC_CLASS;
-use crate::jvmti::{Jni, Jvmti};
-use crate::heap::live::LiveTracker;
-use crate::options::{Config, LiveOptions};
 use crate::heap::alloc::AllocSampler;
+use crate::heap::alloc::MARK_ALLOC_CLASS;
+use crate::heap::gcroots;
+use crate::heap::live::LiveTracker;
+use crate::hotspot::vmstructs::VmStructs;
+use crate::jvmti::{Jni, Jvmti};
+use crate::log;
+use crate::options::{Config, LiveOptions};
 use crate::output::Built;
 use crate::sampling::store::RawFrame;
-use crate::hotspot::vmstructs::VmStructs;
-use crate::heap::gcroots;
-use crate::log;
 
 /// Suspects whose path to a GC root is searched for.
 const ROOT_SUSPECTS: usize = 5;
@@ -89,7 +89,15 @@ pub fn effective(recording: &LiveOptions, command: &Config) -> LiveOptions {
 /// recording (with the allocation sampling interval); `frame`
 /// names a stored frame.
 #[allow(clippy::too_many_arguments)]
-pub fn build(alloc: &AllocSampler, meta: Meta, frame: &dyn Fn(&RawFrame) -> Frame, opts: &LiveOptions, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Built {
+pub fn build(
+    alloc: &AllocSampler,
+    meta: Meta,
+    frame: &dyn Fn(&RawFrame) -> Frame,
+    opts: &LiveOptions,
+    vm_structs: Option<&VmStructs>,
+    jvmti: Jvmti,
+    jni: Jni,
+) -> Built {
     let framed = jni.push_frame(64);
     let no_gc_why = if opts.force_gc { may_force_gc(vm_structs).err() } else { None };
     if let Some(why) = &no_gc_why {

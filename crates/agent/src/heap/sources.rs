@@ -12,7 +12,7 @@ use crate::heap::live_report;
 use crate::jvmti::{Jni, Jvmti};
 use crate::output::Built;
 use crate::sampling::store::RawFrame;
-use crate::source::{Started, BuildContext, EventSource, FrameMemo, StartContext};
+use crate::source::{BuildContext, EventSource, FrameMemo, StartContext, Started};
 
 /// A running allocation recording.
 pub struct AllocSource {
@@ -75,7 +75,16 @@ impl AllocSource {
         let mut ids = Vec::new();
         let mut memo = FrameMemo::default();
         let (own_walks, jvmti_walks, checked, mismatched) = self.sampler.walk_counts();
-        let mut st = AllocStats { dropped: store.stats().dropped, callback_ns: self.sampler.callback_ns_mean(), callback_median_ns: self.sampler.callback_ns_median(), own_walks, jvmti_walks, checked, mismatched, ..AllocStats::default() };
+        let mut st = AllocStats {
+            dropped: store.stats().dropped,
+            callback_ns: self.sampler.callback_ns_mean(),
+            callback_median_ns: self.sampler.callback_ns_median(),
+            own_walks,
+            jvmti_walks,
+            checked,
+            mismatched,
+            ..AllocStats::default()
+        };
         for t in store.snapshot() {
             st.samples += t.samples;
             st.estimated_bytes += t.total;

@@ -14,9 +14,9 @@
 
 use std::sync::OnceLock;
 
+use crate::hotspot::gate;
 use crate::hotspot::safemem;
 use crate::sampling::store::direct_mapped_slot;
-use crate::hotspot::gate;
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
@@ -156,8 +156,7 @@ static NATIVE_NMETHOD_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::
 /// bytes were read and did not match can never name an nmethod later, and
 /// a cached entry never needs invalidating. Direct-mapped; a collision only
 /// costs a read.
-static OTHER_BLOB_NAMES: [std::sync::atomic::AtomicUsize; OTHER_NAMES_CACHED] =
-    [const { std::sync::atomic::AtomicUsize::new(0) }; OTHER_NAMES_CACHED];
+static OTHER_BLOB_NAMES: [std::sync::atomic::AtomicUsize; OTHER_NAMES_CACHED] = [const { std::sync::atomic::AtomicUsize::new(0) }; OTHER_NAMES_CACHED];
 const OTHER_NAMES_CACHED: usize = 128;
 
 /// The layout, once [`init`] succeeded. Signal-safe (an atomic load).
@@ -197,7 +196,12 @@ impl Layout {
     fn from_vm_structs(vs: &crate::hotspot::vmstructs::VmStructs, env: usize) -> Result<Layout, String> {
         let off = |t: &str, f: &str| need(vs.field(t, f).filter(|x| !x.is_static).map(|x| x.offset as usize), &format!("{t}::{f}"));
         let stat = |t: &str, f: &str| need(vs.static_word(t, f), &format!("{t}::{f}"));
-        for (name, want) in [("_thread_in_Java", THREAD_IN_JAVA), ("_thread_in_native", THREAD_IN_NATIVE), ("_thread_in_vm", THREAD_IN_VM), ("_thread_in_Java_trans", THREAD_IN_JAVA_TRANS)] {
+        for (name, want) in [
+            ("_thread_in_Java", THREAD_IN_JAVA),
+            ("_thread_in_native", THREAD_IN_NATIVE),
+            ("_thread_in_vm", THREAD_IN_VM),
+            ("_thread_in_Java_trans", THREAD_IN_JAVA_TRANS),
+        ] {
             if vs.int_constant(name).is_some_and(|v| v != want as i64) {
                 return Err(format!("unexpected value of {name}"));
             }
@@ -249,7 +253,10 @@ impl Layout {
             interp_high: 0,
             call_stub_return: stat("StubRoutines", "_call_stub_return_address")?,
             entry: match (vs.int_constant("frame::entry_frame_call_wrapper_offset"), off("JavaCallWrapper", "_anchor")) {
-                (Some(slot), Ok(a)) => Some((slot as isize, [a + off("JavaFrameAnchor", "_last_Java_sp")?, a + off("JavaFrameAnchor", "_last_Java_fp")?, a + off("JavaFrameAnchor", "_last_Java_pc")?])),
+                (Some(slot), Ok(a)) => Some((
+                    slot as isize,
+                    [a + off("JavaFrameAnchor", "_last_Java_sp")?, a + off("JavaFrameAnchor", "_last_Java_fp")?, a + off("JavaFrameAnchor", "_last_Java_pc")?],
+                )),
                 _ => None,
             },
             method_const: off("Method", "_constMethod")?,
@@ -574,7 +581,11 @@ impl Layout {
     /// decoding: 0, or the native-method marker for a JNI wrapper.
     pub fn compiled_bci(&self, method: usize) -> i32 {
         let native = self.native_flag(method, |a| safemem::read_word(a).map(|w| w as u32));
-        if native == Some(true) { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { 0 }
+        if native == Some(true) {
+            jvmti_sys::asgct::BCI_NATIVE_FRAME
+        } else {
+            0
+        }
     }
 
     /// The bytecode index of `bcp` in `method`, or 0 if it is not inside
@@ -620,7 +631,11 @@ impl Layout {
         let Some(cm) = word(method.wrapping_add(self.method_const)).filter(|&cm| cm != 0) else { return 0 };
         let Some(size) = half(cm.wrapping_add(self.const_code_size)) else { return 0 };
         let start = cm.wrapping_add(self.const_size);
-        if bcp >= start && bcp < start.wrapping_add(size as usize) { (bcp - start) as i32 } else { 0 }
+        if bcp >= start && bcp < start.wrapping_add(size as usize) {
+            (bcp - start) as i32
+        } else {
+            0
+        }
     }
 }
 

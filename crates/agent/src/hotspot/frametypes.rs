@@ -15,11 +15,11 @@ use std::ffi::c_void;
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::frames::{self, Blob, Layout};
+use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::javawalk;
 use crate::hotspot::scopes::MAX_SCOPES;
 use crate::sampling::store::{JavaFrameType, RawFrame};
-use crate::hotspot::gate;
 
 /// The `Method*` behind a walked frame's `jmethodID`, or 0 for anything
 /// that is not a Java frame (native/kernel code addresses are never read).

@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 
 use crate::hotspot::frames::{self, Layout};
+use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
 use crate::sampling::store::{JavaFrameType, RawFrame};
-use crate::hotspot::gate;
 
 /// What the walk found.
 #[derive(Debug, PartialEq, Eq)]

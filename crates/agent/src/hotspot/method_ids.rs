@@ -12,8 +12,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::frames::Layout;
-use crate::sampling::store::{direct_mapped_slot, prefault};
 use crate::hotspot::gate;
+use crate::sampling::store::{direct_mapped_slot, prefault};
 
 /// Entries in the table (a power of two); 128 KiB.
 const CACHED: usize = 8192;

@@ -21,8 +21,8 @@ use std::ffi::{c_char, CStr};
 
 use std::sync::Mutex;
 
-use crate::jvmti::Jvmti;
 use crate::hotspot::gate;
+use crate::jvmti::Jvmti;
 use crate::log;
 
 /// The oldest and newest JDK feature releases oxprof's use of HotSpot's
@@ -119,7 +119,6 @@ pub fn assume(detected: Option<u32>, assumed: Option<&str>) -> Option<u32> {
     }
 }
 
-
 /// The line saying what is off and why, until [`untold_refusal`] gave it out.
 static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
 
@@ -137,7 +136,8 @@ pub fn decide(jvmti: Jvmti) -> Trust {
     log::debug(&format!("JVM version: java.vm.version {property:?}, JVMTI {major}, feature release {detected:?}, trusted as {trust:?}"));
     if let Some(line) = trust.refusal() {
         let by = assumed.map(|a| format!(" (OXPROF_ASSUME_JDK={a})")).unwrap_or_default();
-        let raw = if detected.is_none() { format!(" (java.vm.version {}, JVMTI {major})", property.as_deref().unwrap_or("unavailable")) } else { String::new() };
+        let raw =
+            if detected.is_none() { format!(" (java.vm.version {}, JVMTI {major})", property.as_deref().unwrap_or("unavailable")) } else { String::new() };
         *REFUSAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{line}{raw}{by}"));
     }
     gate::set(trust.jmethodid_is_method_slot, trust.vmstructs_walk_trusted);
@@ -252,12 +252,20 @@ impl VmStructs {
                 vs.fields.insert((type_name, field_name), field);
             }
         }
-        vs.sizes = named_table([c"gHotSpotVMTypes", c"gHotSpotVMTypeEntryArrayStride", c"gHotSpotVMTypeEntryTypeNameOffset", c"gHotSpotVMTypeEntrySizeOffset"], |at| {
-            // SAFETY: a type entry's size field is a uint64_t.
-            unsafe { *(at as *const u64) }
-        });
+        vs.sizes = named_table(
+            [c"gHotSpotVMTypes", c"gHotSpotVMTypeEntryArrayStride", c"gHotSpotVMTypeEntryTypeNameOffset", c"gHotSpotVMTypeEntrySizeOffset"],
+            |at| {
+                // SAFETY: a type entry's size field is a uint64_t.
+                unsafe { *(at as *const u64) }
+            },
+        );
         vs.int_constants = named_table(
-            [c"gHotSpotVMIntConstants", c"gHotSpotVMIntConstantEntryArrayStride", c"gHotSpotVMIntConstantEntryNameOffset", c"gHotSpotVMIntConstantEntryValueOffset"],
+            [
+                c"gHotSpotVMIntConstants",
+                c"gHotSpotVMIntConstantEntryArrayStride",
+                c"gHotSpotVMIntConstantEntryNameOffset",
+                c"gHotSpotVMIntConstantEntryValueOffset",
+            ],
             |at| {
                 // SAFETY: an integer constant's value field is an int32_t.
                 unsafe { *(at as *const i32) as i64 }

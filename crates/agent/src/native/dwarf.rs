@@ -83,7 +83,9 @@ fn exec_mappings() -> Vec<Exec> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut f = line.split_whitespace();
-        let (Some(range), Some(perms), Some(offset), Some(_), Some(_), Some(path)) = (f.next(), f.next(), f.next(), f.next(), f.next(), f.next()) else { continue };
+        let (Some(range), Some(perms), Some(offset), Some(_), Some(_), Some(path)) = (f.next(), f.next(), f.next(), f.next(), f.next(), f.next()) else {
+            continue;
+        };
         if !perms.contains('x') || !path.starts_with('/') {
             continue;
         }
@@ -170,7 +172,14 @@ pub fn refresh() -> usize {
 /// caller stored `pc` already) until a return address in Java code, and
 /// returns how many. `read` reads one stack word (validated by the caller).
 /// Returns `None` when no unwinder or cache is available.
-pub fn unwind(pc: usize, sp: usize, fp: usize, in_java_code: fn(usize) -> bool, read: &mut dyn FnMut(u64) -> Option<u64>, out: &mut [RawFrame]) -> Option<usize> {
+pub fn unwind(
+    pc: usize,
+    sp: usize,
+    fp: usize,
+    in_java_code: fn(usize) -> bool,
+    read: &mut dyn FnMut(u64) -> Option<u64>,
+    out: &mut [RawFrame],
+) -> Option<usize> {
     READERS.fetch_add(1, Ordering::SeqCst);
     let result = with_cache(|cache| {
         let p = UNWINDER.load(Ordering::SeqCst);

@@ -25,9 +25,9 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-use crate::sampling::cputime::CpuSpent;
 use crate::engine::perf_ring;
 use crate::native::dwarf as native_dwarf;
+use crate::sampling::cputime::CpuSpent;
 use crate::sampling::store::RawFrame;
 
 /// Most native and kernel frames kept per sample.

@@ -16,8 +16,8 @@ use crate::jvmti::{Jni, Jvmti};
 use crate::sampling::cpu::{failure_name, split_cpu_stack, thread_category};
 use crate::sampling::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
 use crate::sampling::store::{JavaFrameType, RawFrame};
-use crate::symbols::Symbols;
 use crate::sampling::threads::Threads;
+use crate::symbols::Symbols;
 
 /// Line tables of the methods seen so far.
 #[derive(Default)]

@@ -24,13 +24,13 @@ use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState
 use oxprof_profile::OutputFormat;
 
 use crate::heap::alloc::MARK_ALLOC_CLASS;
-use crate::sampling::cputime::thread_cpu_ns;
-use crate::sampling::event_log::{now_ticks, EventLog};
-use crate::output::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
 use crate::jvmti::{self, Jni};
 use crate::log;
 use crate::options::Config;
 use crate::output;
+use crate::output::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
+use crate::sampling::cputime::thread_cpu_ns;
+use crate::sampling::event_log::{now_ticks, EventLog};
 use crate::sampling::store::SampleStore;
 use crate::sampling::threads;
 use crate::Agent;
@@ -151,7 +151,13 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         destination: path.display().to_string(),
         failed: None,
     };
-    *slot = Some(Arc::new(Stream { path, inner: Mutex::new(inner), stop: Arc::new(AtomicBool::new(false)), thread: Mutex::new(None), thread_cpu_ns: Arc::new(AtomicU64::new(0)) }));
+    *slot = Some(Arc::new(Stream {
+        path,
+        inner: Mutex::new(inner),
+        stop: Arc::new(AtomicBool::new(false)),
+        thread: Mutex::new(None),
+        thread_cpu_ns: Arc::new(AtomicU64::new(0)),
+    }));
     Ok(())
 }
 
@@ -187,9 +193,7 @@ pub fn begin(agent: &'static Agent) {
     let Some(stream) = current() else { return };
     {
         let mut inner = lock(&stream.inner);
-        let settings = agent.profiler.with_recording(|rec| {
-            rec.map(|rec| rec.sources.iter().flat_map(|s| s.jfr_settings()).collect()).unwrap_or_default()
-        });
+        let settings = agent.profiler.with_recording(|rec| rec.map(|rec| rec.sources.iter().flat_map(|s| s.jfr_settings()).collect()).unwrap_or_default());
         inner.settings = settings;
     }
     let stop = stream.stop.clone();
@@ -286,7 +290,9 @@ pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
 fn model_frame(f: &oxprof_profile::Frame) -> JfrFrame {
     use oxprof_profile::FrameKind;
     let (class, method) = match f.kind {
-        FrameKind::Java | FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Native => f.name.rsplit_once('.').map(|(c, m)| (c.to_string(), m.to_string())).unwrap_or_else(|| (String::new(), f.name.clone())),
+        FrameKind::Java | FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Native => {
+            f.name.rsplit_once('.').map(|(c, m)| (c.to_string(), m.to_string())).unwrap_or_else(|| (String::new(), f.name.clone()))
+        }
         _ => (String::new(), f.name.clone()),
     };
     let kind = if f.kind == FrameKind::Native { FrameType::Native } else { FrameType::Unknown };
@@ -308,7 +314,9 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     *lock(&STREAM) = None;
     match &inner.failed {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", stream.path.display())),
-        None => Ok(vec![inner.summary(&stream.path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", stream.path.display())]),
+        None => {
+            Ok(vec![inner.summary(&stream.path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", stream.path.display())])
+        }
     }
 }
 

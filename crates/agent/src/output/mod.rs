@@ -74,7 +74,12 @@ fn write_to(file: File, built: &[&Built], config: &Config, format: OutputFormat)
 /// directory under the working directory, then under the temp directory.
 /// Returns the path written and, for a fallback, why `wanted` was not; or
 /// the first error.
-fn write_with_fallback(wanted: &Path, stem: &str, ext: &str, write: impl Fn(File) -> std::io::Result<()>) -> Result<(PathBuf, Option<std::io::Error>), std::io::Error> {
+fn write_with_fallback(
+    wanted: &Path,
+    stem: &str,
+    ext: &str,
+    write: impl Fn(File) -> std::io::Result<()>,
+) -> Result<(PathBuf, Option<std::io::Error>), std::io::Error> {
     let first_error = match files::open_output(wanted).and_then(&write) {
         Ok(()) => return Ok((wanted.to_path_buf(), None)),
         Err(e) => e,
@@ -149,12 +154,18 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
         if format == OutputFormat::Collapsed {
             let mut ordered: Vec<&Built> = vec![live];
             ordered.extend(built.iter().filter(|b| b.leak.is_none()));
-            return ordered.iter().enumerate().map(|(i, b)| write_one(&if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, &[b], config, format)).collect();
+            return ordered
+                .iter()
+                .enumerate()
+                .map(|(i, b)| write_one(&if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, &[b], config, format))
+                .collect();
         }
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
         OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
-        OutputFormat::Collapsed | OutputFormat::Pprof => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
+        OutputFormat::Collapsed | OutputFormat::Pprof => {
+            built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect()
+        }
     };
     groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()
 }
@@ -167,7 +178,9 @@ fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFor
             log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
             Ok(fallback)
         }
-        Err(first_error) => Err(format!("could not write the profile to {} ({first_error}), nor to a fallback file in the working or temp directory", wanted.display())),
+        Err(first_error) => {
+            Err(format!("could not write the profile to {} ({first_error}), nor to a fallback file in the working or temp directory", wanted.display()))
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use crate::output::Built;
 use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
 use crate::sampling::store::{RawFrame, SampleStore, StoredTrace};
 use crate::sampling::threads::{self, Threads};
-use crate::source::{Started, fmt_interval, BuildContext, EventSource, FrameMemo, StartContext};
+use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
 
 /// Distinct stacks the store can hold, and frames in all of them.
 const STORE_SLOTS: usize = 1 << 18;
@@ -121,7 +121,11 @@ pub fn thread_category(name: &str) -> String {
         return format!("{}CompilerThread", &name[..3]);
     }
     let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches(['#', '-', ' ']);
-    if trimmed.is_empty() { name.to_string() } else { trimmed.to_string() }
+    if trimmed.is_empty() {
+        name.to_string()
+    } else {
+        trimmed.to_string()
+    }
 }
 
 /// A running CPU recording.
@@ -380,5 +384,4 @@ mod tests {
         let unnamed = [a, RawFrame { bci: BCI_NATIVE_FRAME, method: 0 }];
         assert_eq!(split_cpu_stack(&unnamed, 7, &threads), (&unnamed[..], None));
     }
-
 }

@@ -59,7 +59,8 @@ impl EventLog {
     /// A log of `capacity` events (rounded up to a power of two), allocated now.
     pub fn new(capacity: usize) -> EventLog {
         let n = capacity.max(2).next_power_of_two();
-        let cells = (0..n).map(|i| Cell { seq: AtomicU64::new(i as u64), ticks: AtomicU64::new(0), slot_tid: AtomicU64::new(0), weight: AtomicU64::new(0) }).collect();
+        let cells =
+            (0..n).map(|i| Cell { seq: AtomicU64::new(i as u64), ticks: AtomicU64::new(0), slot_tid: AtomicU64::new(0), weight: AtomicU64::new(0) }).collect();
         EventLog { cells, mask: n as u64 - 1, enqueue: AtomicU64::new(0), dequeue: AtomicU64::new(0), dropped: AtomicU64::new(0) }
     }
     // signal-safe: on
@@ -107,7 +108,12 @@ impl EventLog {
             return None; // empty, or the next event is still being written
         }
         let slot_tid = cell.slot_tid.load(Ordering::Relaxed);
-        let e = Event { ticks: cell.ticks.load(Ordering::Relaxed), tid: slot_tid as u32, slot: (slot_tid >> 32) as u32, weight: cell.weight.load(Ordering::Relaxed) };
+        let e = Event {
+            ticks: cell.ticks.load(Ordering::Relaxed),
+            tid: slot_tid as u32,
+            slot: (slot_tid >> 32) as u32,
+            weight: cell.weight.load(Ordering::Relaxed),
+        };
         cell.seq.store(pos.wrapping_add(self.mask + 1), Ordering::Release);
         self.dequeue.store(pos.wrapping_add(1), Ordering::Relaxed);
         Some(e)

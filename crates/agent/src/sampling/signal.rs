@@ -41,13 +41,13 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
-use crate::sampling::cputime::CpuSpent;
 use crate::engine::{ctimer, itimer, perf};
-use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
-use crate::native::CStack;
-use crate::sampling::store::{RawFrame, SampleStore};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::javawalk::{self, Walked};
+use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
+use crate::native::CStack;
+use crate::sampling::cputime::CpuSpent;
+use crate::sampling::store::{RawFrame, SampleStore};
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -116,14 +116,7 @@ const _: () = assert!(std::mem::align_of::<RawFrame>() == std::mem::align_of::<A
 // signal-safe: off (built before the handler is armed)
 impl SignalContext {
     /// Allocates the buffers (off the signal path).
-    pub fn new(
-        store: &'static SampleStore,
-        asgct: AsyncGetCallTraceFn,
-        vm: *mut JavaVM,
-        depth: usize,
-        weight: u64,
-        per_thread: bool,
-    ) -> Box<SignalContext> {
+    pub fn new(store: &'static SampleStore, asgct: AsyncGetCallTraceFn, vm: *mut JavaVM, depth: usize, weight: u64, per_thread: bool) -> Box<SignalContext> {
         let depth = depth.max(1);
         // Room for the native part in front of the Java frames.
         let buffers = std::array::from_fn(|_| Buffer::new(depth + MAX_NATIVE_FRAMES + 1));
@@ -331,7 +324,10 @@ fn release_sigprof() {
 fn sigprof_may_be_pending() -> bool {
     let bit = 1u64 << (libc::SIGPROF - 1);
     let pending = |status: &str| {
-        status.lines().filter_map(|l| l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:"))).any(|v| u64::from_str_radix(v.trim(), 16).map_or(true, |m| m & bit != 0))
+        status
+            .lines()
+            .filter_map(|l| l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:")))
+            .any(|v| u64::from_str_radix(v.trim(), 16).map_or(true, |m| m & bit != 0))
     };
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return true };
     for task in tasks {
@@ -1213,7 +1209,8 @@ mod tests {
             let mut trace = ASGCT_CallTrace { env_id: ptr::null_mut(), num_frames: ticks::UNKNOWN_JAVA, frames: frames.as_mut_ptr() as *mut ASGCT_CallFrame };
             let walks = WALKS.load(Ordering::SeqCst);
             recover(&ctx, &mut trace, 8, &mut uc as *mut libc::ucontext_t as *mut c_void);
-            let regs = (uc.uc_mcontext.gregs[libc::REG_RIP as usize], uc.uc_mcontext.gregs[libc::REG_RSP as usize], uc.uc_mcontext.gregs[libc::REG_RBP as usize]);
+            let regs =
+                (uc.uc_mcontext.gregs[libc::REG_RIP as usize], uc.uc_mcontext.gregs[libc::REG_RSP as usize], uc.uc_mcontext.gregs[libc::REG_RBP as usize]);
             assert_eq!(regs, (0x1234, sp as i64, fp as i64), "the context is restored");
             (WALKS.load(Ordering::SeqCst) - walks, trace.num_frames)
         };

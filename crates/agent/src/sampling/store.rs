@@ -89,7 +89,11 @@ impl RawFrame {
 
     /// The bytecode index of a Java frame (negative values pass through).
     pub fn java_bci(&self) -> i32 {
-        if self.bci >= 0 { self.bci & Self::BCI_MASK } else { self.bci }
+        if self.bci >= 0 {
+            self.bci & Self::BCI_MASK
+        } else {
+            self.bci
+        }
     }
 
     /// The frame type of a Java frame.
@@ -158,14 +162,7 @@ impl Mapping {
     fn new(len: usize) -> Option<Mapping> {
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
         let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
         };
         if p == libc::MAP_FAILED {
             return None;
@@ -456,7 +453,12 @@ impl SampleStore {
         }
         // SAFETY: published slot, range inside the arena (checked above).
         let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
-        Some(StoredTrace { tid: slot.tid.load(Ordering::Relaxed), frames, samples: slot.samples.load(Ordering::Relaxed), total: slot.total.load(Ordering::Relaxed) })
+        Some(StoredTrace {
+            tid: slot.tid.load(Ordering::Relaxed),
+            frames,
+            samples: slot.samples.load(Ordering::Relaxed),
+            total: slot.total.load(Ordering::Relaxed),
+        })
     }
 
     fn count(&self, slot: &Slot, weight: u64) -> bool {

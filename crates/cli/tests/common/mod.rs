@@ -245,7 +245,8 @@ pub fn assert_refused(o: &Output, opts: &str, expected: &str) {
     assert!(!o.status.success(), "{opts}: the JVM started anyway");
     // The JVM reports the refusal on stdout; anything else there came from the program.
     let stdout = text(&o.stdout);
-    let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with("Error occurred during initialization of VM") && !l.starts_with("agent library failed")).collect();
+    let program: Vec<&str> =
+        stdout.lines().filter(|l| !l.starts_with("Error occurred during initialization of VM") && !l.starts_with("agent library failed")).collect();
     assert!(program.iter().all(|l| l.trim().is_empty()), "{opts}: the program ran: {stdout}");
     let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("oxprof:")).collect();
     assert_eq!(ours.len(), 1, "{opts}: expected one oxprof line in:\n{err}");

@@ -48,7 +48,8 @@ pub enum FrameType {
 }
 
 impl FrameType {
-    const ALL: [FrameType; 7] = [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown, FrameType::Cpp, FrameType::Kernel];
+    const ALL: [FrameType; 7] =
+        [FrameType::Interpreted, FrameType::Jit, FrameType::Inlined, FrameType::Native, FrameType::Unknown, FrameType::Cpp, FrameType::Kernel];
 
     fn key(self) -> u64 {
         self as u64
@@ -270,7 +271,16 @@ pub struct JfrWriter<W: Write> {
 impl<W: Write> JfrWriter<W> {
     /// A writer appending chunks to `out`.
     pub fn new(out: W) -> JfrWriter<W> {
-        JfrWriter { out, open: false, start_ticks: 0, start_nanos: 0, chunk: Buf::new(), body: Buf::new(), pools: Pools::default(), stats: WriterStats::default() }
+        JfrWriter {
+            out,
+            open: false,
+            start_ticks: 0,
+            start_nanos: 0,
+            chunk: Buf::new(),
+            body: Buf::new(),
+            pools: Pools::default(),
+            stats: WriterStats::default(),
+        }
     }
 
     pub fn stats(&self) -> WriterStats {
@@ -280,7 +290,11 @@ impl<W: Write> JfrWriter<W> {
     /// Bytes in the open chunk so far (0 when none is open); callers end a
     /// chunk when it grows past their limit.
     pub fn chunk_bytes(&self) -> u64 {
-        if self.open { self.chunk.len() as u64 } else { 0 }
+        if self.open {
+            self.chunk.len() as u64
+        } else {
+            0
+        }
     }
 
     pub fn in_chunk(&self) -> bool {

@@ -3,7 +3,6 @@
 //! generically), then resolving the pooled keys of those events into the
 //! recording's global tables.
 
-
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
 use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording};
@@ -283,14 +282,33 @@ fn field<'v>(meta: &'v Metadata, type_id: i64, v: &'v Value, name: &str) -> Opti
 }
 
 impl<'a> Resolver<'a> {
-    fn new(meta: &'a Metadata, pools: &'a FastMap<i64, FastMap<i64, Value>>, compact: &'a FastMap<i64, Vec<FrameKeys>>, header: &'a Header, rec: &'a mut Recording) -> Resolver<'a> {
-        Resolver { meta, pools, compact, header, rec, threads: FastMap::default(), stacks: FastMap::default(), classes: FastMap::default(), methods: FastMap::default(), frame_types: FastMap::default(), frames: FastMap::default() }
+    fn new(
+        meta: &'a Metadata,
+        pools: &'a FastMap<i64, FastMap<i64, Value>>,
+        compact: &'a FastMap<i64, Vec<FrameKeys>>,
+        header: &'a Header,
+        rec: &'a mut Recording,
+    ) -> Resolver<'a> {
+        Resolver {
+            meta,
+            pools,
+            compact,
+            header,
+            rec,
+            threads: FastMap::default(),
+            stacks: FastMap::default(),
+            classes: FastMap::default(),
+            methods: FastMap::default(),
+            frame_types: FastMap::default(),
+            frames: FastMap::default(),
+        }
     }
 
     /// Follows a pooled field to its value and that value's type.
     fn deref<'v>(&self, v: &'v Value, f: &Field) -> Option<(&'v Value, i64)>
     where
-        'a: 'v, {
+        'a: 'v,
+    {
         if f.pooled {
             let key = v.as_i64()?;
             Some((self.pools.get(&f.type_id)?.get(&key)?, f.type_id))
@@ -302,7 +320,8 @@ impl<'a> Resolver<'a> {
     /// A field of an object, dereferenced if pooled.
     fn get<'v>(&self, v: &'v Value, type_id: i64, name: &str) -> Option<(&'v Value, i64)>
     where
-        'a: 'v, {
+        'a: 'v,
+    {
         let (v, f) = field(self.meta, type_id, v, name)?;
         self.deref(v, f)
     }
@@ -384,7 +403,9 @@ impl<'a> Resolver<'a> {
     where
         'a: 'v,
     {
-        let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else { return };
+        let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else {
+            return;
+        };
         let is_cpu = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ExecutionSample");
         if is_cpu && name == "period" {
             if let Some(ns) = parse_period(&value) {
@@ -425,7 +446,8 @@ impl<'a> Resolver<'a> {
         if let Some(&id) = self.classes.get(&key) {
             return id;
         }
-        let name = self.get(v, type_id, name).and_then(|(c, ct)| self.text(c, ct, "name")).map(|n| java_class_name(&n)).unwrap_or_else(|| "[unknown class]".into());
+        let name =
+            self.get(v, type_id, name).and_then(|(c, ct)| self.text(c, ct, "name")).map(|n| java_class_name(&n)).unwrap_or_else(|| "[unknown class]".into());
         let id = self.rec.intern_class(&name);
         self.classes.insert(key, id);
         id

@@ -360,10 +360,7 @@ mod tests {
         // Ev { pairs: [ {a: 300, s: "x"} ], ref: 7 }
         let data = [1, 0xac, 0x02, 3, 1, b'x', 7];
         let v = meta.read_value(&mut Cursor::new(&data, 0, true), 4, 0).unwrap();
-        assert_eq!(
-            v,
-            Value::Obj(vec![Value::Array(vec![Value::Obj(vec![Value::Int(300), Value::Str(JfrString::Inline("x".into()))])]), Value::Ref(7)])
-        );
+        assert_eq!(v, Value::Obj(vec![Value::Array(vec![Value::Obj(vec![Value::Int(300), Value::Str(JfrString::Inline("x".into()))])]), Value::Ref(7)]));
         assert!(meta.read_value(&mut Cursor::new(&data[..4], 0, true), 4, 0).is_err());
     }
 
