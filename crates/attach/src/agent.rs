@@ -277,29 +277,7 @@ mod tests {
         assert_eq!(copy_name(&Path::new("/jail/tmp").join(&a), b"abc"), a);
     }
 
-    /// A scratch directory standing for another process's root: the path
-    /// logic of a JVM in another mount namespace, without the namespace.
-    struct FakeRoot(PathBuf);
-
-    impl FakeRoot {
-        fn new(name: &str) -> FakeRoot {
-            let dir = std::env::temp_dir().join(format!("oxprof-attach-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(dir.join("root/tmp")).unwrap();
-            FakeRoot(dir)
-        }
-
-        fn target(&self) -> Target {
-            let pid = std::process::id();
-            Target { pid, ns_pid: 1, uid: creds::our_euid(), gid: creds::our_egid(), root: self.0.join("root"), cwd: self.0.join("root/tmp") }
-        }
-    }
-
-    impl Drop for FakeRoot {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_support::FakeRoot;
 
     fn ours(p: &Path) -> AgentLibrary {
         AgentLibrary::Ours(p.to_path_buf())

@@ -32,6 +32,8 @@ mod list;
 mod process;
 mod protocol;
 mod target_files;
+#[cfg(test)]
+mod test_support;
 
 pub use agent::{load_agent, parse_load_reply, AgentLibrary, LoadReply};
 pub use error::AttachError;

@@ -38,14 +38,7 @@ fn jvm_info(pid: u32) -> Option<JvmInfo> {
     let libjvm = maps.iter().find(|p| p.file_name().is_some_and(|n| n == "libjvm.so"))?;
     let status = process::read_status(pid).ok()?;
     let args = process::cmdline(pid).unwrap_or_default();
-    let target = Target {
-        pid,
-        ns_pid: status.ns_pid,
-        uid: status.uid,
-        gid: status.gid,
-        root: PathBuf::from(format!("/proc/{pid}/root")),
-        cwd: PathBuf::from(format!("/proc/{pid}/cwd")),
-    };
+    let target = Target::seen_in_proc(pid, &status);
     Some(JvmInfo {
         pid,
         main: one_printable_line(&parse_java_args(&args).main.unwrap_or_default()),

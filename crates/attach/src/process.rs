@@ -35,6 +35,19 @@ pub struct Target {
 }
 
 impl Target {
+    /// Process `pid` as `/proc` shows it: reached through its root and
+    /// working directory links there.
+    pub(crate) fn seen_in_proc(pid: u32, status: &Status) -> Target {
+        Target {
+            pid,
+            ns_pid: status.ns_pid,
+            uid: status.uid,
+            gid: status.gid,
+            root: PathBuf::from(format!("/proc/{pid}/root")),
+            cwd: PathBuf::from(format!("/proc/{pid}/cwd")),
+        }
+    }
+
     /// The attach listener's socket, as we reach it.
     pub fn socket_path(&self) -> PathBuf {
         self.root.join(format!("tmp/.java_pid{}", self.ns_pid))
@@ -74,14 +87,7 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string()).unwrap_or_else(|_| "?".into());
         return Err(AttachError::NotAJvm { pid, why: format!("no libjvm.so is mapped into it (its executable is {exe})") });
     }
-    Ok(Target {
-        pid,
-        ns_pid: status.ns_pid,
-        uid: status.uid,
-        gid: status.gid,
-        root: PathBuf::from(format!("/proc/{pid}/root")),
-        cwd: PathBuf::from(format!("/proc/{pid}/cwd")),
-    })
+    Ok(Target::seen_in_proc(pid, &status))
 }
 
 /// The path (in the process's own mount namespace) of the first mapped file

@@ -212,32 +212,9 @@ fn is_bidi_control(c: char) -> bool {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-    use std::path::PathBuf;
     use std::time::Instant;
 
-    /// A scratch directory standing for a target's root (our own process,
-    /// our identity), removed when dropped.
-    struct FakeRoot(PathBuf);
-
-    impl FakeRoot {
-        fn new(name: &str) -> FakeRoot {
-            let dir = std::env::temp_dir().join(format!("oxprof-target-files-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(dir.join("root/tmp")).unwrap();
-            FakeRoot(dir)
-        }
-
-        fn target(&self) -> Target {
-            let pid = std::process::id();
-            Target { pid, ns_pid: 1, uid: creds::our_euid(), gid: creds::our_egid(), root: self.0.join("root"), cwd: self.0.join("root/tmp") }
-        }
-    }
-
-    impl Drop for FakeRoot {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_support::FakeRoot;
 
     fn mkfifo(path: &Path) {
         let c = c_path(path).unwrap();
