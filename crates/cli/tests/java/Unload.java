@@ -1,3 +1,5 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.function.LongUnaryOperator;
@@ -5,17 +7,36 @@ import java.util.function.LongUnaryOperator;
 /**
  * Defines Worker (from a directory not on the class path) in a new class
  * loader on every iteration, runs it, drops the loader, and collects garbage
- * now and then so the classes unload while being sampled.
- * Usage: Unload WORKER_DIR SECONDS
+ * now and then so the classes unload while being sampled. Runs until
+ * Worker.spin has taken SPIN_SECONDS of main's CPU time and, with "stdin",
+ * also until a line (or the end of input) arrives on stdin: the test stops
+ * it once the agent has done what it waits for. Prints
+ * "loaders=<loaders created> spin_ms=<CPU ms in Worker.spin>".
+ * Usage: Unload WORKER_DIR SPIN_SECONDS [stdin]
  */
 public class Unload {
     static volatile long sink;
+    static volatile boolean stop;
 
     public static void main(String[] args) throws Exception {
         byte[] bytes = Files.readAllBytes(Paths.get(args[0], "Worker.class"));
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
+        CpuBudget spin = CpuBudget.charged(Double.parseDouble(args[1]));
+        if (args.length > 2 && args[2].equals("stdin")) {
+            Thread reader = new Thread(() -> {
+                try {
+                    new BufferedReader(new InputStreamReader(System.in)).readLine();
+                } catch (Exception e) {
+                    // The end of input stops the program as a line does.
+                }
+                stop = true;
+            }, "stdin-reader");
+            reader.setDaemon(true);
+            reader.start();
+        } else {
+            stop = true;
+        }
         int loaders = 0;
-        while (System.nanoTime() < end) {
+        while (spin.more() || !stop) {
             ClassLoader cl = new ClassLoader(null) {
                 @Override
                 protected Class<?> findClass(String name) throws ClassNotFoundException {
@@ -24,9 +45,9 @@ public class Unload {
                 }
             };
             LongUnaryOperator w = (LongUnaryOperator) cl.loadClass("Worker").getDeclaredConstructor().newInstance();
-            sink += w.applyAsLong(200_000);
+            sink += spin.charge(() -> w.applyAsLong(200_000));
             if (++loaders % 100 == 0) System.gc();
         }
-        System.out.println("loaders=" + loaders);
+        System.out.println("loaders=" + loaders + " spin_ms=" + spin.spentNs() / 1_000_000);
     }
 }
