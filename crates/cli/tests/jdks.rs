@@ -73,8 +73,8 @@ fn class_unloading_is_safe_on_every_supported_jdk() {
         let out = s.path("u.collapsed");
         let o = java_in(&home)
             .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
-            // Until Worker.spin has had 2 s of CPU: about 2,000 samples at 1 ms.
-            .args(["-cp", app.to_str().unwrap(), "Unload", workers.to_str().unwrap(), "2"])
+            // Until main has had 3 s of CPU, most of it in Worker.spin.
+            .args(["-cp", app.to_str().unwrap(), "Unload", workers.to_str().unwrap(), "3"])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}: {}", home.display(), text(&o.stderr));

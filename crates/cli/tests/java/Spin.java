@@ -9,26 +9,25 @@ import java.nio.file.Paths;
 public class Spin {
     static volatile long sink;
 
-    static void loop(double cpuSeconds) {
-        CpuBudget budget = CpuBudget.of(cpuSeconds);
+    static void loop(CpuBudget budget) {
         long x = 1;
         while (budget.more()) {
-            for (int i = 0; i < 100_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
+            for (int i = 0; i < 10_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;
     }
 
     public static void main(String[] args) throws Exception {
         if (args[0].equals("forever")) {
-            loop(0.3);
+            loop(CpuBudget.of(0.3));
             System.out.println("ready");
             System.out.flush();
-            while (true) loop(1);
+            loop(CpuBudget.forever());
         }
         if (args[0].equals("rmdir")) {
-            loop(1);
+            loop(CpuBudget.of(1));
             Files.delete(Paths.get(args[1]));
-            loop(1);
+            loop(CpuBudget.of(1));
         }
     }
 }

@@ -7,12 +7,12 @@ import java.util.function.LongUnaryOperator;
 /**
  * Defines Worker (from a directory not on the class path) in a new class
  * loader on every iteration, runs it, drops the loader, and collects garbage
- * now and then so the classes unload while being sampled. Runs until
- * Worker.spin has taken SPIN_SECONDS of main's CPU time and, with "stdin",
- * also until a line (or the end of input) arrives on stdin: the test stops
- * it once the agent has done what it waits for. Prints
- * "loaders=<loaders created> spin_ms=<CPU ms in Worker.spin>".
- * Usage: Unload WORKER_DIR SPIN_SECONDS [stdin]
+ * now and then so the classes unload while being sampled. Runs until main
+ * has had CPU_SECONDS of CPU time (most of it in Worker.spin) and, with
+ * "stdin", also until a line (or the end of input) arrives on stdin: the
+ * test stops it once the agent has done what it waits for. Prints
+ * "loaders=<loaders created> cpu_ms=<main's CPU time>".
+ * Usage: Unload WORKER_DIR CPU_SECONDS [stdin]
  */
 public class Unload {
     static volatile long sink;
@@ -20,7 +20,7 @@ public class Unload {
 
     public static void main(String[] args) throws Exception {
         byte[] bytes = Files.readAllBytes(Paths.get(args[0], "Worker.class"));
-        CpuBudget spin = CpuBudget.charged(Double.parseDouble(args[1]));
+        CpuBudget budget = CpuBudget.of(args[1]);
         if (args.length > 2 && args[2].equals("stdin")) {
             Thread reader = new Thread(() -> {
                 try {
@@ -36,7 +36,7 @@ public class Unload {
             stop = true;
         }
         int loaders = 0;
-        while (spin.more() || !stop) {
+        while (budget.more() || !stop) {
             ClassLoader cl = new ClassLoader(null) {
                 @Override
                 protected Class<?> findClass(String name) throws ClassNotFoundException {
@@ -45,9 +45,9 @@ public class Unload {
                 }
             };
             LongUnaryOperator w = (LongUnaryOperator) cl.loadClass("Worker").getDeclaredConstructor().newInstance();
-            sink += spin.charge(() -> w.applyAsLong(200_000));
+            sink += w.applyAsLong(200_000);
             if (++loaders % 100 == 0) System.gc();
         }
-        System.out.println("loaders=" + loaders + " spin_ms=" + spin.spentNs() / 1_000_000);
+        System.out.println("loaders=" + loaders + " cpu_ms=" + budget.spentNs() / 1_000_000);
     }
 }
