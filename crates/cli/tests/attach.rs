@@ -26,7 +26,8 @@ fn attach_twice_gives_two_profiles() {
     let mut jvm = spin(&s.0);
     for i in 0..2 {
         let out = s.path(&format!("p{i}.collapsed"));
-        let o = attach(jvm.pid(), &["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]);
+        // Until the JVM has had 1 s of CPU: about 500 samples at 2 ms.
+        let o = attach_for_cpu(oxprof_cmd(), jvm.pid(), 1000, &["--interval", "2ms", "-o", out.to_str().unwrap()]);
         let err = text(&o.stderr);
         assert!(o.status.success(), "attach {i}: {err}");
         assert!(err.contains(&format!("profile written to {}", out.display())), "{err}");
@@ -48,7 +49,8 @@ fn start_status_dump_stop_in_separate_invocations() {
     let o = attach(pid, &["start", "--event", "cpu", "--interval", "2ms", "--alloc", "64k"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("started cpu profiling"), "{}", text(&o.stdout));
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    // 800 ms of the JVM's CPU time: about 400 samples at 2 ms.
+    wait_for_cpu(pid, process_cpu_ms(pid), 800, "attach start");
 
     let o = attach(pid, &["status"]);
     let out = text(&o.stdout);

@@ -73,7 +73,8 @@ fn class_unloading_is_safe_on_every_supported_jdk() {
         let out = s.path("u.collapsed");
         let o = java_in(&home)
             .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
-            .args(["-cp", app.to_str().unwrap(), "Unload", workers.to_str().unwrap(), "5"])
+            // Until main has had 3 s of CPU, most of it in Worker.spin.
+            .args(["-cp", app.to_str().unwrap(), "Unload", workers.to_str().unwrap(), "3"])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}: {}", home.display(), text(&o.stderr));
@@ -159,7 +160,10 @@ fn attach_works_on_every_supported_jdk() {
         let run = |args: &[&str]| oxprof_cmd().arg("attach").arg(&pid).args(args).output().unwrap();
         let o = run(&["start", "--interval", "2ms"]);
         let ok = o.status.success();
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        if ok {
+            // 700 ms of the JVM's CPU time: about 350 samples at 2 ms.
+            wait_for_cpu(jvm.pid(), process_cpu_ms(jvm.pid()), 700, &format!("{}: attach start", home.display()));
+        }
         let o2 = if ok { run(&["stop", "-o", out.to_str().unwrap()]) } else { o.clone() };
         let alive = jvm.alive();
         drop(jvm);

@@ -240,7 +240,8 @@ fn record_and_attach_write_jfr() {
 
     let jvm = RunningJvm::spawn(java_cmd(["-cp", s.0.to_str().unwrap(), "Spin", "forever"]), &s.0, "ready");
     let attached = s.path("attached.jfr");
-    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "--duration", "1s", "--interval", "2ms", "-o", attached.to_str().unwrap()]).output().unwrap();
+    // Until the JVM has had 1 s of CPU: about 500 samples at 2 ms.
+    let o = attach_for_cpu(oxprof_cmd(), jvm.pid(), 1000, &["--interval", "2ms", "-o", attached.to_str().unwrap()]);
     drop(jvm);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let check = jfr_check(&java(), &s.0, &attached);

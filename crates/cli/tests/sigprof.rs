@@ -28,13 +28,6 @@ fn cpu_time_samples(home: &Path, rec: &Path) -> u64 {
         .unwrap_or_else(|| panic!("no jdk.CPUTimeSample line in:\n{out}"))
 }
 
-/// The process's user+system CPU time in ms, from /proc (USER_HZ is 100).
-fn process_cpu_ms(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split_whitespace().collect();
-    (fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()) * 10
-}
-
 /// `java` from JDK 25 running `CpuBurn SECONDS` with a JFR recording of
 /// `jdk.CPUTimeSample` into `rec`, plus `extra` JVM options. The JVM's
 /// warnings and errors go to stderr.

@@ -94,8 +94,8 @@ fn check_attach(java: &Path, classes: &Path, out: &Path) {
     let mut cmd = Command::new(java);
     cmd.env("OXPROF_ASSUME_JDK", "26").args(["-cp", classes.to_str().unwrap(), "Spin", "forever"]);
     let mut jvm = RunningJvm::spawn(cmd, classes, "ready");
-    let o =
-        oxprof_cmd().arg("attach").arg(jvm.pid().to_string()).args(["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]).output().unwrap();
+    // Until the JVM has had 1 s of CPU: about 500 samples at 2 ms.
+    let o = attach_for_cpu(oxprof_cmd(), jvm.pid(), 1000, &["--interval", "2ms", "-o", out.to_str().unwrap()]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{who}: {err}");
     assert_gated(&err, true, &who);

@@ -78,12 +78,14 @@ impl Drop for Scratch {
 }
 
 /// Compiles the Java sources in `tests/java/NAMES` into `out` (release 11 so
-/// they run on every supported JDK).
+/// they run on every supported JDK), with `CpuBudget.java`, which the
+/// programs that burn CPU share: they run for an amount of CPU time, not of
+/// wall time, so their sample counts do not depend on how busy the machine is.
 pub fn compile(out: &Path, names: &[&str]) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
     let mut cmd = Command::new(tool("javac"));
     cmd.arg("--release").arg("11").arg("-d").arg(out);
-    for n in names {
+    for n in names.iter().chain(&["CpuBudget.java"]) {
         cmd.arg(src.join(n));
     }
     let o = cmd.output().expect("run javac");
@@ -258,4 +260,90 @@ pub fn kernel_at_least(major: u32, minor: u32) -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel release");
     let mut parts = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
+}
+
+/// How long a test waits for a program to do the work its checks need. The
+/// work is counted (in CPU time, samples, log lines), not the wall time, so
+/// a slow or busy machine makes a test slower, not failed; a machine that
+/// cannot do the work within this cap fails the test with a message saying so.
+pub const WORK_CAP: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The CPU time (user + system) process `pid` has used so far, in ms.
+pub fn process_cpu_ms(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_else(|e| panic!("process {pid}: {e}"));
+    let fields: Vec<&str> = stat.rsplit_once(") ").expect("/proc/PID/stat").1.split_whitespace().collect();
+    let ticks = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks * 1000 / hz
+}
+
+/// Waits until process `pid` has used `ms` more CPU time than `from` (a
+/// [`process_cpu_ms`] reading), however much wall time that takes up to
+/// [`WORK_CAP`]; panics naming `what` past the cap or if the process ends.
+pub fn wait_for_cpu(pid: u32, from: u64, ms: u64, what: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let used = process_cpu_ms(pid).saturating_sub(from);
+        if used >= ms {
+            return;
+        }
+        assert!(
+            started.elapsed() < WORK_CAP,
+            "{what}: process {pid} used only {used} of {ms} ms of CPU time in {} s: the machine is too busy",
+            WORK_CAP.as_secs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` catches signal `sig` (its bit in `SigCgt`).
+fn catches(pid: u32, sig: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok()).unwrap_or(0);
+    mask & (1 << (sig - 1)) != 0
+}
+
+/// A child process killed when dropped (a test that panics leaves none behind).
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `oxprof attach PID --duration ... ARGS` (the one-shot profile) run until
+/// the JVM has used `cpu_ms` of CPU time while profiled, then stopped early
+/// with SIGINT as Ctrl-C stops it, so the profile holds as many samples on a
+/// busy machine as on an idle one. Its output, as `Command::output` gives it.
+pub fn attach_for_cpu(cmd: Command, pid: u32, cpu_ms: u64, args: &[&str]) -> Output {
+    let mut cmd = cmd;
+    let child = cmd
+        .arg("attach")
+        .arg(pid.to_string())
+        .args(["--duration", &format!("{}s", WORK_CAP.as_secs())])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run oxprof attach");
+    let mut guard = KillOnDrop(Some(child));
+    let cli = guard.0.as_ref().unwrap().id();
+    // Profiling has started once the CLI catches SIGINT (before, SIGINT would kill it).
+    let started = std::time::Instant::now();
+    while !catches(cli, libc::SIGINT) {
+        if guard.0.as_mut().unwrap().try_wait().unwrap().is_some() {
+            return guard.0.take().unwrap().wait_with_output().unwrap();
+        }
+        assert!(started.elapsed() < WORK_CAP, "oxprof attach {pid} did not start profiling in {} s", WORK_CAP.as_secs());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    wait_for_cpu(pid, process_cpu_ms(pid), cpu_ms, &format!("oxprof attach {pid} {args:?}"));
+    // SAFETY: kill takes a pid and a signal by value; the child is not reaped yet.
+    unsafe { libc::kill(cli as i32, libc::SIGINT) };
+    guard.0.take().unwrap().wait_with_output().unwrap()
 }

@@ -1,7 +1,7 @@
 import java.util.ArrayList;
 import java.util.List;
 
-/** A known hot method, a known allocation site and objects kept alive, for the converter tests. */
+/** A known hot method, a known allocation site and objects kept alive, for the converter tests. Runs for the given seconds of main's CPU time. */
 public class Convert {
     static volatile long sink;
     static final List<int[]> kept = new ArrayList<>();
@@ -19,8 +19,8 @@ public class Convert {
     }
 
     public static void main(String[] args) {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        while (System.nanoTime() < end) {
+        CpuBudget budget = CpuBudget.of(args[0]);
+        while (budget.more()) {
             sink += spin(2_000_000);
             sink += allocBytes(200);
             kept.add(new int[4096]);

@@ -1,10 +1,8 @@
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
-
 /**
  * Prints "ready", burns the given seconds of its main thread's CPU time in
  * CpuBurn.spin, then prints "CPU_NS <the main thread's CPU time in ns>" as
- * ThreadMXBean measured it.
+ * ThreadMXBean measured it. The thread does not read its own CPU clock while
+ * it burns (CpuBudget says why).
  */
 public class CpuBurn {
     static volatile double sink;
@@ -18,10 +16,8 @@ public class CpuBurn {
     public static void main(String[] args) {
         System.out.println("ready");
         System.out.flush();
-        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long start = mx.getCurrentThreadCpuTime();
-        long want = (long) (Double.parseDouble(args[0]) * 1e9);
-        while (mx.getCurrentThreadCpuTime() - start < want) spin();
-        System.out.println("CPU_NS " + (mx.getCurrentThreadCpuTime() - start));
+        CpuBudget budget = CpuBudget.of(args[0]);
+        while (budget.more()) spin();
+        System.out.println("CPU_NS " + budget.spentNs());
     }
 }

@@ -1,7 +1,7 @@
 /**
  * One method that stays interpreted (the test excludes it from compilation),
  * one hot method the JIT compiles, and a small callee it inlines. Runs for
- * the given seconds.
+ * the given seconds of main's CPU time.
  */
 public class FrameTypes {
     static volatile double sink;
@@ -27,8 +27,8 @@ public class FrameTypes {
     }
 
     public static void main(String[] args) {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        while (System.nanoTime() < end) {
+        CpuBudget budget = CpuBudget.of(args[0]);
+        while (budget.more()) {
             sink += cold(20_000);
             for (int k = 0; k < 20; k++) sink += hot(10_000);
         }

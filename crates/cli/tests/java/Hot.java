@@ -1,4 +1,4 @@
-/** Two known hot methods, called from main for a given number of seconds. */
+/** Two known hot methods, called from main for a given number of seconds of its CPU time. */
 public class Hot {
     static volatile double sink;
 
@@ -15,9 +15,8 @@ public class Hot {
     }
 
     public static void main(String[] args) {
-        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 2;
-        long end = System.nanoTime() + (long) (seconds * 1e9);
-        while (System.nanoTime() < end) {
+        CpuBudget budget = CpuBudget.of(args.length > 0 ? Double.parseDouble(args[0]) : 2);
+        while (budget.more()) {
             sink += sqrtSin(50_000);
             sink += logs(50_000);
         }

@@ -1,4 +1,4 @@
-/** A small method the JIT inlines into a hot loop: samples must name it. */
+/** A small method the JIT inlines into a hot loop: samples must name it. Runs for the given seconds of main's CPU time. */
 public class Inline {
     static volatile double sink;
 
@@ -15,7 +15,7 @@ public class Inline {
     }
 
     public static void main(String[] args) {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        while (System.nanoTime() < end) sink += outer(100_000);
+        CpuBudget budget = CpuBudget.of(args[0]);
+        while (budget.more()) sink += outer(100_000);
     }
 }

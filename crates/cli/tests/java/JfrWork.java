@@ -4,7 +4,8 @@ import java.io.InputStreamReader;
 /**
  * CPU and allocation work with known methods: JfrWork.spin burns CPU,
  * JfrWork.allocBytes allocates 4-KiB byte arrays and JfrWork.allocStrings
- * small strings, on the main thread and a thread named "jfr-worker".
+ * small strings, on the main thread and a thread named "jfr-worker", each
+ * for SECONDS of its own CPU time.
  * Usage: JfrWork SECONDS [wait] — with "wait", prints "done" afterwards and
  * waits for a line on stdin before exiting.
  */
@@ -26,9 +27,9 @@ public class JfrWork {
         for (int i = 0; i < 64; i++) keep = new StringBuilder().append(i).append('x').toString();
     }
 
-    static void work(long millis) {
-        long end = System.currentTimeMillis() + millis;
-        while (System.currentTimeMillis() < end) {
+    static void work(double seconds) {
+        CpuBudget budget = CpuBudget.of(seconds);
+        while (budget.more()) {
             sink += spin(20_000);
             allocBytes();
             allocStrings();
@@ -36,10 +37,10 @@ public class JfrWork {
     }
 
     public static void main(String[] args) throws Exception {
-        long millis = (long) (Double.parseDouble(args[0]) * 1000);
-        Thread worker = new Thread(() -> work(millis), "jfr-worker");
+        double seconds = Double.parseDouble(args[0]);
+        Thread worker = new Thread(() -> work(seconds), "jfr-worker");
         worker.start();
-        work(millis);
+        work(seconds);
         worker.join();
         if (args.length > 1 && args[1].equals("wait")) {
             System.out.println("done");

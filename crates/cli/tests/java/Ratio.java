@@ -1,12 +1,10 @@
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
-
 /**
  * Two threads burn CPU in two methods for different amounts of CPU time and
  * print the truth measured with ThreadMXBean: "TRUTH burnA=<ns> burnB=<ns>".
+ * The threads do not read their own CPU clocks while they burn (CpuBudget
+ * says why).
  */
 public class Ratio {
-    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
     static volatile long sink;
     static volatile long cpuA, cpuB;
 
@@ -15,26 +13,28 @@ public class Ratio {
         return x;
     }
 
-    static long burnA(long targetNs) {
-        long start = MX.getCurrentThreadCpuTime(), x = 1;
-        while (MX.getCurrentThreadCpuTime() - start < targetNs) {
+    static long burnA(double seconds) {
+        CpuBudget budget = CpuBudget.of(seconds);
+        long x = 1;
+        while (budget.more()) {
             for (int i = 0; i < 20_000; i++) x = mix(x + i);
         }
-        cpuA = MX.getCurrentThreadCpuTime() - start;
+        cpuA = budget.spentNs();
         return x;
     }
 
-    static long burnB(long targetNs) {
-        long start = MX.getCurrentThreadCpuTime(), x = 2;
-        while (MX.getCurrentThreadCpuTime() - start < targetNs) {
+    static long burnB(double seconds) {
+        CpuBudget budget = CpuBudget.of(seconds);
+        long x = 2;
+        while (budget.more()) {
             for (int i = 0; i < 20_000; i++) x = mix(x + i);
         }
-        cpuB = MX.getCurrentThreadCpuTime() - start;
+        cpuB = budget.spentNs();
         return x;
     }
 
     public static void main(String[] args) throws Exception {
-        long a = (long) (Double.parseDouble(args[0]) * 1e9), b = (long) (Double.parseDouble(args[1]) * 1e9);
+        double a = Double.parseDouble(args[0]), b = Double.parseDouble(args[1]);
         Thread ta = new Thread(() -> sink += burnA(a), "burner-a");
         Thread tb = new Thread(() -> sink += burnB(b), "burner-b");
         ta.start(); tb.start();

@@ -1,3 +1,5 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.function.LongUnaryOperator;
@@ -5,17 +7,36 @@ import java.util.function.LongUnaryOperator;
 /**
  * Defines Worker (from a directory not on the class path) in a new class
  * loader on every iteration, runs it, drops the loader, and collects garbage
- * now and then so the classes unload while being sampled.
- * Usage: Unload WORKER_DIR SECONDS
+ * now and then so the classes unload while being sampled. Runs until main
+ * has had CPU_SECONDS of CPU time (most of it in Worker.spin) and, with
+ * "stdin", also until a line (or the end of input) arrives on stdin: the
+ * test stops it once the agent has done what it waits for. Prints
+ * "loaders=<loaders created> cpu_ms=<main's CPU time>".
+ * Usage: Unload WORKER_DIR CPU_SECONDS [stdin]
  */
 public class Unload {
     static volatile long sink;
+    static volatile boolean stop;
 
     public static void main(String[] args) throws Exception {
         byte[] bytes = Files.readAllBytes(Paths.get(args[0], "Worker.class"));
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
+        CpuBudget budget = CpuBudget.of(args[1]);
+        if (args.length > 2 && args[2].equals("stdin")) {
+            Thread reader = new Thread(() -> {
+                try {
+                    new BufferedReader(new InputStreamReader(System.in)).readLine();
+                } catch (Exception e) {
+                    // The end of input stops the program as a line does.
+                }
+                stop = true;
+            }, "stdin-reader");
+            reader.setDaemon(true);
+            reader.start();
+        } else {
+            stop = true;
+        }
         int loaders = 0;
-        while (System.nanoTime() < end) {
+        while (budget.more() || !stop) {
             ClassLoader cl = new ClassLoader(null) {
                 @Override
                 protected Class<?> findClass(String name) throws ClassNotFoundException {
@@ -27,6 +48,6 @@ public class Unload {
             sink += w.applyAsLong(200_000);
             if (++loaders % 100 == 0) System.gc();
         }
-        System.out.println("loaders=" + loaders);
+        System.out.println("loaders=" + loaders + " cpu_ms=" + budget.spentNs() / 1_000_000);
     }
 }

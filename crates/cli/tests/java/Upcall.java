@@ -1,7 +1,7 @@
 /**
  * Burns CPU in a static initializer: the JVM runs it through a call from the
  * VM (an entry frame) on behalf of main, so a walk must cross the VM's frames
- * to reach main.
+ * to reach main. Burns the seconds of CPU time the property "seconds" gives.
  */
 public class Upcall {
     static volatile double sink;
@@ -10,9 +10,9 @@ public class Upcall {
         static final double VALUE;
 
         static {
-            long end = System.nanoTime() + (long) (Double.parseDouble(System.getProperty("seconds", "2")) * 1e9);
+            CpuBudget budget = CpuBudget.of(System.getProperty("seconds", "2"));
             double s = 0;
-            while (System.nanoTime() < end) s += work(10_000);
+            while (budget.more()) s += work(10_000);
             VALUE = s;
         }
 

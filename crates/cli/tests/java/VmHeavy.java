@@ -2,7 +2,8 @@
  * Spends most of its CPU inside the JVM on behalf of Java code: allocating
  * large arrays (zeroed by the VM, with frequent collections in a small heap).
  * Run with -Xint so every allocation goes through the interpreter's runtime
- * call, whose last Java frame AsyncGetCallTrace cannot walk.
+ * call, whose last Java frame AsyncGetCallTrace cannot walk. Runs for the
+ * given seconds of main's CPU time.
  */
 public class VmHeavy {
     static volatile Object keep;
@@ -12,7 +13,7 @@ public class VmHeavy {
     }
 
     public static void main(String[] args) {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        while (System.nanoTime() < end) allocate(100);
+        CpuBudget budget = CpuBudget.of(args[0]);
+        while (budget.more()) allocate(100);
     }
 }
