@@ -64,13 +64,13 @@ fn unloaded_classes_keep_their_method_names_under_1ms_sampling() {
             Ok(line) => lines.push(line),
             Err(e) => {
                 let _ = child.kill();
-                let _ = child.wait();
+                let status = child.wait().unwrap();
                 let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-                panic!(
-                    "early method names were never pruned ({e:?} after {:.0} s, {} forgotten): Unload did not create enough class loaders in time:\n{tail}",
-                    started.elapsed().as_secs_f64(),
-                    forgotten(&lines)
-                );
+                let why = match e {
+                    std::sync::mpsc::RecvTimeoutError::Timeout => format!("the machine did not run enough class loaders in {} s", WORK_CAP.as_secs()),
+                    std::sync::mpsc::RecvTimeoutError::Disconnected => format!("the JVM ended first ({status})"),
+                };
+                panic!("early method names were never pruned ({} forgotten after {:.0} s): {why}:\n{tail}", forgotten(&lines), started.elapsed().as_secs_f64());
             }
         }
     }
