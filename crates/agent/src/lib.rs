@@ -403,7 +403,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
 fn init_java_walker(agent: &Agent, jni: Jni) {
     let Some(vs) = agent.vm_structs.as_ref() else {
         // An untested JDK is reported by `start`.
-        if vmstructs::vmstructs_walk_trusted() {
+        if crate::hotspot::gate::vmstructs_walk_trusted() {
             log::info("no HotSpot structure table: Java frame types and the own stack walk are off");
         }
         return;

@@ -16,11 +16,10 @@ use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
 use crate::log;
 use crate::options::Config;
-pub use crate::output::Built;
+use crate::output::Built;
 use crate::sampling::cpu;
 use crate::sampling::threads::Threads;
-pub use crate::source::{fmt_interval, Recording};
-use crate::source::{BuildContext, StartContext, Starter};
+use crate::source::{BuildContext, Recording, StartContext, Starter};
 use crate::symbols::Symbols;
 
 /// Every kind of event source, in the order they start (and their profiles

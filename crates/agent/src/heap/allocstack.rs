@@ -33,10 +33,10 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
 use crate::hotspot::frames::{self, Blob, Layout};
+use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
 use crate::hotspot::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::hotspot::vmstructs;
 use crate::sampling::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -62,7 +62,7 @@ pub fn checking() -> bool {
 /// Walks the current thread's Java frames into `out`, leaf first. `env` is
 /// the callback's `JNIEnv`. `None`: use `GetStackTrace`.
 pub fn walk(env: usize, out: &mut [RawFrame]) -> Option<usize> {
-    if !ENABLED.load(Ordering::Relaxed) || !vmstructs::vmstructs_walk_trusted() {
+    if !ENABLED.load(Ordering::Relaxed) || !gate::vmstructs_walk_trusted() {
         return None;
     }
     let l = frames::layout().filter(|l| l.has_debug_ranges())?;

@@ -151,8 +151,6 @@ pub fn untold_refusal() -> Option<String> {
     REFUSAL.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
-pub use crate::hotspot::gate::{jmethodid_is_method_slot, vmstructs_walk_trusted};
-
 /// One field of the structure table.
 #[derive(Clone, Copy, Debug)]
 pub struct Field {
@@ -218,7 +216,7 @@ impl VmStructs {
     /// or if this JVM's version is not one they are trusted on (see
     /// [`decide`], which must run first).
     pub fn load() -> Option<VmStructs> {
-        if !vmstructs_walk_trusted() {
+        if !gate::vmstructs_walk_trusted() {
             return None;
         }
         let mut vs = VmStructs::default();

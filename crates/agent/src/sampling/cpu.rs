@@ -137,7 +137,6 @@ pub struct CpuSource {
     interval_ns: u64,
     cstack: CStack,
     threads: Arc<Threads>,
-    stopped: bool,
 }
 
 /// Starts CPU sampling when the options ask for it (`event=cpu|ctimer|itimer`).
@@ -181,7 +180,7 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     ctx.set_cstack(config.cstack, kernel_stacks);
     engine::perf::set_kernel_stacks(kernel_stacks);
     signal::arm(ctx);
-    let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone(), stopped: false };
+    let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone() };
     let started = if engine.per_thread() {
         cx.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
     } else {
@@ -234,9 +233,6 @@ impl EventSource for CpuSource {
     }
 
     fn stop(&mut self, _env: Option<(crate::jvmti::Jvmti, crate::jvmti::Jni)>) {
-        if std::mem::replace(&mut self.stopped, true) {
-            return;
-        }
         native_dwarf::stop_watcher();
         if self.engine.per_thread() {
             self.threads.stop();

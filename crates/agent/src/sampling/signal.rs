@@ -270,6 +270,16 @@ fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_in
     Ok(())
 }
 
+/// [`take_over`] unless `installed` says it was done already; notes it.
+fn take_over_once(installed: &AtomicBool, signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int, prev: &Previous) -> std::io::Result<()> {
+    if installed.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    take_over(signo, handler, also_block, prev)?;
+    installed.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
 /// Whether [`on_sigprof`] is installed (see [`install`] and [`release_sigprof`]).
 static PROF_INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The SIGPROF handler found at [`install`].
@@ -280,12 +290,7 @@ static PREV_PROF: Previous = Previous::new();
 /// SIGPROF. Other SIGPROFs go to the handler found here; [`disarm`] gives
 /// SIGPROF back to it.
 pub fn install() -> std::io::Result<()> {
-    if PROF_INSTALLED.load(Ordering::SeqCst) {
-        return Ok(());
-    }
-    take_over(libc::SIGPROF, on_sigprof, libc::SIGTRAP, &PREV_PROF)?;
-    PROF_INSTALLED.store(true, Ordering::SeqCst);
-    Ok(())
+    take_over_once(&PROF_INSTALLED, libc::SIGPROF, on_sigprof, libc::SIGTRAP, &PREV_PROF)
 }
 
 /// Gives SIGPROF back to the handler [`install`] found, unless a SIGPROF is
@@ -428,12 +433,7 @@ static PREV_TRAP: Previous = Previous::new();
 /// pending after the counter is closed, and SIGTRAP's default action would
 /// end the JVM with a core dump.
 pub fn install_trap() -> std::io::Result<()> {
-    if TRAP_INSTALLED.load(Ordering::SeqCst) {
-        return Ok(());
-    }
-    take_over(libc::SIGTRAP, on_sigtrap, libc::SIGPROF, &PREV_TRAP)?;
-    TRAP_INSTALLED.store(true, Ordering::SeqCst);
-    Ok(())
+    take_over_once(&TRAP_INSTALLED, libc::SIGTRAP, on_sigtrap, libc::SIGPROF, &PREV_TRAP)
 }
 
 /// Whether a SIGTRAP came from one of oxprof's perf_events counters.
