@@ -46,7 +46,7 @@ def main():
     out = tempfile.mkdtemp(prefix="alloc_bias.")
     cls = os.path.join(out, "classes")
     subprocess.run(["javac", "--release", "11", "-d", cls,
-                    os.path.join(ROOT, "bench/alloc_bias/AllocBias.java")], check=True)
+                    os.path.join(ROOT, "crates/cli/tests/java/AllocBias.java")], check=True)
     rows = []
     print("| JDK | threads | flags | run | tiny est/true | large est/true | total est/true | warm est (MiB) | other est (MiB) | s |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -410,6 +410,9 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
     };
     match frames::init(vs, jni.0 as usize) {
         Ok(l) => {
+            if let Err(e) = crate::hotspot::tlab::init(vs) {
+                log::info(&format!("allocation accuracy is not measured: {e}"));
+            }
             method_ids::prepare();
             javastack::set_continuation_entry(continuation_entry(agent.jvmti, jni));
             let fallback = javawalk::configure();

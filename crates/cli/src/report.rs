@@ -47,9 +47,11 @@ pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Writ
             "alloc" => {
                 methods(p, "Allocations by method", top, out)?;
                 writeln!(out)?;
-                sites(p, "Top allocation sites", "samples", top, out)?;
+                let unsure = misattributed(p).map(|m| 2.0 * m).filter(|&t| t > 0.0);
+                sites(p, "Top allocation sites", "samples", top, unsure, out)?;
+                accuracy(p, out)?;
             }
-            "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, out)?,
+            "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, None, out)?,
             _ => methods(p, "CPU: top methods", top, out)?,
         }
     }
@@ -105,8 +107,29 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
     Ok(())
 }
 
-/// Rows of (allocated class, allocating frame): samples and total.
-fn sites(p: &Profile, title: &str, what: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+/// The agent's estimate of the share of allocation bytes that may sit on
+/// the wrong site (recorded with the profile on JDK 11–24).
+fn misattributed(p: &Profile) -> Option<f64> {
+    p.meta.extra.iter().find(|(k, _)| k == "allocation misattributed share").and_then(|(_, v)| v.parse().ok())
+}
+
+/// How far the allocation figures can be trusted, as the agent measured it.
+fn accuracy(p: &Profile, out: &mut dyn Write) -> std::io::Result<()> {
+    let facts: Vec<_> =
+        p.meta.extra.iter().filter(|(k, _)| k.starts_with("allocation ") && k != "allocation misattributed share" || k == "sampler byte count").collect();
+    if facts.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Accuracy")?;
+    for (k, v) in facts {
+        writeln!(out, "  {k}: {v}")?;
+    }
+    Ok(())
+}
+
+/// Rows of (allocated class, allocating frame): samples and total. Rows
+/// whose share is under `unsure` are marked as possibly off by half or more.
+fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, out: &mut dyn Write) -> std::io::Result<()> {
     let samples = p.sum(Counter::Samples);
     let total = p.sum(Counter::Total);
     let mut by_site: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
@@ -122,8 +145,15 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, out: &mut dyn Write) 
     rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(&b.0)));
     writeln!(out, "{title} ({samples} {what}, {})", format_quantity(total, unit_of(p)))?;
     writeln!(out, "  {:>8} {:>12} {:>7}  class  <-  allocated in", what, unit_of(p), "share")?;
+    let mut marked = false;
     for ((class, site), (n, t)) in rows.into_iter().take(top) {
-        writeln!(out, "  {n:>8} {:>12} {:>6.2}%  {class}  <-  {site}", format_quantity(t, unit_of(p)), pct(t, total))?;
+        let share = pct(t, total);
+        let mark = if unsure.is_some_and(|u| share < 100.0 * u) { "~" } else { " " };
+        marked |= mark == "~";
+        writeln!(out, "  {n:>8} {:>12} {share:>6.2}%{mark} {class}  <-  {site}", format_quantity(t, unit_of(p)))?;
+    }
+    if let (true, Some(u)) = (marked, unsure) {
+        writeln!(out, "  ~ under {:.0}% of the total: this JVM's sampler may have put it off by half or more (see Accuracy)", 100.0 * u)?;
     }
     Ok(())
 }

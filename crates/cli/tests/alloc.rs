@@ -145,3 +145,41 @@ fn record_alloc_flag_profiles_allocations() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("'lots' is not a size"), "{}", text(&o.stderr));
 }
+
+/// Many threads with small TLABs: HotSpot 17's sampler puts the bytes of
+/// whole TLABs on the small objects that refill them and counts some twice
+/// (docs/allocation-sampling-bias.md). oxprof cannot move those samples back,
+/// but it must say so: the level is poor, the small-object site is marked in
+/// `oxprof report`, and the sampler's byte count it measured from the
+/// threads' own counters matches the over-count the program's truth shows.
+#[test]
+fn allocation_accuracy_is_reported_where_hotspots_sampler_is_biased() {
+    let s = Scratch::new("alloc-bias");
+    compile(&s.0, &["AllocBias.java"]);
+    let run = AllocBiasRun::run(&java(), &s.0, &["-XX:TLABSize=16k", "-XX:-ResizeTLAB"], 200, 200 * 1000);
+    let (tiny, large, total, clock) = (run.share_ratio("tiny"), run.share_ratio("large"), run.total_ratio(), run.sampler_vs_exact());
+    eprintln!("16 KiB TLABs: tiny {tiny:.2}, large {large:.2}, estimate/truth {total:.3}, sampler_vs_exact {clock:.3}\n{}", run.report);
+    // The truth: the sampler really is off on this JVM (else the test proves nothing).
+    assert!(tiny > 1.5 && large < 0.95, "expected the known bias, got tiny {tiny:.2} large {large:.2}");
+    assert_eq!(run.summary["accuracy"], "poor", "{}", run.stderr);
+    assert!(run.marked("tiny"), "the over-estimated site is not marked:\n{}", run.report);
+    assert!(run.report.contains("allocation accuracy: poor: up to"), "{}", run.report);
+    // The exact per-thread counters measure the over-count the truth shows.
+    assert!((clock - total).abs() < 0.03, "sampler_vs_exact {clock:.3}, estimate/truth {total:.3}");
+    assert!(total > 1.1, "JDK 17 double-counts TLAB bytes here: estimate/truth {total:.3}");
+}
+
+/// One thread with the default TLAB: the sampler is right, and oxprof says
+/// its figures are good and marks no site.
+#[test]
+fn allocation_accuracy_is_good_where_the_sampler_is_right() {
+    let s = Scratch::new("alloc-nobias");
+    compile(&s.0, &["AllocBias.java"]);
+    let run = AllocBiasRun::run(&java(), &s.0, &[], 1, 200 * 1000);
+    let (tiny, large, total, clock) = (run.share_ratio("tiny"), run.share_ratio("large"), run.total_ratio(), run.sampler_vs_exact());
+    eprintln!("1 thread: tiny {tiny:.2}, large {large:.2}, estimate/truth {total:.3}, sampler_vs_exact {clock:.3}\n{}", run.report);
+    assert!((tiny - 1.0).abs() < 0.06 && (large - 1.0).abs() < 0.02, "tiny {tiny:.3} large {large:.3}");
+    assert_eq!(run.summary["accuracy"], "good", "{}", run.stderr);
+    assert!(!run.marked("tiny") && !run.marked("large"), "{}", run.report);
+    assert!((clock - total).abs() < 0.03, "sampler_vs_exact {clock:.3}, estimate/truth {total:.3}");
+}

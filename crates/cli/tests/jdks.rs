@@ -255,3 +255,34 @@ fn live_leak_report_on_every_supported_jdk() {
         eprintln!("ok: {} leak share {:.1}%", version.lines().next().unwrap_or(""), 100.0 * share);
     }
 }
+
+/// Allocation accuracy on 11, 21 and 25 with small TLABs: 25's sampler
+/// counts exactly (per-site shares right, level `exact`); 11 and 21 are
+/// biased and say so; on every JDK the byte count measured from the
+/// threads' counters matches the program's truth.
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn allocation_accuracy_on_every_supported_jdk() {
+    let s = Scratch::new("jdks-bias");
+    compile(&s.0, &["AllocBias.java"]);
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let feature: u32 = version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|v| v.parse().ok()).expect("version");
+        let run = AllocBiasRun::run(&home.join("bin/java"), &s.0, &["-XX:TLABSize=16k", "-XX:-ResizeTLAB"], 200, 200 * 1000);
+        let (tiny, large, total, clock) = (run.share_ratio("tiny"), run.share_ratio("large"), run.total_ratio(), run.sampler_vs_exact());
+        eprintln!(
+            "JDK {feature}: tiny {tiny:.2}, large {large:.2}, estimate/truth {total:.3}, sampler_vs_exact {clock:.3}, accuracy {}",
+            run.summary["accuracy"]
+        );
+        assert!((clock - total).abs() < 0.03, "JDK {feature}: sampler_vs_exact {clock:.3}, estimate/truth {total:.3}");
+        if feature >= 25 {
+            assert_eq!(run.summary["accuracy"], "exact", "{}", run.stderr);
+            assert!((tiny - 1.0).abs() < 0.06 && (large - 1.0).abs() < 0.02, "JDK {feature}: tiny {tiny:.3} large {large:.3}");
+            assert!(!run.marked("tiny"), "{}", run.report);
+        } else {
+            assert!(tiny > 1.5, "JDK {feature}: expected the known bias, got tiny {tiny:.2}");
+            assert!(["fair", "poor"].contains(&run.summary["accuracy"].as_str()), "{}", run.stderr);
+            assert!(run.marked("tiny"), "JDK {feature}: the over-estimated site is not marked:\n{}", run.report);
+        }
+    }
+}

@@ -60,6 +60,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
     }
     if opts.alloc && !rec.alloc.is_empty() {
         let mut p = Profile::new(meta("Allocation profile", "alloc", "JFR allocation samples", 0, "bytes"));
+        p.meta.extra.extend(rec.alloc_facts.iter().cloned());
         let mut agg = Aggregate::default();
         for s in rec.alloc.iter().filter(|s| in_range(s.time)) {
             agg.add(s.thread, s.stack, s.class, 1, s.bytes);

@@ -133,6 +133,8 @@ pub struct AllocSampler {
     mismatched: AtomicU64,
     /// Live-object tracking of the sampled objects (`live`).
     pub live: crate::heap::live::LiveTracker,
+    /// Each sample's allocation path and the threads' exact byte counts.
+    pub accuracy: crate::heap::accuracy::Accuracy,
 }
 
 /// Counts per [`duration_bucket`].
@@ -198,6 +200,7 @@ impl AllocSampler {
             .set_heap_sampling_interval(bytes)
             .map_err(|e| format!("this JVM cannot sample allocations ({e}); allocation profiling (JEP 331) needs JDK 11 or later"))?;
         store.reset();
+        self.accuracy.start(jvmti.major_version());
         self.interval.store(interval, Ordering::Relaxed);
         self.started_once.store(true, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
@@ -359,6 +362,8 @@ impl AllocSampler {
         let size = size.max(0) as u64;
         let exact_weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed));
         let weight = exact_weight.round() as u64;
+        // SAFETY: `object` is live and `jni` is this callback's environment.
+        unsafe { self.accuracy.observe(jni.0 as usize, object, weight) };
         let depth = self.depth.load(Ordering::Relaxed);
         let tid_key = if self.per_thread.load(Ordering::Relaxed) { tid } else { 0 };
         let recorded = BUFFERS.try_with(|b| {

@@ -7,6 +7,7 @@
 use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::{Frame, FrameKind, Profile};
 
+use crate::heap::accuracy::accuracy_facts;
 use crate::heap::alloc::{AllocSampler, AllocStats, MARK_ALLOC_CLASS};
 use crate::heap::live_report;
 use crate::jvmti::{Jni, Jvmti};
@@ -63,6 +64,8 @@ impl EventSource for AllocSource {
         if st.checked > 0 {
             summary_line.push_str(&format!(" walk_checked={} walk_mismatched={}", st.checked, st.mismatched));
         }
+        summary_line.push(' ');
+        summary_line.push_str(&self.sampler.accuracy.summary().fields());
         Built { label: "Allocations".into(), key: "alloc", profile, summary_line, leak: None }
     }
 }
@@ -105,10 +108,14 @@ impl AllocSource {
             }
             profile.add(ids.clone(), t.samples, t.total);
         }
+        let acc = self.sampler.accuracy.summary();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), st.samples.to_string()));
         m.extra.push(("mean interval".into(), format!("{interval} bytes")));
         m.extra.push(("dropped".into(), st.dropped.to_string()));
+        for (k, v) in accuracy_facts(&acc) {
+            m.extra.push((k.into(), v));
+        }
         (profile, st)
     }
 }

@@ -3,8 +3,9 @@
 //! frame layout (`frames`), the physical frame walk (`javastack`), the own
 //! Java walk (`javawalk`), frame types (`frametypes`), compiled-code debug
 //! information (`scopes`), `Method*` to `jmethodID` (`method_ids`) and
-//! checked memory reads (`safemem`). Everything but `vmstructs` is reached
-//! from the signal handler. Uses only `sampling::store` (frame encoding) and,
+//! checked memory reads (`safemem`), and the allocating thread's TLAB
+//! (`tlab`, for allocation accuracy). Everything but `vmstructs` and `tlab` is
+//! reached from the signal handler. Uses only `sampling::store` (frame encoding) and,
 //! at load, `jvmti` and `log`.
 
 pub mod frames;
@@ -15,4 +16,5 @@ pub mod javawalk;
 pub mod method_ids;
 pub mod safemem;
 pub mod scopes;
+pub mod tlab;
 pub mod vmstructs;

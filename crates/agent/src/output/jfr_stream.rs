@@ -20,9 +20,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
 use oxprof_profile::OutputFormat;
 
+use crate::heap::accuracy::accuracy_facts;
 use crate::heap::alloc::MARK_ALLOC_CLASS;
 use crate::jvmti::{self, Jni};
 use crate::log;
@@ -373,6 +375,17 @@ impl Inner {
             return;
         }
         self.begin_chunk(); // an empty recording is still a valid file
+        if self.alloc.is_some() {
+            // What the allocation sampler can vouch for, measured up to now
+            // (the last chunk's value covers the whole recording).
+            let ticks = now_ticks() as i64;
+            let tid = threads::current_tid() as u64;
+            let facts = accuracy_facts(&agent.profiler.alloc.accuracy.summary());
+            let r = facts.iter().try_for_each(|(k, v)| self.writer.setting(ticks, tid, event_type::OBJECT_ALLOCATION_SAMPLE, k, v));
+            if let Err(e) = r {
+                self.fail(e);
+            }
+        }
         for tid in self.writer.unnamed_threads() {
             self.name_thread(agent, tid as u32);
         }

@@ -347,3 +347,64 @@ pub fn attach_for_cpu(cmd: Command, pid: u32, cpu_ms: u64, args: &[&str]) -> Out
     unsafe { libc::kill(cli as i32, libc::SIGINT) };
     guard.0.take().unwrap().wait_with_output().unwrap()
 }
+
+/// One run of `AllocBias` (many threads interleaving 48-byte and 1–17 KiB
+/// arrays; per-site truth from each thread's own allocation counter) under
+/// allocation sampling to JFR, and `oxprof report` on the recording.
+pub struct AllocBiasRun {
+    pub truth: std::collections::HashMap<String, f64>,
+    /// The agent's alloc summary line, as key=value strings.
+    pub summary: std::collections::HashMap<String, String>,
+    pub report: String,
+    pub stderr: String,
+}
+
+impl AllocBiasRun {
+    /// Runs it with `java` and `jvm_args`; `cp` holds the compiled `AllocBias`.
+    pub fn run(java: &Path, cp: &Path, jvm_args: &[&str], threads: u32, total_rounds: u64) -> AllocBiasRun {
+        let rec = cp.join(format!("bias-{}.jfr", std::process::id()));
+        let o = Command::new(java)
+            .args(jvm_args)
+            .arg(format!("-agentpath:{}=start,event=alloc,file={}", agent().display(), rec.display()))
+            .args(["-cp", cp.to_str().unwrap(), "AllocBias", &threads.to_string(), &total_rounds.to_string()])
+            .output()
+            .expect("run java");
+        let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{stderr}");
+        let line = stdout.lines().find(|l| l.starts_with("TRUTH ")).unwrap_or_else(|| panic!("no truth line in {stdout}"));
+        let truth = line.split_whitespace().filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?))).collect();
+        let summary = summary_line(&stderr, "[oxprof] alloc summary:");
+        let r = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--top", "4"]).output().expect("run oxprof report");
+        assert!(r.status.success(), "report: {}", text(&r.stderr));
+        let _ = std::fs::remove_file(&rec);
+        AllocBiasRun { truth, summary, report: text(&r.stdout), stderr }
+    }
+
+    /// The report's row for allocations of `byte[]` in `AllocBias.<site>`.
+    fn row(&self, site: &str) -> &str {
+        let tail = format!("byte[]  <-  AllocBias.{site}");
+        self.report.lines().find(|l| l.ends_with(&tail)).unwrap_or_else(|| panic!("no {tail} row in:\n{}", self.report))
+    }
+
+    /// The site's share of the estimated bytes over its true share.
+    pub fn share_ratio(&self, site: &str) -> f64 {
+        let est: f64 = self.row(site).split_whitespace().find_map(|w| w.trim_end_matches('~').strip_suffix('%')?.parse().ok()).expect("share column");
+        let t = |k: &str| self.truth[k];
+        est / (100.0 * t(site) / (t("tiny") + t("large")))
+    }
+
+    /// Whether the report marks the site's figure as unreliable.
+    pub fn marked(&self, site: &str) -> bool {
+        self.row(site).contains("%~")
+    }
+
+    /// The agent's estimated bytes over every thread's exact allocated
+    /// bytes, as the program measured them.
+    pub fn total_ratio(&self) -> f64 {
+        self.summary["estimated_bytes"].parse::<f64>().unwrap() / self.truth["threads_all"]
+    }
+
+    pub fn sampler_vs_exact(&self) -> f64 {
+        self.summary["sampler_vs_exact"].parse().unwrap_or_else(|_| panic!("no sampler_vs_exact in {}", self.stderr))
+    }
+}

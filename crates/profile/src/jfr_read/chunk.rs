@@ -412,6 +412,14 @@ impl<'a> Resolver<'a> {
                 self.rec.cpu_period_ns = Some(ns);
             }
         }
+        let is_alloc = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ObjectAllocationSample");
+        if is_alloc && (name.starts_with("allocation ") || name == "sampler byte count") {
+            let facts = &mut self.rec.alloc_facts;
+            match facts.iter_mut().find(|(k, _)| *k == name) {
+                Some(fact) => fact.1 = value.to_string(),
+                None => facts.push((name.to_string(), value.to_string())),
+            }
+        }
     }
 
     fn thread<'v>(&mut self, ev: &'v Value, type_id: i64, name: &str) -> u32

@@ -119,6 +119,10 @@ pub struct Recording {
     pub live: Vec<LiveSample>,
     /// The `period` setting of `jdk.ExecutionSample`, when recorded.
     pub cpu_period_ns: Option<u64>,
+    /// oxprof's allocation-accuracy facts (`jdk.ActiveSetting` of
+    /// `jdk.ObjectAllocationSample` named `allocation …`), the latest value
+    /// of each: what the agent measured over the whole recording.
+    pub alloc_facts: Vec<(String, String)>,
     /// Earliest chunk start and latest chunk end, ns since the epoch.
     pub start_ns: i64,
     pub end_ns: i64,
@@ -144,6 +148,7 @@ impl Default for Recording {
             alloc: Vec::new(),
             live: Vec::new(),
             cpu_period_ns: None,
+            alloc_facts: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
             chunks: 0,
