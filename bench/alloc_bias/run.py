@@ -48,8 +48,9 @@ def main():
     subprocess.run(["javac", "--release", "11", "-d", cls,
                     os.path.join(ROOT, "crates/cli/tests/java/AllocBias.java")], check=True)
     rows = []
-    print("| JDK | threads | flags | run | tiny est/true | large est/true | total est/true | warm est (MiB) | other est (MiB) | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| JDK | threads | flags | run | tiny est/true | large est/true | total est/true | warm est (MiB) | other est (MiB) | s "
+          "| accuracy | misattributed | refill share | sampler/exact | TLAB p50 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for jdk, threads, flags, reps in CONFIGS:
         for rep in range(1, reps + 1):
             col = os.path.join(out, f"ab-{jdk}-{threads}-{'_'.join(flags) or 'default'}-{rep}.collapsed")
@@ -65,8 +66,13 @@ def main():
                 f.write(p.stdout + p.stderr)
             tt, tl, ms = int(m.group(1)), int(m.group(2)), int(m.group(3))
             s = site_sums(col)
+            acc = dict(re.findall(r"(\w+)=(\S+)", (re.search(r"alloc summary:(.*)", p.stderr) or ["", ""])[1]))
+            tlab = acc.get("tlab_p50", "?")
+            tlab = f"{int(tlab) // 1024} KiB" if tlab.isdigit() else tlab
             print(f"| {jdk} | {threads} | {' '.join(flags) or '—'} | {rep} | {s['tiny']/tt:.3f} | {s['large']/tl:.3f} | "
-                  f"{(s['tiny']+s['large'])/(tt+tl):.3f} | {s['warm']/2**20:.1f} | {s['other']/2**20:.1f} | {ms/1000:.1f} |",
+                  f"{(s['tiny']+s['large'])/(tt+tl):.3f} | {s['warm']/2**20:.1f} | {s['other']/2**20:.1f} | {ms/1000:.1f} | "
+                  f"{acc.get('accuracy', '?')} | {acc.get('misattributed', '?')} | {acc.get('refill_share', '?')} | "
+                  f"{acc.get('sampler_vs_exact', '?')} | {tlab} |",
                   flush=True)
     print(f"\n(collapsed files in {out})")
 
