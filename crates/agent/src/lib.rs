@@ -356,7 +356,7 @@ pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {
 
 /// Starts a recording with the given options, logs what runs and returns it.
 fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {
-    if config.cpu.is_some() {
+    if config.cpu.is_some() || config.wall.is_some() {
         // Walk recovery checks return addresses against the code cache.
         match agent.vm_structs.as_ref().and_then(VmStructs::code_cache_bounds) {
             Some((low, high)) => signal::note_code(low, high - low),
@@ -368,7 +368,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
-    let walks = config.cpu.is_some() || config.alloc.is_some();
+    let walks = config.cpu.is_some() || config.wall.is_some() || config.alloc.is_some();
     if walks {
         init_java_walker(agent, jni);
     }

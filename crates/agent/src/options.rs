@@ -104,7 +104,11 @@ impl LogLevel {
 }
 
 /// Words accepted by `event=`.
-pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc";
+pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc, wall";
+/// The default wall-clock sampling interval: 50 ms (async-profiler's).
+pub const DEFAULT_WALL_INTERVAL_NS: u64 = 50_000_000;
+/// The shortest wall-clock interval served (async-profiler's limit too).
+pub const MIN_WALL_INTERVAL_NS: u64 = 100_000;
 /// The default mean allocation sampling interval: 512 KiB, as in JEP 331.
 pub const DEFAULT_ALLOC_INTERVAL: u64 = 512 * 1024;
 
@@ -132,6 +136,11 @@ pub struct Config {
     pub alloc_interval_given: bool,
     /// Only sample allocations of threads whose name matches this glob.
     pub alloc_threads: Option<String>,
+    /// Wall-clock sampling interval (`event=wall`, `wall=INTERVAL`); `None`
+    /// = no wall-clock profiling.
+    pub wall: Option<u64>,
+    /// Show each sample's thread state as a root frame (`state`).
+    pub state: bool,
     /// Output file; `None` means the default name chosen at dump time.
     pub file: Option<PathBuf>,
     /// Explicit format word; otherwise taken from the file's extension.
@@ -193,6 +202,8 @@ impl Default for Config {
             alloc: None,
             alloc_interval_given: false,
             alloc_threads: None,
+            wall: None,
+            state: false,
             file: None,
             format: None,
             threads: false,
@@ -230,7 +241,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -238,6 +249,9 @@ impl Config {
         let mut c = Config::default();
         let mut profiling_option = false;
         let mut cpu_asked = false;
+        let mut wall_event = false;
+        let mut wall_given: Option<u64> = None;
+        let mut interval_given = false;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
@@ -262,6 +276,8 @@ impl Config {
                     let v = need(EVENT_WORDS)?;
                     if v == "alloc" {
                         c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
+                    } else if v == "wall" {
+                        wall_event = true;
                     } else {
                         c.cpu = Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {EVENT_WORDS}")))?);
                         cpu_asked = true;
@@ -283,6 +299,18 @@ impl Config {
                     });
                     profiling_option = true;
                 }
+                "wall" => {
+                    wall_event = true;
+                    if let Some(v) = value {
+                        let ns = parse_duration(v).map_err(|p| err(item, format!("{p}; wall=INTERVAL is the wall-clock sampling interval, e.g. 50ms")))?;
+                        if ns < MIN_WALL_INTERVAL_NS {
+                            return Err(err(item, "the wall-clock interval must be at least 100us"));
+                        }
+                        wall_given = Some(ns);
+                    }
+                    profiling_option = true;
+                }
+                "state" => c.state = parse_flag(item, value)?,
                 "live" => c.live.enabled = parse_flag(item, value)?,
                 "livemem" => {
                     let v = need("a memory budget such as 16m")?;
@@ -307,6 +335,7 @@ impl Config {
                 "format" if value == Some("leaks") => c.live.report_format = true,
                 "alloc_threads" => c.alloc_threads = Some(need("a thread name pattern such as worker-*")?.to_string()),
                 "interval" => {
+                    interval_given = true;
                     c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
                     if c.interval_ns < MIN_INTERVAL_NS {
                         return Err(err(item, "interval must be at least 10us"));
@@ -350,7 +379,15 @@ impl Config {
         if c.start && c.command.is_some() {
             return Err(err("start", "start cannot be combined with stop, dump or status"));
         }
-        if c.alloc.is_some() && !cpu_asked {
+        if wall_event {
+            // `event=wall,interval=20ms`: the interval is the wall clock's.
+            let ns = wall_given.unwrap_or(if interval_given && !cpu_asked { c.interval_ns } else { DEFAULT_WALL_INTERVAL_NS });
+            if ns < MIN_WALL_INTERVAL_NS {
+                return Err(err("interval", "the wall-clock interval must be at least 100us"));
+            }
+            c.wall = Some(ns);
+        }
+        if (c.alloc.is_some() || c.wall.is_some()) && !cpu_asked {
             c.cpu = None;
         }
         if c.live.enabled && c.alloc.is_none() {
@@ -412,6 +449,27 @@ mod tests {
         assert_eq!(Config::parse("file=x.pprof").unwrap().output_format(), OutputFormat::Pprof);
         assert_eq!(Config::parse("file=x.out,pprof").unwrap().output_format(), OutputFormat::Pprof);
         assert!(Config::parse("event=itimer").unwrap().start);
+    }
+
+    #[test]
+    fn wall_options() {
+        let c = Config::parse("event=wall").unwrap();
+        assert_eq!((c.cpu, c.wall), (None, Some(DEFAULT_WALL_INTERVAL_NS)));
+        assert!(c.start);
+        let c = Config::parse("event=wall,interval=20ms,state").unwrap();
+        assert_eq!((c.cpu, c.wall, c.state), (None, Some(20_000_000), true));
+        let c = Config::parse("event=cpu,interval=5ms,wall=50ms,alloc").unwrap();
+        assert_eq!((c.cpu, c.interval_ns, c.wall, c.alloc), (Some(Event::Cpu), 5_000_000, Some(50_000_000), Some(DEFAULT_ALLOC_INTERVAL)));
+        let c = Config::parse("event=cpu,wall").unwrap();
+        assert_eq!((c.cpu, c.wall), (Some(Event::Cpu), Some(DEFAULT_WALL_INTERVAL_NS)));
+        let e = Config::parse("wall=abc").unwrap_err().to_string();
+        assert!(e.contains("'wall=abc'") && e.contains("wall-clock sampling interval"), "{e}");
+        let e = Config::parse("wall=50us").unwrap_err().to_string();
+        assert!(e.contains("at least 100us"), "{e}");
+        let e = Config::parse("event=wall,interval=20us").unwrap_err().to_string();
+        assert!(e.contains("at least 100us"), "{e}");
+        let e = Config::parse("event=bogus").unwrap_err().to_string();
+        assert!(e.contains("accepted: cpu, itimer, ctimer, alloc, wall"), "{e}");
     }
 
     #[test]
@@ -498,8 +556,8 @@ mod tests {
         let e = Config::parse("start,bogus=1").unwrap_err();
         assert_eq!(e.option, "bogus=1");
         assert!(e.to_string().contains("accepted"), "{e}");
-        let e = Config::parse("event=wall").unwrap_err();
-        assert!(e.to_string().contains("cpu, itimer, ctimer, alloc"), "{e}");
+        let e = Config::parse("event=lock").unwrap_err();
+        assert!(e.to_string().contains("cpu, itimer, ctimer, alloc, wall"), "{e}");
         let e = Config::parse("interval=-5").unwrap_err();
         assert!(e.to_string().contains("interval=-5"), "{e}");
         assert!(Config::parse("interval=1us").is_err());

@@ -17,14 +17,14 @@ use crate::jvmti::{Jni, Jvmti};
 use crate::log;
 use crate::options::Config;
 use crate::output::Built;
-use crate::sampling::cpu;
 use crate::sampling::threads::Threads;
+use crate::sampling::{cpu, wall};
 use crate::source::{BuildContext, Recording, StartContext, Starter};
 use crate::symbols::Symbols;
 
 /// Every kind of event source, in the order they start (and their profiles
 /// are listed): CPU, allocations, live objects (which need allocations).
-pub const STARTERS: [Starter; 3] = [cpu::start, sources::start_alloc, sources::start_live];
+pub const STARTERS: [Starter; 4] = [cpu::start, wall::start, sources::start_alloc, sources::start_live];
 
 /// Bumped at every start and stop; the status thread runs while it sees its own.
 static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);

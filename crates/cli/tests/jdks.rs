@@ -286,3 +286,13 @@ fn allocation_accuracy_on_every_supported_jdk() {
         }
     }
 }
+
+/// Wall-clock states and totals on 11, 21 and 25 (see `tests/wall.rs`).
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn wall_clock_on_every_supported_jdk() {
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        check_wall_states(&home.join("bin/java"), version.lines().next().unwrap_or("?"));
+    }
+}

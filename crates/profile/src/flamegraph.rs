@@ -625,6 +625,7 @@ fn palette(kind: FrameKind) -> (u16, u8, u8) {
         FrameKind::Thread => (212, 28, 80),
         FrameKind::Error => (348, 88, 46),
         FrameKind::Alloc => (215, 72, 64),
+        FrameKind::State => (268, 45, 72),
     }
 }
 

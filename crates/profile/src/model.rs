@@ -27,6 +27,8 @@ pub enum FrameKind {
     Error,
     /// The class of an allocated object (leaf of allocation stacks).
     Alloc,
+    /// A synthetic root naming a thread's state (running, sleeping, ...).
+    State,
 }
 
 impl FrameKind {
@@ -55,11 +57,12 @@ impl FrameKind {
             FrameKind::Thread => "thread",
             FrameKind::Error => "failed walk",
             FrameKind::Alloc => "allocated class",
+            FrameKind::State => "thread state",
         }
     }
 
     /// All kinds, in a stable order (used for legends and encodings).
-    pub const ALL: [FrameKind; 10] = [
+    pub const ALL: [FrameKind; 11] = [
         FrameKind::Interpreted,
         FrameKind::Jit,
         FrameKind::Inlined,
@@ -70,6 +73,7 @@ impl FrameKind {
         FrameKind::Thread,
         FrameKind::Error,
         FrameKind::Alloc,
+        FrameKind::State,
     ];
 
     /// Index of this kind in [`FrameKind::ALL`].

@@ -22,7 +22,87 @@ use crate::sampling::store::direct_mapped_slot;
 pub const THREAD_IN_JAVA: i32 = 8;
 pub const THREAD_IN_JAVA_TRANS: i32 = 9;
 const THREAD_IN_NATIVE: i32 = 4;
+const THREAD_IN_NATIVE_TRANS: i32 = 5;
 const THREAD_IN_VM: i32 = 6;
+const THREAD_IN_VM_TRANS: i32 = 7;
+const THREAD_BLOCKED: i32 = 10;
+const THREAD_BLOCKED_TRANS: i32 = 11;
+const THREAD_BLOCKED_I64: i64 = THREAD_BLOCKED as i64;
+
+/// What a Java thread is doing, from its `JavaThreadState` and, when it is
+/// blocked in the VM, its `OSThread` state: the state of wall-clock and CPU
+/// samples. Stored in a sample's key (see `sampling::store::state_key`), so
+/// the values are part of the store's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum ThreadState {
+    /// Not read (no structure table, or not a Java thread).
+    Unknown = 0,
+    /// Running Java code.
+    Running = 1,
+    /// In native code or a system call (JNI, I/O).
+    Native = 2,
+    /// In the JVM itself (runtime calls, class loading, safepoint waits).
+    Vm = 3,
+    /// Waiting to enter a contended monitor (`synchronized`).
+    Blocked = 4,
+    /// In `Object.wait()`.
+    Waiting = 5,
+    /// Parked (`LockSupport.park`: `java.util.concurrent` locks, pools).
+    Parked = 6,
+    /// In `Thread.sleep()`.
+    Sleeping = 7,
+}
+
+impl ThreadState {
+    pub const ALL: [ThreadState; 8] = [
+        ThreadState::Unknown,
+        ThreadState::Running,
+        ThreadState::Native,
+        ThreadState::Vm,
+        ThreadState::Blocked,
+        ThreadState::Waiting,
+        ThreadState::Parked,
+        ThreadState::Sleeping,
+    ];
+
+    /// Its name in profiles, filters and options.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ThreadState::Unknown => "unknown",
+            ThreadState::Running => "running",
+            ThreadState::Native => "native",
+            ThreadState::Vm => "vm",
+            ThreadState::Blocked => "blocked",
+            ThreadState::Waiting => "waiting",
+            ThreadState::Parked => "parked",
+            ThreadState::Sleeping => "sleeping",
+        }
+    }
+
+    pub const fn from_u8(v: u8) -> ThreadState {
+        match v {
+            1 => ThreadState::Running,
+            2 => ThreadState::Native,
+            3 => ThreadState::Vm,
+            4 => ThreadState::Blocked,
+            5 => ThreadState::Waiting,
+            6 => ThreadState::Parked,
+            7 => ThreadState::Sleeping,
+            _ => ThreadState::Unknown,
+        }
+    }
+}
+
+/// `OSThread` states (`ThreadState` in osThread.hpp) that name what a
+/// blocked thread waits for, as this JVM numbers them.
+#[derive(Clone, Copy, Debug)]
+struct OsStates {
+    monitor_wait: i32,
+    object_wait: i32,
+    condvar_wait: i32,
+    sleeping: i32,
+}
 
 /// Interpreter frame slots, in words from `rbp`, on x86_64 (frame_x86.hpp;
 /// the same on JDK 11–25 and not in the structure table).
@@ -103,6 +183,10 @@ pub struct Layout {
     jmethod_ids: usize,
 
     blob_size: usize,
+    /// `JavaThread::_osthread` (or `Thread::`) and `OSThread::_state`, with
+    /// the state values, for telling blocked threads apart; `None`: blocked
+    /// threads read as in the VM.
+    osthread: Option<(usize, usize, OsStates)>,
     /// Where an nmethod keeps its debug information, when this JDK's
     /// structure table says (the JDK 11–21 layout); `None` turns scope decoding off.
     scopes: Option<ScopeFields>,
@@ -268,6 +352,17 @@ impl Layout {
             pool_holder: off("ConstantPool", "_pool_holder")?,
             jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
             blob_size: off("CodeBlob", "_size")?,
+            osthread: match (
+                off("JavaThread", "_osthread").or_else(|_| off("Thread", "_osthread")),
+                off("OSThread", "_state"),
+                ["MONITOR_WAIT", "OBJECT_WAIT", "CONDVAR_WAIT", "SLEEPING"].map(|n| vs.int_constant(n)),
+                vs.int_constant("_thread_blocked"),
+            ) {
+                (Ok(os), Ok(state), [Some(m), Some(o), Some(c), Some(sl)], Some(THREAD_BLOCKED_I64)) => {
+                    Some((os, state, OsStates { monitor_wait: m as i32, object_wait: o as i32, condvar_wait: c as i32, sleeping: sl as i32 }))
+                }
+                _ => None,
+            },
             scopes: match (
                 off("nmethod", "_scopes_pcs_offset"),
                 off("nmethod", "_dependencies_offset"),
@@ -345,6 +440,36 @@ impl Layout {
     pub fn thread_state(&self, thread: usize) -> i32 {
         // SAFETY: as in thread_word; the state is a 4-byte enum.
         unsafe { ((thread + self.thread_state) as *const i32).read_volatile() }
+    }
+
+    /// What the current thread is doing (see [`ThreadState`]). Reads only
+    /// its own `JavaThread` and the `OSThread` it owns (C heap, freed only
+    /// when the thread ends).
+    pub fn java_state(&self, thread: usize) -> ThreadState {
+        match self.thread_state(thread) {
+            THREAD_IN_JAVA | THREAD_IN_JAVA_TRANS => ThreadState::Running,
+            THREAD_IN_NATIVE | THREAD_IN_NATIVE_TRANS => ThreadState::Native,
+            THREAD_IN_VM | THREAD_IN_VM_TRANS => ThreadState::Vm,
+            THREAD_BLOCKED | THREAD_BLOCKED_TRANS => {
+                let Some((os_off, state_off, st)) = self.osthread else { return ThreadState::Vm };
+                let os = Self::thread_word(thread, os_off);
+                if os == 0 {
+                    return ThreadState::Vm;
+                }
+                // SAFETY: `os` is the current thread's own OSThread, allocated
+                // before it ran Java and freed only after it ends; `_state`
+                // is a 4-byte enum at an offset from the structure table.
+                let os_state = unsafe { ((os + state_off) as *const i32).read_volatile() };
+                match os_state {
+                    s if s == st.monitor_wait => ThreadState::Blocked,
+                    s if s == st.object_wait => ThreadState::Waiting,
+                    s if s == st.condvar_wait => ThreadState::Parked,
+                    s if s == st.sleeping => ThreadState::Sleeping,
+                    _ => ThreadState::Vm,
+                }
+            }
+            _ => ThreadState::Unknown,
+        }
     }
 
     /// The last Java frame the thread recorded when it left Java: (sp, fp, pc).

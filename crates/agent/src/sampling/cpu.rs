@@ -14,6 +14,7 @@ use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::{Frame, FrameKind, Profile};
 
 use crate::engine::{self, itimer, Engine};
+use crate::hotspot::frames::ThreadState;
 use crate::log;
 use crate::native::dwarf as native_dwarf;
 use crate::native::symbols as native_symbols;
@@ -275,7 +276,7 @@ impl CpuSource {
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
-            trace_frames(t, config.threads, cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            trace_frames(t, (config.threads, config.state), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
             profile.add(ids.clone(), t.samples, t.total);
         }
         native_symbols::resolver().clear();
@@ -297,9 +298,41 @@ impl CpuSource {
     }
 }
 
-/// Appends the frame ids of one stored CPU trace to `out` (root first).
-fn trace_frames(t: &StoredTrace, per_thread: bool, cx: &BuildContext, into: (&mut Profile, &mut FrameMemo), out: &mut Vec<u32>, summary: &mut Summary) {
+/// A stored sample's state, told apart where HotSpot's own states do not:
+/// from JDK 17 `Thread.sleep` waits like a park (`CONDVAR_WAIT`), so a
+/// blocked thread whose innermost Java frame is `java.lang.Thread.sleep…` is
+/// sleeping.
+pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> u8 {
+    let state = ThreadState::from_u8(t.state);
+    if !matches!(state, ThreadState::Parked | ThreadState::Vm | ThreadState::Sleeping) {
+        return t.state;
+    }
+    let leaf_java = t.frames.iter().find(|f| !f.is_native() && !f.is_marker());
+    match leaf_java {
+        Some(f) if cx.frame(f).name.starts_with("java.lang.Thread.sleep") => ThreadState::Sleeping as u8,
+        _ => t.state,
+    }
+}
+
+/// The root frame naming a sample's thread state (option `state`).
+pub fn state_frame(state: u8) -> Frame {
+    Frame::new(format!("[{}]", ThreadState::from_u8(state).name()), FrameKind::State)
+}
+
+/// Appends the frame ids of one stored CPU or wall trace to `out` (root
+/// first), its state first when `with_state`.
+pub fn trace_frames(
+    t: &StoredTrace,
+    (per_thread, with_state): (bool, bool),
+    cx: &BuildContext,
+    into: (&mut Profile, &mut FrameMemo),
+    out: &mut Vec<u32>,
+    summary: &mut Summary,
+) {
     let (profile, memo) = into;
+    if with_state {
+        out.push(profile.intern(state_frame(refine_state(t, cx))));
+    }
     let (above, marker) = split_cpu_stack(&t.frames, t.tid, cx.threads);
     if t.frames.first().is_some_and(RawFrame::is_native) {
         summary.native_samples += t.samples;

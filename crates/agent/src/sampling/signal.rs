@@ -42,12 +42,14 @@ use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTrac
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
 use crate::engine::{ctimer, itimer, perf};
+use crate::hotspot::frames::{self, ThreadState};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::javawalk::{self, Walked};
 use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
 use crate::sampling::cputime::CpuSpent;
-use crate::sampling::store::{RawFrame, SampleStore};
+use crate::sampling::store::{sample_key, RawFrame, SampleStore};
+use crate::sampling::wall_table;
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -147,8 +149,16 @@ pub(crate) fn in_code(pc: usize) -> bool {
     pc >= CODE_LOW.load(Ordering::Relaxed) && pc < CODE_HIGH.load(Ordering::Relaxed)
 }
 
-static CONTEXT: AtomicPtr<SignalContext> = AtomicPtr::new(ptr::null_mut());
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Which recording a signal samples for: CPU time (SIGPROF, SIGTRAP) or
+/// wall-clock time (the wall sampler's SIGVTALRM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    Cpu = 0,
+    Wall = 1,
+}
+
+static CONTEXTS: [AtomicPtr<SignalContext>; 2] = [const { AtomicPtr::new(ptr::null_mut()) }; 2];
+static ENABLED: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Diagnostic (`OXPROF_SIGNAL_NOOP=1`): the handler returns at once, so a
 /// benchmark measures what the engine's timers and signal delivery cost the
@@ -236,7 +246,7 @@ fn current_action(signo: libc::c_int) -> std::io::Result<libc::sigaction> {
 /// Installs `handler` for `signo` with the SA_SIGINFO signature, `signo` and
 /// `also_block` blocked while it runs, and interrupted system calls
 /// restarted. Returns the action it replaced.
-fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int) -> std::io::Result<libc::sigaction> {
+fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: &[libc::c_int]) -> std::io::Result<libc::sigaction> {
     // SAFETY: a zeroed sigaction is a valid starting point; we fill the fields
     // we need and install a handler with the SA_SIGINFO signature.
     unsafe {
@@ -244,7 +254,9 @@ fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_
         sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaddset(&mut sa.sa_mask, also_block);
+        for &other in also_block {
+            libc::sigaddset(&mut sa.sa_mask, other);
+        }
         let mut old: libc::sigaction = std::mem::zeroed();
         if libc::sigaction(signo, &sa, &mut old) != 0 {
             return Err(std::io::Error::last_os_error());
@@ -257,7 +269,7 @@ fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_
 /// `prev`. The previous handler is saved before ours can run, so a signal
 /// that arrives meanwhile is never handed to a stale one; if a third party
 /// changed the handler between the two calls, the one replaced is kept.
-fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int, prev: &Previous) -> std::io::Result<()> {
+fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: &[libc::c_int], prev: &Previous) -> std::io::Result<()> {
     let ours = handler as *const () as usize;
     let old = current_action(signo)?;
     if old.sa_sigaction != ours {
@@ -271,7 +283,7 @@ fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_in
 }
 
 /// [`take_over`] unless `installed` says it was done already; notes it.
-fn take_over_once(installed: &AtomicBool, signo: libc::c_int, handler: SigInfoHandler, also_block: libc::c_int, prev: &Previous) -> std::io::Result<()> {
+fn take_over_once(installed: &AtomicBool, signo: libc::c_int, handler: SigInfoHandler, also_block: &[libc::c_int], prev: &Previous) -> std::io::Result<()> {
     if installed.load(Ordering::SeqCst) {
         return Ok(());
     }
@@ -290,7 +302,7 @@ static PREV_PROF: Previous = Previous::new();
 /// SIGPROF. Other SIGPROFs go to the handler found here; [`disarm`] gives
 /// SIGPROF back to it.
 pub fn install() -> std::io::Result<()> {
-    take_over_once(&PROF_INSTALLED, libc::SIGPROF, on_sigprof, libc::SIGTRAP, &PREV_PROF)
+    take_over_once(&PROF_INSTALLED, libc::SIGPROF, on_sigprof, &[libc::SIGTRAP, WALL_SIGNAL], &PREV_PROF)
 }
 
 /// Gives SIGPROF back to the handler [`install`] found, unless a SIGPROF is
@@ -433,7 +445,46 @@ static PREV_TRAP: Previous = Previous::new();
 /// pending after the counter is closed, and SIGTRAP's default action would
 /// end the JVM with a core dump.
 pub fn install_trap() -> std::io::Result<()> {
-    take_over_once(&TRAP_INSTALLED, libc::SIGTRAP, on_sigtrap, libc::SIGPROF, &PREV_TRAP)
+    take_over_once(&TRAP_INSTALLED, libc::SIGTRAP, on_sigtrap, &[libc::SIGPROF, WALL_SIGNAL], &PREV_TRAP)
+}
+
+/// The wall sampler's signal (as async-profiler's `wall` mode uses).
+pub const WALL_SIGNAL: libc::c_int = libc::SIGVTALRM;
+/// `si_value` of oxprof's wall signals (sent with `rt_tgsigqueueinfo`).
+pub const WALL_COOKIE: usize = 0x6f78_7761_6c6c; // "oxwall"
+/// Whether [`on_wall_signal`] is installed (it stays, like SIGTRAP's: a
+/// signal can still be pending on a thread after the sampler stops).
+static WALL_INSTALLED: AtomicBool = AtomicBool::new(false);
+static PREV_WALL: Previous = Previous::new();
+
+/// Installs the wall signal's handler (idempotent).
+pub fn install_wall() -> std::io::Result<()> {
+    take_over_once(&WALL_INSTALLED, WALL_SIGNAL, on_wall_signal, &[libc::SIGPROF, libc::SIGTRAP], &PREV_WALL)
+}
+
+/// Whether a wall signal is oxprof's: queued by this process with oxprof's
+/// cookie.
+fn is_our_wall_signal(info: *const libc::siginfo_t) -> bool {
+    if info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid siginfo_t for the handler's duration.
+    if unsafe { (*info).si_code } != libc::SI_QUEUE {
+        return false;
+    }
+    // SAFETY: for SI_QUEUE the union holds pid, uid and the value; in bounds.
+    let (pid, value) = unsafe { (info_field::<i32>(info, SI_PID_OFFSET), info_field::<usize>(info, SI_VALUE_OFFSET)) };
+    // SAFETY: getpid is async-signal-safe and cannot fail.
+    value == WALL_COOKIE && pid == unsafe { libc::getpid() }
+}
+
+/// The wall signal's handler: samples oxprof's wall signals, hands the others
+/// on. See the module rules.
+extern "C" fn on_wall_signal(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    if is_our_wall_signal(info) {
+        return take_sample(Channel::Wall, info, ucontext);
+    }
+    hand_on(&PREV_WALL, signo, info, ucontext);
 }
 
 /// Whether a SIGTRAP came from one of oxprof's perf_events counters.
@@ -458,7 +509,7 @@ extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontex
     if is_our_perf_trap(info) {
         #[cfg(test)]
         tests::OUR_TRAPS.fetch_add(1, Ordering::Relaxed);
-        return take_sample(info, ucontext);
+        return take_sample(Channel::Cpu, info, ucontext);
     }
     hand_on(&PREV_TRAP, signo, info, ucontext);
 }
@@ -467,7 +518,7 @@ extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontex
 /// the previous handler (see [`prof_origin`]). See the module rules.
 extern "C" fn on_sigprof(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     match prof_origin(info) {
-        Origin::Ours => take_sample(info, ucontext),
+        Origin::Ours => take_sample(Channel::Cpu, info, ucontext),
         Origin::Foreign => hand_on(&PREV_PROF, signo, info, ucontext),
         Origin::Unknown => {}
     }
@@ -530,26 +581,51 @@ fn hand_on(prev: &Previous, signo: libc::c_int, info: *mut libc::siginfo_t, ucon
 }
 
 // signal-safe: off (arms and disarms the handler, outside it)
-/// Makes the handler record into `ctx`. Any previous context must have been
-/// taken back with [`disarm`].
+/// Makes the CPU signals' handler record into `ctx`. Any previous context
+/// must have been taken back with [`disarm`].
 pub fn arm(ctx: Box<SignalContext>) {
-    HANDLER.reset();
-    let old = CONTEXT.swap(Box::into_raw(ctx), Ordering::SeqCst);
-    debug_assert!(old.is_null());
-    ENABLED.store(true, Ordering::SeqCst);
+    arm_channel(Channel::Cpu, ctx);
 }
 
-/// Stops recording, waits until no handler is running, gives SIGPROF back to
-/// its previous handler (see [`release_sigprof`]; the engine must be stopped
-/// first), and returns the context.
+/// Makes the wall signal's handler record into `ctx` (see [`arm`]).
+pub fn arm_wall(ctx: Box<SignalContext>) {
+    arm_channel(Channel::Wall, ctx);
+}
+
+fn arm_channel(channel: Channel, ctx: Box<SignalContext>) {
+    let c = channel as usize;
+    if let (Some(ctx_slot), Some(enabled), Some(spent)) = (CONTEXTS.get(c), ENABLED.get(c), HANDLER.get(c)) {
+        spent.reset();
+        let old = ctx_slot.swap(Box::into_raw(ctx), Ordering::SeqCst);
+        debug_assert!(old.is_null());
+        enabled.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Stops CPU recording, waits until no handler is running, gives SIGPROF
+/// back to its previous handler (see [`release_sigprof`]; the engine must be
+/// stopped first), and returns the context.
 pub fn disarm() -> Option<Box<SignalContext>> {
-    ENABLED.store(false, Ordering::SeqCst);
-    wait_for_handlers();
-    let p = CONTEXT.swap(ptr::null_mut(), Ordering::SeqCst);
-    wait_for_handlers();
+    let ctx = disarm_channel(Channel::Cpu);
     release_sigprof();
-    // SAFETY: `p` came from Box::into_raw in `arm`, and no handler can still
-    // see it: handlers check ENABLED after announcing themselves in ACTIVE.
+    ctx
+}
+
+/// Stops wall recording (the sampler thread must be stopped first) and
+/// returns the context.
+pub fn disarm_wall() -> Option<Box<SignalContext>> {
+    disarm_channel(Channel::Wall)
+}
+
+fn disarm_channel(channel: Channel) -> Option<Box<SignalContext>> {
+    let c = channel as usize;
+    let (ctx_slot, enabled) = (CONTEXTS.get(c)?, ENABLED.get(c)?);
+    enabled.store(false, Ordering::SeqCst);
+    wait_for_handlers();
+    let p = ctx_slot.swap(ptr::null_mut(), Ordering::SeqCst);
+    wait_for_handlers();
+    // SAFETY: `p` came from Box::into_raw in `arm_channel`, and no handler can
+    // still see it: handlers check ENABLED after announcing themselves in ACTIVE.
     (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
 }
 
@@ -560,30 +636,44 @@ fn wait_for_handlers() {
 }
 // signal-safe: on
 
-/// CPU time spent in the handler's sampling work, since [`arm`].
-static HANDLER: CpuSpent = CpuSpent::new();
+/// CPU time spent in the handler's sampling work per channel, since it was armed.
+static HANDLER: [CpuSpent; 2] = [const { CpuSpent::new() }; 2];
 
-/// Mean CPU nanoseconds of one sample in the handler (walks, native part,
-/// store), if any.
+/// Mean CPU nanoseconds of one CPU sample in the handler (walks, native
+/// part, store), if any.
 pub fn handler_mean_ns() -> Option<u64> {
-    HANDLER.mean_ns()
+    HANDLER[Channel::Cpu as usize].mean_ns()
+}
+
+/// Mean CPU nanoseconds of one wall sample in the handler, if any.
+pub fn wall_handler_mean_ns() -> Option<u64> {
+    HANDLER[Channel::Wall as usize].mean_ns()
 }
 
 /// Takes one sample for a signal of oxprof's engines. See the module rules.
-fn take_sample(info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+fn take_sample(channel: Channel, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid for the thread's life.
     let saved = unsafe { *errno };
     ACTIVE.fetch_add(1, Ordering::SeqCst);
-    if ENABLED.load(Ordering::SeqCst) && !NOOP.load(Ordering::Relaxed) {
-        let ctx = CONTEXT.load(Ordering::SeqCst);
-        if !ctx.is_null() {
-            let call = HANDLER.begin();
-            // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
-            let ctx = unsafe { &*ctx };
-            sample(ctx, ucontext, ctx.weight.saturating_mul(periods(info)));
-            HANDLER.end(call);
+    let c = channel as usize;
+    let (ctx_slot, enabled, spent) = (CONTEXTS.get(c), ENABLED.get(c), HANDLER.get(c));
+    if let (Some(ctx_slot), Some(enabled), Some(spent)) = (ctx_slot, enabled, spent) {
+        if enabled.load(Ordering::SeqCst) && !NOOP.load(Ordering::Relaxed) {
+            let ctx = ctx_slot.load(Ordering::SeqCst);
+            if !ctx.is_null() {
+                let call = spent.begin();
+                // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
+                let ctx = unsafe { &*ctx };
+                match channel {
+                    Channel::Cpu => {
+                        sample(ctx, ucontext, ctx.weight.saturating_mul(periods(info)));
+                    }
+                    Channel::Wall => wall_sample(ctx, ucontext),
+                }
+                spent.end(call);
+            }
         }
     }
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
@@ -644,23 +734,26 @@ fn periods(info: *const libc::siginfo_t) -> u64 {
     1 + (overrun.clamp(0, 1 << 20) as u64)
 }
 
-fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
+/// Records one sample of `weight` on the calling thread and returns its
+/// stack's slot, and whether the thread runs Java (has a `JNIEnv`).
+fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u32>, bool) {
     let tid = gettid();
     let env = jni_env(ctx.vm);
     if env.is_null() && ctx.cstack == CStack::No {
-        record_marker(ctx, tid, MARK_NON_JAVA_THREAD, weight);
-        return;
+        return (record_marker(ctx, tid, MARK_NON_JAVA_THREAD, weight), false);
     }
     let Some(buffer) = take_buffer(ctx, tid) else {
         ctx.store.count_dropped();
-        return;
+        return (None, !env.is_null());
     };
     let native = native_part(ctx, tid, ucontext, buffer);
     if env.is_null() {
-        record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD, weight);
+        let slot = record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD, weight);
         buffer.busy.store(false, Ordering::Release);
-        return;
+        return (slot, false);
     }
+    // What the thread is doing: its own JavaThread's state (see `frames`).
+    let state = frames::layout().map_or(ThreadState::Unknown, |l| l.java_state(l.thread(env as usize))) as u8;
     let depth = ctx.depth.min(buffer.len.saturating_sub(native + 1));
     // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
     let java = unsafe { buffer.ptr.add(native) };
@@ -687,8 +780,8 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
         }
     }
     let n = trace.num_frames;
-    let tid_key = if ctx.per_thread { tid } else { 0 };
-    if n > 0 {
+    let tid_key = sample_key(if ctx.per_thread { tid } else { 0 }, state);
+    let slot = if n > 0 {
         let mut n = (n as usize).min(depth);
         if asgct_ok {
             // SAFETY: we own the buffer's `depth` frames after the native part
@@ -709,17 +802,18 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) {
         }
         // SAFETY: the native part, `n` Java frames and any marker are in our buffer.
         let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, len) };
-        ctx.store.record(tid_key, frames, weight);
+        ctx.store.record_slot(tid_key, frames, weight)
     } else if n == 0 {
-        record_native_marker(ctx, buffer, native, tid, MARK_NO_JAVA_FRAME, weight);
+        record_native_marker(ctx, buffer, native, sample_key(tid, state), MARK_NO_JAVA_FRAME, weight)
     } else if n == ticks::UNKNOWN_NOT_JAVA {
         // JIT compiler and other JVM-internal threads land here too; the dump
         // tells them from application threads, so keep the thread id.
-        record_native_marker(ctx, buffer, native, tid, n, weight);
+        record_native_marker(ctx, buffer, native, sample_key(tid, state), n, weight)
     } else {
-        record_native_marker(ctx, buffer, native, tid_key, n, weight);
-    }
+        record_native_marker(ctx, buffer, native, tid_key, n, weight)
+    };
     buffer.busy.store(false, Ordering::Release);
+    (slot, true)
 }
 
 /// Retries a failed walk from the caller of the interrupted code.
@@ -802,7 +896,7 @@ fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Bu
 
 /// Records the native part followed by a marker frame naming why there is
 /// no Java stack (a one-frame stack when there is no native part).
-fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32, weight: u64) {
+fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32, weight: u64) -> Option<u32> {
     if native == 0 || native >= buffer.len {
         return record_marker(ctx, tid, code, weight);
     }
@@ -811,13 +905,42 @@ fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid
         buffer.ptr.add(native).write(RawFrame::marker(code));
         std::slice::from_raw_parts(buffer.ptr, native + 1)
     };
-    ctx.store.record(tid, frames, weight);
+    ctx.store.record_slot(tid, frames, weight)
 }
 
 /// Records a one-frame stack naming why there is no Java stack.
-fn record_marker(ctx: &SignalContext, tid: u32, code: i32, weight: u64) {
+fn record_marker(ctx: &SignalContext, tid: u32, code: i32, weight: u64) -> Option<u32> {
     let frame = [RawFrame::marker(code)];
-    ctx.store.record(tid, &frame, weight);
+    ctx.store.record_slot(tid, &frame, weight)
+}
+
+/// One wall-clock sample: weighed by the wall time since the thread was
+/// last accounted for (see `wall_table`), then its slot and CPU time noted
+/// for the sampler. A thread without Java is noted and not recorded.
+fn wall_sample(ctx: &SignalContext, ucontext: *mut c_void) {
+    let tid = gettid();
+    let weight = wall_table::take_weight(tid, monotonic_ns()).unwrap_or(ctx.weight);
+    if jni_env(ctx.vm).is_null() {
+        wall_table::finish(tid, wall_table::NOT_JAVA, 0);
+        return;
+    }
+    let (slot, _) = sample(ctx, ucontext, weight);
+    wall_table::finish(tid, slot.unwrap_or(wall_table::NO_SLOT), crate::sampling::cputime::thread_cpu_ns());
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    // SAFETY: a zeroed timespec is valid; clock_gettime is async-signal-safe.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `ts` is a valid out pointer.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// CLOCK_MONOTONIC, in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {

@@ -27,7 +27,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::sampling::event_log::EventLog;
+use crate::sampling::event_log::{now_ticks, Event, EventLog};
 
 /// One raw frame as the walker produced it: `bci` (or a marker code) and the
 /// `jmethodID` (or 0 for synthetic frames).
@@ -235,10 +235,20 @@ unsafe impl Sync for SampleStore {}
 // SAFETY: the mappings are owned and can move between threads.
 unsafe impl Send for SampleStore {}
 
+/// A sample's key in the store: the thread id (0 when samples are not kept
+/// per thread) in the low 24 bits (Linux thread ids stay below 2^22), the
+/// thread's state (`hotspot::frames::ThreadState`) in the top 8.
+pub const fn sample_key(tid: u32, state: u8) -> u32 {
+    (tid & 0x00FF_FFFF) | ((state as u32) << 24)
+}
+
 /// One distinct stack read back from the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredTrace {
+    /// The thread id part of its key (0: not kept per thread).
     pub tid: u32,
+    /// The thread-state part of its key (`ThreadState as u8`; 0 unknown).
+    pub state: u8,
     /// Frames as the walker produced them: top (leaf) first.
     pub frames: Vec<RawFrame>,
     pub samples: u64,
@@ -353,6 +363,20 @@ impl SampleStore {
         Some(slot)
     }
 
+    /// Counts one more sample of `weight` for the stack in `slot` (a slot
+    /// [`SampleStore::record_slot`] returned), as taken on thread `tid` now:
+    /// a thread seen not to have run since that sample. Async-signal-safe.
+    pub fn add_to_slot(&self, slot: u32, tid: u32, weight: u64) -> bool {
+        let Some(s) = self.slot(slot as usize).filter(|s| s.state.load(Ordering::Acquire) == READY) else { return false };
+        self.count(s, weight);
+        let log = self.log.load(Ordering::Acquire);
+        if !log.is_null() {
+            // SAFETY: an attached log is leaked ('static) and never freed.
+            unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight });
+        }
+        true
+    }
+
     /// Also log every sample recorded from now on (`None` stops logging).
     pub fn set_log(&self, log: Option<&'static EventLog>) {
         self.log.store(log.map_or(std::ptr::null_mut(), |l| l as *const EventLog as *mut EventLog), Ordering::Release);
@@ -453,8 +477,10 @@ impl SampleStore {
         }
         // SAFETY: published slot, range inside the arena (checked above).
         let frames = unsafe { std::slice::from_raw_parts(self.frame_ptr(at), n) }.to_vec();
+        let key = slot.tid.load(Ordering::Relaxed);
         Some(StoredTrace {
-            tid: slot.tid.load(Ordering::Relaxed),
+            tid: key & 0x00FF_FFFF,
+            state: (key >> 24) as u8,
             frames,
             samples: slot.samples.load(Ordering::Relaxed),
             total: slot.total.load(Ordering::Relaxed),

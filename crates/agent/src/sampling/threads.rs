@@ -48,7 +48,8 @@ pub fn current_tid() -> u32 {
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
-fn list_tasks() -> Vec<u32> {
+/// The process's threads now.
+pub fn list_tasks() -> Vec<u32> {
     match std::fs::read_dir("/proc/self/task") {
         Ok(dir) => dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
         Err(_) => Vec::new(),
@@ -127,6 +128,11 @@ impl Threads {
             inner.names.retain(|t, _| live.contains(t));
             inner.java_visible.retain(|t| live.contains(t));
         }
+    }
+
+    /// oxprof's own threads (never sampled).
+    pub fn excluded(&self) -> Vec<u32> {
+        self.lock().excluded.clone()
     }
 
     /// Never sample this thread (oxprof's own threads).

@@ -208,6 +208,11 @@ pub fn alloc_summary(stderr: &str) -> std::collections::HashMap<String, u64> {
     summary_line(stderr, "[oxprof] alloc summary:").into_iter().filter_map(|(k, v)| Some((k, v.parse().ok()?))).collect()
 }
 
+/// The `key=value` fields of the agent's log line that contains `marker`.
+pub fn summary_fields(stderr: &str, marker: &str) -> std::collections::HashMap<String, String> {
+    summary_line(stderr, marker)
+}
+
 fn summary_line(stderr: &str, marker: &str) -> std::collections::HashMap<String, String> {
     let line = stderr.lines().find(|l| l.contains(marker)).unwrap_or_else(|| panic!("no {marker:?} line in:\n{stderr}"));
     line.split(marker).nth(1).unwrap().split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -407,4 +412,64 @@ impl AllocBiasRun {
     pub fn sampler_vs_exact(&self) -> f64 {
         self.summary["sampler_vs_exact"].parse().unwrap_or_else(|_| panic!("no sampler_vs_exact in {}", self.stderr))
     }
+}
+
+/// Wall nanoseconds per (thread name, state) from a collapsed file written
+/// with `threads,state,total` (the state frame first, then the thread's).
+pub fn by_thread_and_state(path: &Path) -> std::collections::HashMap<(String, String), f64> {
+    let mut out = std::collections::HashMap::new();
+    for (stack, n) in read_collapsed(path) {
+        let (Some(state), Some(thread)) = (stack.first(), stack.get(1)) else { continue };
+        let name = thread.trim_start_matches('[').split(" tid=").next().unwrap_or("").to_string();
+        *out.entry((name, state.trim_matches(['[', ']']).to_string())).or_default() += n as f64;
+    }
+    out
+}
+
+/// Checks one WallStates run (see tests/java/WallStates.java): the mixed
+/// thread's share of each state within 3 points of its own nanoTime truth,
+/// the blocked and accepting threads' states, and that each thread's
+/// samples add up to the time it lived.
+pub fn check_wall_states(java: &Path, label: &str) {
+    let s = Scratch::new("wall-states");
+    compile(&s.0, &["WallStates.java"]);
+    let out = s.path("w.collapsed");
+    let o = std::process::Command::new(java)
+        .arg(format!("-agentpath:{}=start,event=wall,interval=5ms,threads,state,total,file={}", agent().display(), out.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "WallStates", "5"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{label}: {err}");
+    let t = truth_line(&text(&o.stdout));
+    let got = by_thread_and_state(&out);
+    let of = |thread: &str, state: &str| got.get(&(thread.to_string(), state.to_string())).copied().unwrap_or(0.0);
+    let total_of = |thread: &str| got.iter().filter(|((t, _), _)| t == thread).map(|(_, v)| v).sum::<f64>();
+    let mixed = total_of("mixed");
+    let phases = t["burn"] + t["sleep"] + t["wait"] + t["park"];
+    for (state, key) in [("running", "burn"), ("sleeping", "sleep"), ("waiting", "wait"), ("parked", "park")] {
+        let (share, truth_share) = (100.0 * of("mixed", state) / mixed, 100.0 * t[key] / phases);
+        eprintln!("{label}: mixed {state}: {share:.1}% of its wall time, truth {truth_share:.1}%");
+        assert!((share - truth_share).abs() <= 3.0, "{label}: mixed {state} {share:.1}% vs truth {truth_share:.1}%\n{got:?}");
+    }
+    let blocked = 100.0 * of("blocked", "blocked") / total_of("blocked");
+    let native = 100.0 * of("acceptor", "native") / total_of("acceptor");
+    eprintln!("{label}: blocked thread {blocked:.1}% blocked, acceptor {native:.1}% native");
+    assert!(blocked >= 95.0, "{label}: the thread blocked on a monitor is blocked in {blocked:.1}% of its samples\n{got:?}");
+    assert!(native >= 95.0, "{label}: the thread in accept() is native in {native:.1}% of its samples\n{got:?}");
+    // Totals: each thread's samples sum to its time alive (the mixed
+    // thread's phases; the blocked one lives as long, less its start).
+    let ratio = mixed / phases;
+    eprintln!("{label}: mixed thread sampled {:.0} ms of {:.0} ms lived", mixed / 1e6, phases / 1e6);
+    assert!((0.95..=1.03).contains(&ratio), "{label}: the mixed thread's samples sum to {ratio:.3} of its time");
+    let w = summary_line(&err, "[oxprof] wall summary:");
+    let (reused, signalled): (u64, u64) = (w["reused"].parse().unwrap(), w["signalled"].parse().unwrap());
+    assert!(reused > signalled, "{label}: idle threads should be counted without a signal: {err}");
+    assert_eq!(w["failed"], "0", "{label}: {err}");
+}
+
+/// The `TRUTH k=v ...` line a test program prints, as numbers.
+pub fn truth_line(stdout: &str) -> std::collections::HashMap<String, f64> {
+    let line = stdout.lines().find(|l| l.starts_with("TRUTH ")).unwrap_or_else(|| panic!("no truth in {stdout}"));
+    line.split_whitespace().filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?))).collect()
 }

@@ -1,0 +1,325 @@
+//! The wall-clock event source (`event=wall`, `wall=INTERVAL`): every Java
+//! thread is sampled at the interval whatever it is doing (running,
+//! sleeping, waiting, parked, blocked, in native code or the VM), so the
+//! profile shows where time goes off the CPU too.
+//!
+//! A sampler thread ticks at the interval. Each tick it looks at every
+//! thread of the process (the list is refreshed at most every 100 ms) and:
+//! - a thread whose CPU time has not moved since its last wall sample (it
+//!   has not run: it is still sleeping, waiting or blocked where it was) is
+//!   counted again with that sample's stack and state, without a signal
+//!   (`wall_table`, `SampleStore::add_to_slot`);
+//! - the others are signalled (`SIGVTALRM`, queued with oxprof's cookie), at
+//!   most [`MAX_SIGNALS_PER_TICK`] per tick, round robin; the signal handler
+//!   walks the stack as for CPU samples and reads the thread's state (see
+//!   `signal::wall_sample`).
+//!
+//! Every sample weighs the wall time since the thread was last accounted
+//! for, so a thread left out of a tick (over the signal budget, or its
+//! signal merged with an earlier one) loses no time: each thread's samples
+//! sum to the time it was alive during the recording. Threads the JVM does
+//! not run Java on answer their first signal as such and are left alone
+//! afterwards. Runs outside the signal handler.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use oxprof_profile::Profile;
+
+use crate::log;
+use crate::native::unwind as native_unwind;
+use crate::output::Built;
+use crate::sampling::cpu::{trace_frames, Summary};
+use crate::sampling::cputime::thread_cpu_ns;
+use crate::sampling::signal::{self, monotonic_ns, SignalContext, WALL_COOKIE, WALL_SIGNAL};
+use crate::sampling::store::SampleStore;
+use crate::sampling::threads::{self, Threads};
+use crate::sampling::wall_table::{self, NOT_JAVA, NO_SLOT};
+use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
+
+const STORE_SLOTS: usize = 1 << 17;
+const STORE_FRAMES: usize = 1 << 22;
+/// Threads signalled per tick at most; the others wait for a later tick
+/// and their next sample covers the time meanwhile.
+pub const MAX_SIGNALS_PER_TICK: usize = 64;
+/// CPU time a thread gains after its sample by returning from the signal
+/// and re-entering its wait (1–4 µs on this 6.18 kernel); below it the
+/// thread counts as not having run. Waking up and blocking again elsewhere
+/// costs more (16 µs and up here). `OXPROF_WALL_SLACK_NS` overrides it, and
+/// the debug log shows the deltas seen.
+const IDLE_SLACK_NS: u64 = 10_000;
+
+/// CPU-time deltas seen by the reuse test, by power of two of ns (diagnostic).
+static DELTAS: [AtomicU64; 24] = [const { AtomicU64::new(0) }; 24];
+/// How often the thread list is read again, at most.
+const LIST_PERIOD_NS: u64 = 100_000_000;
+
+static STORE: OnceLock<&'static SampleStore> = OnceLock::new();
+
+/// The wall sample store, mapped on first use and kept for the process's life.
+pub fn store() -> Result<&'static SampleStore, String> {
+    if let Some(s) = STORE.get() {
+        return Ok(s);
+    }
+    let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the wall-clock sample store")?;
+    Ok(*STORE.get_or_init(|| Box::leak(Box::new(s))))
+}
+
+/// The store, if a wall recording ever made it.
+pub fn stored() -> Option<&'static SampleStore> {
+    STORE.get().copied()
+}
+
+/// The sampler's counts, for the summary line.
+#[derive(Default)]
+struct Stats {
+    ticks: AtomicU64,
+    /// Threads signalled, and counted again without a signal.
+    signalled: AtomicU64,
+    reused: AtomicU64,
+    /// Threads that wanted a signal but were over a tick's budget.
+    deferred: AtomicU64,
+    /// Signals the kernel refused (the thread had ended).
+    failed: AtomicU64,
+    /// Threads looked at in the last tick.
+    threads: AtomicU64,
+    /// The sampler thread's CPU time.
+    sampler_ns: AtomicU64,
+}
+
+/// A running wall-clock recording.
+pub struct WallSource {
+    interval_ns: u64,
+    stop: Arc<AtomicBool>,
+    sampler: Mutex<Option<JoinHandle<()>>>,
+    stats: Arc<Stats>,
+}
+
+/// Starts wall-clock sampling when the options ask for it.
+pub fn start(cx: &StartContext) -> Result<Started, String> {
+    let Some(interval_ns) = cx.config.wall else { return Ok(None) };
+    let config = cx.config;
+    let asgct = cx.asgct.ok_or("this JVM does not export AsyncGetCallTrace; wall-clock profiling needs HotSpot (JDK 11 or later)")?;
+    let store = store()?;
+    store.reset(); // no wall handler is armed: safe
+    signal::install_wall().map_err(|e| format!("cannot install the SIGVTALRM handler: {e}"))?;
+    wall_table::clear();
+    if !native_unwind::init() && config.cstack != crate::options::CStack::No {
+        log::warn("no safe memory probe (pipe, process_vm_readv): native stacks keep only the interrupted function");
+    }
+    let mut ctx = SignalContext::new(store, asgct, cx.vm, config.jstackdepth, interval_ns, config.threads);
+    ctx.set_cstack(config.cstack, false);
+    signal::arm_wall(ctx);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(Stats::default());
+    let (stop2, stats2, registry) = (stop.clone(), stats.clone(), cx.threads.clone());
+    let spawned = std::thread::Builder::new().name("oxprof-wall".into()).spawn(move || {
+        registry.exclude(threads::current_tid());
+        run(interval_ns, store, &stop2, &stats2, &registry);
+        stats2.sampler_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+    });
+    let handle = match spawned {
+        Ok(h) => h,
+        Err(e) => {
+            drop(signal::disarm_wall());
+            return Err(format!("cannot start the wall-clock sampler thread: {e}"));
+        }
+    };
+    let line =
+        format!("started wall-clock profiling: interval {}, SIGVTALRM, at most {MAX_SIGNALS_PER_TICK} threads signalled per tick", fmt_interval(interval_ns));
+    Ok(Some((Box::new(WallSource { interval_ns, stop, sampler: Mutex::new(Some(handle)), stats }), line)))
+}
+
+/// `tid`'s CPU time, from the per-thread CPU clock Linux gives any thread of
+/// the process (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`); `None` when
+/// the thread has ended.
+fn cpu_of(tid: u32) -> Option<u64> {
+    let clock = ((!tid) << 3) as libc::clockid_t | 6;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
+    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
+}
+
+/// Queues oxprof's wall signal to `tid`; false when the thread is gone.
+fn signal_thread(pid: i32, tid: u32) -> bool {
+    // SAFETY: a zeroed siginfo_t is valid plain data.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    info.si_signo = WALL_SIGNAL;
+    info.si_code = libc::SI_QUEUE;
+    let p = &mut info as *mut libc::siginfo_t as *mut u8;
+    // SAFETY: the SI_QUEUE fields (pid at 16, uid at 20, value at 24) lie
+    // inside the 128-byte siginfo_t; unaligned writes are fine.
+    unsafe {
+        p.add(16).cast::<i32>().write_unaligned(pid);
+        p.add(20).cast::<u32>().write_unaligned(libc::getuid());
+        p.add(24).cast::<usize>().write_unaligned(WALL_COOKIE);
+    }
+    // SAFETY: rt_tgsigqueueinfo reads `info`; a thread of our own process.
+    unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as libc::pid_t, WALL_SIGNAL, &info as *const libc::siginfo_t) == 0 }
+}
+
+/// The sampler loop (see the module comment).
+fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: &Stats, registry: &Threads) {
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    let start = monotonic_ns();
+    // Threads known: whether the JVM runs Java on them.
+    let mut known: HashMap<u32, bool> = HashMap::new();
+    let mut tids: Vec<u32> = Vec::new();
+    let mut next_list = 0;
+    let mut first_list = true;
+    let mut candidates: Vec<u32> = Vec::new();
+    let mut round_robin = 0usize;
+    let mut next_tick = start;
+    let slack = std::env::var("OXPROF_WALL_SLACK_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(IDLE_SLACK_NS);
+    while !stop.load(Ordering::Acquire) {
+        let now = monotonic_ns();
+        if now >= next_list {
+            let excluded = registry.excluded();
+            tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
+            known.retain(|tid, _| {
+                let alive = tids.contains(tid);
+                if !alive {
+                    wall_table::release(*tid);
+                }
+                alive
+            });
+            next_list = now + LIST_PERIOD_NS.max(interval_ns);
+        }
+        candidates.clear();
+        for &tid in &tids {
+            let java = known.entry(tid).or_insert_with(|| {
+                wall_table::claim(tid, if first_list { start } else { now });
+                true
+            });
+            if !*java {
+                continue;
+            }
+            match wall_table::last(tid) {
+                Some((NOT_JAVA, _)) => {
+                    *java = false;
+                    continue;
+                }
+                Some((slot, cpu_then)) if slot != NO_SLOT => {
+                    let Some(cpu) = cpu_of(tid) else { continue };
+                    let d = cpu.saturating_sub(cpu_then);
+                    DELTAS[(64 - d.leading_zeros() as usize).min(23)].fetch_add(1, Ordering::Relaxed);
+                    if d <= slack {
+                        if let Some(weight) = wall_table::take_weight(tid, now).filter(|&w| w > 0) {
+                            store.add_to_slot(slot, tid, weight);
+                            stats.reused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            candidates.push(tid);
+        }
+        first_list = false;
+        let n = candidates.len();
+        let sent = n.min(MAX_SIGNALS_PER_TICK);
+        for i in 0..sent {
+            let tid = candidates[(round_robin + i) % n];
+            if signal_thread(pid, tid) {
+                stats.signalled.fetch_add(1, Ordering::Relaxed);
+            } else {
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                known.remove(&tid);
+                wall_table::release(tid);
+            }
+        }
+        round_robin = round_robin.wrapping_add(sent);
+        stats.deferred.fetch_add((n - sent) as u64, Ordering::Relaxed);
+        stats.threads.store(tids.len() as u64, Ordering::Relaxed);
+        stats.ticks.fetch_add(1, Ordering::Relaxed);
+        next_tick += interval_ns;
+        let now = monotonic_ns();
+        if next_tick <= now {
+            next_tick = now + interval_ns; // late: skip the missed ticks (the weights cover them)
+        }
+        // Sleep in steps, so a stop is noticed within 20 ms.
+        let mut left = next_tick.saturating_sub(now);
+        while left > 0 && !stop.load(Ordering::Acquire) {
+            let step = left.min(20_000_000);
+            std::thread::sleep(std::time::Duration::from_nanos(step));
+            left -= step;
+        }
+    }
+}
+
+impl EventSource for WallSource {
+    fn key(&self) -> &'static str {
+        "wall"
+    }
+
+    fn status(&self) -> String {
+        format!("wall (interval {}, {} threads)", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed))
+    }
+
+    fn stop(&mut self, _env: Option<(crate::jvmti::Jvmti, crate::jvmti::Jni)>) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.sampler.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+        drop(signal::disarm_wall());
+    }
+
+    fn build(&self, cx: &BuildContext) -> Built {
+        let started = Instant::now();
+        let (profile, s) = self.profile(cx);
+        log::debug(&format!("wall profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
+        let st = &self.stats;
+        let (signalled, reused) = (st.signalled.load(Ordering::Relaxed), st.reused.load(Ordering::Relaxed));
+        let sampler_ns = match st.sampler_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(ns),
+        };
+        let summary_line = format!(
+            "wall summary: samples={} signalled={signalled} reused={reused} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
+            s.samples,
+            st.deferred.load(Ordering::Relaxed),
+            st.failed.load(Ordering::Relaxed),
+            st.ticks.load(Ordering::Relaxed),
+            st.threads.load(Ordering::Relaxed),
+            s.failed,
+            s.failed_pct(),
+            s.dropped,
+            signal::wall_handler_mean_ns().unwrap_or(0),
+            sampler_ns.map_or("n/a".to_string(), |ns| (ns / (signalled + reused).max(1)).to_string()),
+        );
+        log::debug(&format!("wall reuse test CPU deltas (log2 ns buckets): {:?}", DELTAS.iter().map(|a| a.load(Ordering::Relaxed)).collect::<Vec<_>>()));
+        Built { label: "Wall clock".into(), key: "wall", profile, summary_line, leak: None }
+    }
+}
+
+impl WallSource {
+    fn profile(&self, cx: &BuildContext) -> (Profile, Summary) {
+        let Some(store) = stored() else { return (Profile::default(), Summary::default()) };
+        let traces = store.snapshot();
+        crate::native::symbols::resolver().refresh();
+        let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
+        let config = &cx.rec.config;
+        let mut profile = Profile::new(cx.rec.meta("Wall-clock profile", "wall", "SIGVTALRM wall-clock sampler", self.interval_ns, "ns"));
+        let mut ids = Vec::new();
+        let mut memo = FrameMemo::default();
+        for t in &traces {
+            summary.samples += t.samples;
+            ids.clear();
+            trace_frames(t, (config.threads, config.state), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            // A sample weighs the time since the thread's previous one: it
+            // counts as that many intervals, as ticks of a wall clock.
+            let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));
+            profile.add(ids.clone(), ticks, t.total);
+        }
+        crate::native::symbols::resolver().clear();
+        let m = &mut profile.meta;
+        m.extra.push(("samples".into(), summary.samples.to_string()));
+        m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
+        m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        (profile, summary)
+    }
+}

@@ -1,0 +1,46 @@
+//! Wall-clock profiling end to end: every thread sampled whatever it does,
+//! with its state, against what the Java program measures itself.
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+
+#[test]
+fn wall_samples_have_the_states_threads_measure() {
+    check_wall_states(&java(), "JDK 17");
+}
+
+#[test]
+fn cpu_and_wall_in_one_recording() {
+    let s = Scratch::new("wall-cpu");
+    compile(&s.0, &["WallStates.java"]);
+    let out = s.path("both.collapsed");
+    let o = run_java(&s.0, &format!("event=cpu,interval=5ms,wall=20ms,threads,state,total,file={}", out.display()), &[], &s.0, &["WallStates", "2"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("started wall-clock profiling: interval 20ms"), "{err}");
+    let wall = by_thread_and_state(&s.path("both.wall.collapsed"));
+    let cpu = by_thread_and_state(&out);
+    let sum = |m: &HashMap<(String, String), f64>, thread: &str, state: &str| {
+        m.iter().filter(|((t, st), _)| t == thread && (state.is_empty() || st == state)).map(|(_, v)| v).sum::<f64>()
+    };
+    // CPU samples land where the thread burns CPU; wall samples everywhere.
+    assert!(sum(&cpu, "mixed", "running") > 0.8 * sum(&cpu, "mixed", ""), "{cpu:?}");
+    assert!(sum(&wall, "mixed", "sleeping") > 0.25 * sum(&wall, "mixed", ""), "{wall:?}");
+    assert!(sum(&wall, "blocked", "blocked") > 0.0 && sum(&cpu, "blocked", "") < 0.05 * sum(&wall, "blocked", ""), "cpu {cpu:?}\nwall {wall:?}");
+}
+
+#[test]
+fn bad_wall_options_are_refused_in_one_line() {
+    let s = Scratch::new("wall-bad");
+    for (opts, expected) in [
+        ("wall=abc", "invalid agent option 'wall=abc'"),
+        ("wall=20us", "the wall-clock interval must be at least 100us"),
+        ("event=wall,interval=50us", "the wall-clock interval must be at least 100us"),
+        ("event=walls", "accepted: cpu, itimer, ctimer, alloc, wall"),
+    ] {
+        let o = run_java(&s.0, opts, &[], &s.0, &["-version"]);
+        assert_refused(&o, opts, expected);
+    }
+}
