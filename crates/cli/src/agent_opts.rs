@@ -28,6 +28,20 @@ pub fn parse_optional_size(s: &str) -> Result<String, String> {
     }
 }
 
+/// clap parser for `--wall [INTERVAL]`: empty (the flag alone) keeps the
+/// agent's default (50 ms); an interval must be at least 100 us, as the agent
+/// requires.
+pub fn parse_wall_interval(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    let ns = parse_duration_ns(s)?;
+    if ns < 100_000 {
+        return Err(format!("'{s}': the wall-clock interval must be at least 100us"));
+    }
+    Ok(s.to_string())
+}
+
 /// clap parser: a wall-clock duration such as `30s` (kept as written).
 pub fn parse_wall(s: &str) -> Result<String, String> {
     parse_wall_duration_ns(s).map(|_| s.to_string())
@@ -51,14 +65,20 @@ pub fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// `start` and what to sample: the CPU event (`cpu` unless only allocations
-/// were asked for), the allocation interval and thread pattern.
-pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Option<&str>) -> Result<Vec<String>, String> {
+/// `start` and what to sample: the event (`cpu` unless only allocations or
+/// wall-clock time were asked for), the allocation interval and thread
+/// pattern, the wall-clock interval.
+pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Option<&str>, wall: Option<&str>) -> Result<Vec<String>, String> {
     let mut opts = vec!["start".to_string()];
-    match (event, alloc) {
-        (Some(e), _) => opts.push(format!("event={e}")),
-        (None, None) => opts.push("event=cpu".into()),
-        (None, Some(_)) => {}
+    match (event, alloc, wall) {
+        (Some(e), _, _) => opts.push(format!("event={e}")),
+        (None, None, None) => opts.push("event=cpu".into()),
+        (None, _, _) => {}
+    }
+    match wall {
+        Some("") => opts.push("wall".into()),
+        Some(interval) => opts.push(format!("wall={interval}")),
+        None => {}
     }
     match alloc {
         Some("") => opts.push("alloc".into()),
@@ -76,10 +96,19 @@ pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Op
 /// allocation interval and thread pattern, and the live-object options.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SampleArgs {
-    /// CPU sampling engine: cpu (perf_events, falls back to ctimer), itimer,
-    /// ctimer [default: cpu, unless only --alloc is given]
-    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer"])]
+    /// What to sample: cpu (perf_events, falls back to ctimer), itimer,
+    /// ctimer, or wall (every thread, on or off the CPU, at --interval,
+    /// default 50ms) [default: cpu, unless only --alloc or --wall is given]
+    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer", "wall"])]
     pub event: Option<String>,
+    /// Also sample wall-clock time: every Java thread, whatever it is doing,
+    /// every INTERVAL (without INTERVAL: 50ms; at least 100us)
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "", value_parser = parse_wall_interval)]
+    pub wall: Option<String>,
+    /// Put each CPU or wall sample's thread state (running, sleeping,
+    /// waiting, parked, blocked, native, vm) at the root of its stack
+    #[arg(long)]
+    pub state: bool,
     /// Also sample allocations (JEP 331), every SIZE bytes on average
     /// (without SIZE: the interval last used in that JVM, else 512k; 0 =
     /// every allocation)
@@ -95,7 +124,10 @@ pub struct SampleArgs {
 impl SampleArgs {
     /// `start` and the agent options for what to sample.
     pub fn start_options(&self) -> Result<Vec<String>, String> {
-        let mut opts = start_options(self.event.as_deref(), self.live.alloc(self.alloc.as_deref()), self.alloc_threads.as_deref())?;
+        let mut opts = start_options(self.event.as_deref(), self.live.alloc(self.alloc.as_deref()), self.alloc_threads.as_deref(), self.wall.as_deref())?;
+        if self.state {
+            opts.push("state".into());
+        }
         opts.extend(self.live.start_options()?);
         Ok(opts)
     }

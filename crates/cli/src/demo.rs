@@ -43,7 +43,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     let rec = RecordArgs {
         sample: SampleArgs { event: Some("cpu".into()), ..Default::default() },
         total: false,
-        interval: args.interval,
+        interval: Some(args.interval),
         output: args.output,
         format: None,
         threads: false,

@@ -15,7 +15,7 @@ use crate::agent;
 #[derive(Args, Debug, Clone)]
 #[command(
     about = "Run a Java program with the profiler and write a profile when it exits",
-    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)"
+    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)"
 )]
 pub struct RecordArgs {
     #[command(flatten)]
@@ -24,8 +24,9 @@ pub struct RecordArgs {
     #[arg(long)]
     pub total: bool,
     /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
-    #[arg(short, long, default_value = "10ms", value_parser = parse_interval, allow_hyphen_values = true)]
-    pub interval: String,
+    /// [default: 10ms; 50ms with --event wall]
+    #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
+    pub interval: Option<String>,
     /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .jfr)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
@@ -64,7 +65,7 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
         opts.push("total".into());
     }
     opts.extend([
-        format!("interval={}", args.interval),
+        format!("interval={}", args.interval.as_deref().unwrap_or(if args.sample.event.as_deref() == Some("wall") { "50ms" } else { "10ms" })),
         format!("file={}", output.display()),
         format!("jstackdepth={}", args.jstackdepth),
         format!("log={}", log.display()),
@@ -292,6 +293,25 @@ mod tests {
         let a = args(&["--live", "--gc-roots", "-o", "leaks.txt", "--", "java"]);
         let o = agent_options(&a, Path::new("/leaks.txt"), Path::new("/l"), Path::new("/s")).unwrap();
         assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,interval="), "{o}");
+    }
+
+    #[test]
+    fn wall_clock_flags() {
+        let o = |a: &[&str]| agent_options(&args(a), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o(&["--event", "wall", "--threads", "--", "java"]).starts_with("start,event=wall,interval=50ms,"));
+        assert!(o(&["--event", "wall", "--interval", "20ms", "--", "java"]).starts_with("start,event=wall,interval=20ms,"));
+        assert!(o(&["--wall", "--", "java"]).starts_with("start,wall,interval=10ms,"));
+        assert!(o(&["--event", "cpu", "--wall", "50ms", "--state", "--alloc", "--", "java"]).starts_with("start,event=cpu,wall=50ms,alloc,state,"));
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            r: RecordArgs,
+        }
+        use clap::Parser;
+        let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");
+        let e = T::try_parse_from(["t", "--wall", "abc", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("--wall"), "{e}");
     }
 
     #[test]
