@@ -321,6 +321,17 @@ impl Jvmti {
         check(jvmti_call!(self.0, SetTag, obj, tag))
     }
 
+    /// The calling thread's `java.lang.Thread` (a local reference the caller
+    /// deletes).
+    pub fn current_thread(self) -> JvmtiResult<jthread> {
+        let mut t: jthread = ptr::null_mut();
+        check(jvmti_call!(self.0, GetCurrentThread, &mut t))?;
+        if t.is_null() {
+            return Err(JvmtiError(JVMTI_ERROR_THREAD_NOT_ALIVE));
+        }
+        Ok(t)
+    }
+
     /// All live threads (local references the caller must delete).
     pub fn all_threads(self) -> JvmtiResult<Vec<jthread>> {
         let mut n: jint = 0;
@@ -501,6 +512,92 @@ impl Jni {
     /// field of a reference type of its class or of a superclass.
     pub unsafe fn object_field(self, obj: jobject, field: jfieldID) -> jobject {
         jni_call!(self.0, GetObjectField, ptr::null_mut(), obj, field)
+    }
+
+    /// A method's id (`GetMethodID`), or null with the exception cleared.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class.
+    pub unsafe fn method_id(self, class: jclass, name: &CStr, sig: &CStr) -> jmethodID {
+        let m = jni_call!(self.0, GetMethodID, ptr::null_mut(), class, name.as_ptr(), sig.as_ptr());
+        if m.is_null() {
+            self.clear_exception();
+        }
+        m
+    }
+
+    /// An instance field's id (`GetFieldID`), or null with the exception cleared.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class.
+    pub unsafe fn field_id(self, class: jclass, name: &CStr, sig: &CStr) -> jfieldID {
+        let f = jni_call!(self.0, GetFieldID, ptr::null_mut(), class, name.as_ptr(), sig.as_ptr());
+        if f.is_null() {
+            self.clear_exception();
+        }
+        f
+    }
+
+    /// Binds the native method `name` of `class` with signature `sig` to
+    /// `function` (`RegisterNatives`); false (exception cleared) when refused.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class declaring that native
+    /// method, and `function` a function with the JNI signature `sig`
+    /// calls it with, valid for as long as it stays bound.
+    pub unsafe fn register_native(self, class: jclass, name: &CStr, sig: &CStr, function: *mut c_void) -> bool {
+        let m = jvmti_sys::JNINativeMethod { name: name.as_ptr() as *mut c_char, signature: sig.as_ptr() as *mut c_char, fnPtr: function };
+        let ok = jni_call!(self.0, RegisterNatives, JNI_ERR, class, &m, 1) == 0;
+        if !ok {
+            self.clear_exception();
+        }
+        ok
+    }
+
+    /// Whether `obj` is an instance of `class` (false for null).
+    ///
+    /// # Safety
+    /// `obj` must be null or a live reference, `class` a live reference to a class.
+    pub unsafe fn is_instance_of(self, obj: jobject, class: jclass) -> bool {
+        !obj.is_null() && jni_call!(self.0, IsInstanceOf, 0, obj, class) != 0
+    }
+
+    /// Defines a class in the boot class loader (`DefineClass` with a null
+    /// loader); a local reference, or null with the exception cleared (for
+    /// one, when it was defined already).
+    pub fn define_boot_class(self, name: &CStr, bytes: &[u8]) -> jclass {
+        let c = jni_call!(self.0, DefineClass, ptr::null_mut(), name.as_ptr(), ptr::null_mut(), bytes.as_ptr() as *const jbyte, bytes.len() as jsize);
+        if c.is_null() {
+            self.clear_exception();
+        }
+        c
+    }
+
+    /// A static method's id (`GetStaticMethodID`), or null with the exception cleared.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class.
+    pub unsafe fn static_method_id(self, class: jclass, name: &CStr, sig: &CStr) -> jmethodID {
+        let m = jni_call!(self.0, GetStaticMethodID, ptr::null_mut(), class, name.as_ptr(), sig.as_ptr());
+        if m.is_null() {
+            self.clear_exception();
+        }
+        m
+    }
+
+    /// Calls a static `void m(long)`; returns false (exception cleared) if it threw.
+    ///
+    /// # Safety
+    /// `class` must be a live reference to a class and `method` the id of
+    /// one of its static methods with signature `(J)V`.
+    pub unsafe fn call_static_void_long(self, class: jclass, method: jmethodID, arg: jlong) -> bool {
+        jni_call!(self.0, CallStaticVoidMethod, (), class, method, arg);
+        !self.clear_exception()
+    }
+
+    /// Whether a Java exception is pending.
+    pub fn exception_pending(self) -> bool {
+        jni_call!(self.0, ExceptionCheck, 0) != 0
     }
 
     /// The JavaVM this environment belongs to (the process's one VM).

@@ -19,6 +19,7 @@ pub mod engine;
 pub mod heap;
 pub mod hotspot;
 pub mod jvmti;
+pub mod locks;
 pub mod log;
 pub mod native;
 pub mod options;
@@ -136,6 +137,9 @@ fn capabilities(jvmti: Jvmti, config: &Config) -> Result<bool, String> {
     caps.set_can_generate_compiled_method_load_events(potential.can_generate_compiled_method_load_events());
     caps.set_can_generate_sampled_object_alloc_events(potential.can_generate_sampled_object_alloc_events());
     caps.set_can_tag_objects(potential.can_tag_objects());
+    // Lock profiling; HotSpot posts the events from the contended path only,
+    // and only while they are enabled.
+    caps.set_can_generate_monitor_events(potential.can_generate_monitor_events());
     // Live tracking counts GCs; the capability costs nothing until the events are enabled.
     caps.set_can_generate_garbage_collection_events(potential.can_generate_garbage_collection_events());
     jvmti.add_capabilities(&caps).map_err(|e| format!("cannot add JVMTI capabilities: {e}"))?;
@@ -155,6 +159,8 @@ fn callbacks() -> jvmtiEventCallbacks {
     cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
     cb.SampledObjectAlloc = Some(on_sampled_object_alloc);
     cb.GarbageCollectionFinish = Some(on_gc_finish);
+    cb.MonitorContendedEnter = Some(on_monitor_contended_enter);
+    cb.MonitorContendedEntered = Some(on_monitor_contended_entered);
     cb
 }
 
@@ -368,7 +374,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             }
         }
     }
-    let walks = config.cpu.is_some() || config.wall.is_some() || config.alloc.is_some();
+    let walks = config.cpu.is_some() || config.wall.is_some() || config.alloc.is_some() || config.lock.is_some();
     if walks {
         init_java_walker(agent, jni);
     }
@@ -376,7 +382,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if jfr {
         jfr_stream::prepare(agent, &config)?;
     }
-    let mut lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag) {
+    let mut lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag, agent.vm_structs.as_ref()) {
         Ok(lines) => lines,
         Err(e) => {
             if jfr {
@@ -544,6 +550,24 @@ unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNI
             // SAFETY: `thread`, `object` and `class` are the local references
             // the JVM passed to this SampledObjectAlloc callback.
             unsafe { agent.profiler.alloc.on_sample(Jvmti(jvmti), Jni(jni), thread, object, class, size, threads::current_tid()) };
+        }
+    })
+}
+
+unsafe extern "C" fn on_monitor_contended_enter(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread, _object: jobject) {
+    guard("MonitorContendedEnter", (), || {
+        if let Some(agent) = AGENT.get() {
+            locks::monitors::on_enter(&agent.profiler.locks);
+        }
+    })
+}
+
+unsafe extern "C" fn on_monitor_contended_entered(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread, object: jobject) {
+    guard("MonitorContendedEntered", (), || {
+        if let Some(agent) = AGENT.get() {
+            // SAFETY: `thread` and `object` are the local references the JVM
+            // passed to this MonitorContendedEntered callback.
+            unsafe { locks::monitors::on_entered(&agent.profiler.locks, Jvmti(jvmti), Jni(jni), thread, object) };
         }
     })
 }

@@ -104,7 +104,9 @@ impl LogLevel {
 }
 
 /// Words accepted by `event=`.
-pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc, wall";
+pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc, wall, lock";
+/// The default mean interval of lock profiling: 1 ms of waiting between samples.
+pub const DEFAULT_LOCK_INTERVAL_NS: u64 = 1_000_000;
 /// The default wall-clock sampling interval: 50 ms (async-profiler's).
 pub const DEFAULT_WALL_INTERVAL_NS: u64 = 50_000_000;
 /// The shortest wall-clock interval served (async-profiler's limit too).
@@ -141,6 +143,9 @@ pub struct Config {
     pub wall: Option<u64>,
     /// Show each sample's thread state as a root frame (`state`).
     pub state: bool,
+    /// Mean waiting time between lock samples (`event=lock`, `lock=DURATION`;
+    /// 0 = every contended acquisition); `None` = no lock profiling.
+    pub lock: Option<u64>,
     /// Output file; `None` means the default name chosen at dump time.
     pub file: Option<PathBuf>,
     /// Explicit format word; otherwise taken from the file's extension.
@@ -204,6 +209,7 @@ impl Default for Config {
             alloc_threads: None,
             wall: None,
             state: false,
+            lock: None,
             file: None,
             format: None,
             threads: false,
@@ -241,7 +247,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -252,6 +258,8 @@ impl Config {
         let mut wall_event = false;
         let mut wall_given: Option<u64> = None;
         let mut interval_given = false;
+        let mut lock_event = false;
+        let mut lock_given: Option<u64> = None;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
@@ -278,6 +286,8 @@ impl Config {
                         c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
                     } else if v == "wall" {
                         wall_event = true;
+                    } else if v == "lock" {
+                        lock_event = true;
                     } else {
                         c.cpu = Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {EVENT_WORDS}")))?);
                         cpu_asked = true;
@@ -311,6 +321,19 @@ impl Config {
                     profiling_option = true;
                 }
                 "state" => c.state = parse_flag(item, value)?,
+                "lock" => {
+                    lock_event = true;
+                    if let Some(v) = value {
+                        let parsed = if v.trim() == "0" { Ok(0) } else { parse_duration(v) };
+                        lock_given = Some(parsed.map_err(|p| {
+                            err(
+                                item,
+                                format!("{p}; lock=DURATION is the mean waiting time between lock samples, e.g. 1ms (0 records every contended acquisition)"),
+                            )
+                        })?);
+                    }
+                    profiling_option = true;
+                }
                 "live" => c.live.enabled = parse_flag(item, value)?,
                 "livemem" => {
                     let v = need("a memory budget such as 16m")?;
@@ -387,7 +410,10 @@ impl Config {
             }
             c.wall = Some(ns);
         }
-        if (c.alloc.is_some() || c.wall.is_some()) && !cpu_asked {
+        if lock_event {
+            c.lock = Some(lock_given.unwrap_or(if interval_given && !cpu_asked && !wall_event { c.interval_ns } else { DEFAULT_LOCK_INTERVAL_NS }));
+        }
+        if (c.alloc.is_some() || c.wall.is_some() || c.lock.is_some()) && !cpu_asked {
             c.cpu = None;
         }
         if c.live.enabled && c.alloc.is_none() {
@@ -469,7 +495,20 @@ mod tests {
         let e = Config::parse("event=wall,interval=20us").unwrap_err().to_string();
         assert!(e.contains("at least 100us"), "{e}");
         let e = Config::parse("event=bogus").unwrap_err().to_string();
-        assert!(e.contains("accepted: cpu, itimer, ctimer, alloc, wall"), "{e}");
+        assert!(e.contains("accepted: cpu, itimer, ctimer, alloc, wall, lock"), "{e}");
+    }
+
+    #[test]
+    fn lock_options() {
+        let c = Config::parse("event=lock").unwrap();
+        assert_eq!((c.cpu, c.lock), (None, Some(DEFAULT_LOCK_INTERVAL_NS)));
+        assert_eq!(Config::parse("event=lock,lock=0").unwrap().lock, Some(0));
+        assert_eq!(Config::parse("lock=250us").unwrap().lock, Some(250_000));
+        assert_eq!(Config::parse("event=lock,interval=5ms").unwrap().lock, Some(5_000_000));
+        let c = Config::parse("event=cpu,wall=50ms,lock=1ms").unwrap();
+        assert_eq!((c.cpu, c.wall, c.lock), (Some(Event::Cpu), Some(50_000_000), Some(1_000_000)));
+        let e = Config::parse("lock=abc").unwrap_err().to_string();
+        assert!(e.contains("'lock=abc'") && e.contains("mean waiting time"), "{e}");
     }
 
     #[test]
@@ -556,8 +595,8 @@ mod tests {
         let e = Config::parse("start,bogus=1").unwrap_err();
         assert_eq!(e.option, "bogus=1");
         assert!(e.to_string().contains("accepted"), "{e}");
-        let e = Config::parse("event=lock").unwrap_err();
-        assert!(e.to_string().contains("cpu, itimer, ctimer, alloc, wall"), "{e}");
+        let e = Config::parse("event=bogus").unwrap_err();
+        assert!(e.to_string().contains("cpu, itimer, ctimer, alloc, wall, lock"), "{e}");
         let e = Config::parse("interval=-5").unwrap_err();
         assert!(e.to_string().contains("interval=-5"), "{e}");
         assert!(Config::parse("interval=1us").is_err());

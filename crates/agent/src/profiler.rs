@@ -14,6 +14,7 @@ use crate::heap::alloc::AllocSampler;
 use crate::heap::sources;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
+use crate::locks::{self, sampler::LockSampler};
 use crate::log;
 use crate::options::Config;
 use crate::output::Built;
@@ -24,7 +25,7 @@ use crate::symbols::Symbols;
 
 /// Every kind of event source, in the order they start (and their profiles
 /// are listed): CPU, allocations, live objects (which need allocations).
-pub const STARTERS: [Starter; 4] = [cpu::start, wall::start, sources::start_alloc, sources::start_live];
+pub const STARTERS: [Starter; 5] = [cpu::start, wall::start, sources::start_alloc, sources::start_live, locks::source::start];
 
 /// Bumped at every start and stop; the status thread runs while it sees its own.
 static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -33,6 +34,7 @@ pub struct Profiler {
     recording: Mutex<Option<Recording>>,
     pub threads: Arc<Threads>,
     pub alloc: AllocSampler,
+    pub locks: LockSampler,
 }
 
 fn now_ns() -> u64 {
@@ -41,7 +43,7 @@ fn now_ns() -> u64 {
 
 impl Profiler {
     pub fn new() -> Profiler {
-        Profiler { recording: Mutex::new(None), threads: Arc::new(Threads::default()), alloc: AllocSampler::default() }
+        Profiler { recording: Mutex::new(None), threads: Arc::new(Threads::default()), alloc: AllocSampler::default(), locks: LockSampler::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Recording>> {
@@ -62,6 +64,7 @@ impl Profiler {
         asgct: Option<AsyncGetCallTraceFn>,
         env: (Jvmti, Jni),
         can_tag: bool,
+        vm_structs: Option<&VmStructs>,
     ) -> Result<Vec<String>, String> {
         let mut rec = self.lock();
         if rec.is_some() {
@@ -70,7 +73,7 @@ impl Profiler {
         if let (Some(_), false, Some(last)) = (config.alloc, config.alloc_interval_given, self.alloc.last_interval()) {
             config.alloc = Some(last);
         }
-        let cx = StartContext { config: &config, vm, asgct, env, can_tag, threads: &self.threads, alloc: &self.alloc };
+        let cx = StartContext { config: &config, vm, asgct, env, can_tag, threads: &self.threads, alloc: &self.alloc, locks: &self.locks, vm_structs };
         let mut sources = Vec::new();
         let mut lines = Vec::new();
         for start in STARTERS {

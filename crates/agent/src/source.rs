@@ -22,6 +22,7 @@ use oxprof_profile::{Frame, FrameKind, Meta, Profile};
 use crate::heap::alloc::AllocSampler;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
+use crate::locks::sampler::LockSampler;
 use crate::native::symbols as native_symbols;
 use crate::options::Config;
 use crate::output::Built;
@@ -43,6 +44,10 @@ pub struct StartContext<'a> {
     pub threads: &'a Arc<Threads>,
     /// The allocation sampler the JVMTI callbacks feed.
     pub alloc: &'static AllocSampler,
+    /// The lock sampler the monitor events and the park hook feed.
+    pub locks: &'static LockSampler,
+    /// HotSpot's structure table, when this JVM's may be used.
+    pub vm_structs: Option<&'a VmStructs>,
 }
 
 /// A started source and one line for the log; `None` when the options do

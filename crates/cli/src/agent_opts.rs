@@ -42,6 +42,16 @@ pub fn parse_wall_interval(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// clap parser for `--lock [DURATION]`: empty (the flag alone) keeps the
+/// agent's default (1 ms of waiting between samples); `0` records every
+/// contended acquisition.
+pub fn parse_lock_interval(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.trim() == "0" {
+        return Ok(s.trim().to_string());
+    }
+    parse_duration_ns(s).map(|_| s.to_string())
+}
+
 /// clap parser: a wall-clock duration such as `30s` (kept as written).
 pub fn parse_wall(s: &str) -> Result<String, String> {
     parse_wall_duration_ns(s).map(|_| s.to_string())
@@ -68,12 +78,23 @@ pub fn absolute(p: &Path) -> PathBuf {
 /// `start` and what to sample: the event (`cpu` unless only allocations or
 /// wall-clock time were asked for), the allocation interval and thread
 /// pattern, the wall-clock interval.
-pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Option<&str>, wall: Option<&str>) -> Result<Vec<String>, String> {
+pub fn start_options(
+    event: Option<&str>,
+    alloc: Option<&str>,
+    alloc_threads: Option<&str>,
+    wall: Option<&str>,
+    lock: Option<&str>,
+) -> Result<Vec<String>, String> {
     let mut opts = vec!["start".to_string()];
-    match (event, alloc, wall) {
-        (Some(e), _, _) => opts.push(format!("event={e}")),
-        (None, None, None) => opts.push("event=cpu".into()),
-        (None, _, _) => {}
+    match (event, alloc, wall, lock) {
+        (Some(e), _, _, _) => opts.push(format!("event={e}")),
+        (None, None, None, None) => opts.push("event=cpu".into()),
+        (None, _, _, _) => {}
+    }
+    match lock {
+        Some("") => opts.push("lock".into()),
+        Some(d) => opts.push(format!("lock={d}")),
+        None => {}
     }
     match wall {
         Some("") => opts.push("wall".into()),
@@ -97,10 +118,16 @@ pub fn start_options(event: Option<&str>, alloc: Option<&str>, alloc_threads: Op
 #[derive(Args, Debug, Clone, Default)]
 pub struct SampleArgs {
     /// What to sample: cpu (perf_events, falls back to ctimer), itimer,
-    /// ctimer, or wall (every thread, on or off the CPU, at --interval,
-    /// default 50ms) [default: cpu, unless only --alloc or --wall is given]
-    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer", "wall"])]
+    /// ctimer, wall (every thread, on or off the CPU, at --interval, default
+    /// 50ms) or lock (waits for contended locks) [default: cpu, unless only
+    /// --alloc, --wall or --lock is given]
+    #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer", "wall", "lock"])]
     pub event: Option<String>,
+    /// Also profile lock contention: monitors and java.util.concurrent locks,
+    /// one sample per DURATION of waiting on average (without DURATION: 1ms;
+    /// 0 = every contended acquisition)
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "", value_parser = parse_lock_interval)]
+    pub lock: Option<String>,
     /// Also sample wall-clock time: every Java thread, whatever it is doing,
     /// every INTERVAL (without INTERVAL: 50ms; at least 100us)
     #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "", value_parser = parse_wall_interval)]
@@ -124,7 +151,13 @@ pub struct SampleArgs {
 impl SampleArgs {
     /// `start` and the agent options for what to sample.
     pub fn start_options(&self) -> Result<Vec<String>, String> {
-        let mut opts = start_options(self.event.as_deref(), self.live.alloc(self.alloc.as_deref()), self.alloc_threads.as_deref(), self.wall.as_deref())?;
+        let mut opts = start_options(
+            self.event.as_deref(),
+            self.live.alloc(self.alloc.as_deref()),
+            self.alloc_threads.as_deref(),
+            self.wall.as_deref(),
+            self.lock.as_deref(),
+        )?;
         if self.state {
             opts.push("state".into());
         }

@@ -15,7 +15,7 @@ use crate::agent;
 #[derive(Args, Debug, Clone)]
 #[command(
     about = "Run a Java program with the profiler and write a profile when it exits",
-    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)"
+    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)\n  oxprof record --event lock --lock 1ms -o locks.html -- java -jar app.jar   (lock contention)"
 )]
 pub struct RecordArgs {
     #[command(flatten)]
@@ -64,8 +64,16 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
     if args.total {
         opts.push("total".into());
     }
+    // The default interval is the CPU's (10ms), or the wall clock's (50ms);
+    // for `--event lock` alone `--lock` sets the mean waiting time instead.
+    let interval = match (args.interval.as_deref(), args.sample.event.as_deref()) {
+        (Some(i), _) => Some(i),
+        (None, Some("wall")) => Some("50ms"),
+        (None, Some("lock")) => None,
+        (None, _) => Some("10ms"),
+    };
+    opts.extend(interval.map(|i| format!("interval={i}")));
     opts.extend([
-        format!("interval={}", args.interval.as_deref().unwrap_or(if args.sample.event.as_deref() == Some("wall") { "50ms" } else { "10ms" })),
         format!("file={}", output.display()),
         format!("jstackdepth={}", args.jstackdepth),
         format!("log={}", log.display()),
@@ -308,6 +316,9 @@ mod tests {
             r: RecordArgs,
         }
         use clap::Parser;
+        assert!(o(&["--event", "lock", "--", "java"]).starts_with("start,event=lock,file=/w.html,"));
+        assert!(o(&["--lock", "0", "--", "java"]).starts_with("start,lock=0,interval=10ms,"));
+        assert!(o(&["--event", "cpu", "--wall", "--lock", "--", "java"]).starts_with("start,event=cpu,lock,wall,"));
         let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");
         let e = T::try_parse_from(["t", "--wall", "abc", "--", "java"]).err().unwrap().to_string();

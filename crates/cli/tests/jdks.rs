@@ -296,3 +296,13 @@ fn wall_clock_on_every_supported_jdk() {
         check_wall_states(&home.join("bin/java"), version.lines().next().unwrap_or("?"));
     }
 }
+
+/// Lock profiling on 11, 21 and 25 (see `tests/lock.rs`).
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn lock_profiling_on_every_supported_jdk() {
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        check_lock_sites(&home.join("bin/java"), "0", version.lines().next().unwrap_or("?"));
+    }
+}

@@ -626,6 +626,7 @@ fn palette(kind: FrameKind) -> (u16, u8, u8) {
         FrameKind::Error => (348, 88, 46),
         FrameKind::Alloc => (215, 72, 64),
         FrameKind::State => (268, 45, 72),
+        FrameKind::Lock => (330, 60, 66),
     }
 }
 

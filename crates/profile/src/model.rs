@@ -29,6 +29,8 @@ pub enum FrameKind {
     Alloc,
     /// A synthetic root naming a thread's state (running, sleeping, ...).
     State,
+    /// The class of a lock waited for (leaf of lock stacks).
+    Lock,
 }
 
 impl FrameKind {
@@ -58,11 +60,12 @@ impl FrameKind {
             FrameKind::Error => "failed walk",
             FrameKind::Alloc => "allocated class",
             FrameKind::State => "thread state",
+            FrameKind::Lock => "lock class",
         }
     }
 
     /// All kinds, in a stable order (used for legends and encodings).
-    pub const ALL: [FrameKind; 11] = [
+    pub const ALL: [FrameKind; 12] = [
         FrameKind::Interpreted,
         FrameKind::Jit,
         FrameKind::Inlined,
@@ -74,6 +77,7 @@ impl FrameKind {
         FrameKind::Error,
         FrameKind::Alloc,
         FrameKind::State,
+        FrameKind::Lock,
     ];
 
     /// Index of this kind in [`FrameKind::ALL`].

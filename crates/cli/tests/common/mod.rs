@@ -465,11 +465,47 @@ pub fn check_wall_states(java: &Path, label: &str) {
     let w = summary_line(&err, "[oxprof] wall summary:");
     let (reused, signalled): (u64, u64) = (w["reused"].parse().unwrap(), w["signalled"].parse().unwrap());
     assert!(reused > signalled, "{label}: idle threads should be counted without a signal: {err}");
-    assert_eq!(w["failed"], "0", "{label}: {err}");
+    // Issue 24's bound: at most 0.1% of samples may fail (a thread caught at
+    // its very start or end, say).
+    let failed: f64 = w["failed_pct"].parse().unwrap();
+    assert!(failed <= 0.1, "{label}: {failed}% failed walks: {err}");
 }
 
 /// The `TRUTH k=v ...` line a test program prints, as numbers.
 pub fn truth_line(stdout: &str) -> std::collections::HashMap<String, f64> {
     let line = stdout.lines().find(|l| l.starts_with("TRUTH ")).unwrap_or_else(|| panic!("no truth in {stdout}"));
     line.split_whitespace().filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?))).collect()
+}
+
+/// Runs LockContention under `event=lock,lock=INTERVAL` with `java`; checks
+/// each site's estimated waiting time against the program's truth (10%),
+/// the leaf classes, and that the JVM printed no warning.
+pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
+    let s = Scratch::new("lock-sites");
+    compile(&s.0, &["LockContention.java"]);
+    let out = s.path("l.collapsed");
+    let o = std::process::Command::new(java)
+        .arg(format!("-agentpath:{}=start,event=lock,lock={interval},total,file={}", agent().display(), out.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "LockContention", "3"])
+        .output()
+        .unwrap();
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{label}: {err}");
+    // HotSpot warns when a platform native method is rebound from another
+    // class loader; oxprof rebinds Unsafe.park through a boot-loader class.
+    assert!(!stdout.contains("warning") && !err.contains("[warning]"), "{label}: the JVM warned:\n{stdout}\n{err}");
+    assert!(err.contains("monitors and java.util.concurrent locks"), "{label}: {err}");
+    let t = truth_line(&stdout);
+    let stacks = read_collapsed(&out);
+    for (site, key, class) in [
+        ("LockContention.monitorSite", "monitor_wait", "java.lang.Object"),
+        ("LockContention.reentrantSite", "lock_wait", "java.util.concurrent.locks.ReentrantLock$NonfairSync"),
+    ] {
+        let est = samples_with(&stacks, site) as f64;
+        let err_pct = 100.0 * (est - t[key]).abs() / t[key];
+        eprintln!("{label} lock={interval}: {site} waited {:.0} ms, truth {:.0} ms ({err_pct:.1}% off)", est / 1e6, t[key] / 1e6);
+        assert!(err_pct <= 10.0, "{label} lock={interval}: {site} estimated {est:.0} ns, truth {:.0}", t[key]);
+        let leaves: Vec<&str> = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site)).map(|(st, _)| st.last().unwrap().as_str()).collect();
+        assert!(!leaves.is_empty() && leaves.iter().all(|l| *l == class), "{label}: {site} leaves {leaves:?}");
+    }
 }
