@@ -505,7 +505,10 @@ pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
         let err_pct = 100.0 * (est - t[key]).abs() / t[key];
         eprintln!("{label} lock={interval}: {site} waited {:.0} ms, truth {:.0} ms ({err_pct:.1}% off)", est / 1e6, t[key] / 1e6);
         assert!(err_pct <= 10.0, "{label} lock={interval}: {site} estimated {est:.0} ns, truth {:.0}", t[key]);
-        let leaves: Vec<&str> = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site)).map(|(st, _)| st.last().unwrap().as_str()).collect();
-        assert!(!leaves.is_empty() && leaves.iter().all(|l| *l == class), "{label}: {site} leaves {leaves:?}");
+        // The lock's class is the leaf. Other monitors contended now and then
+        // on the same path (the JDK's own, such as ThreadGroup's) are real
+        // waits too, but small.
+        let under_class: u64 = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site) && st.last().is_some_and(|l| l == class)).map(|(_, n)| n).sum();
+        assert!(under_class as f64 >= 0.95 * est, "{label}: {site}: only {under_class} of {est:.0} ns under {class}\n{stacks:?}");
     }
 }
