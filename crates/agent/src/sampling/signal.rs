@@ -638,6 +638,16 @@ fn wait_for_handlers() {
 
 /// CPU time spent in the handler's sampling work per channel, since it was armed.
 static HANDLER: [CpuSpent; 2] = [const { CpuSpent::new() }; 2];
+/// The handler's parts, for the debug log: AsyncGetCallTrace, the frame-type
+/// walk after it, the native part.
+static PART_ASGCT: CpuSpent = CpuSpent::new();
+static PART_TYPES: CpuSpent = CpuSpent::new();
+static PART_NATIVE: CpuSpent = CpuSpent::new();
+
+/// Mean CPU ns of the handler's parts (AsyncGetCallTrace, frame types, native), where measured.
+pub fn part_means_ns() -> [u64; 3] {
+    [PART_ASGCT.mean_ns().unwrap_or(0), PART_TYPES.mean_ns().unwrap_or(0), PART_NATIVE.mean_ns().unwrap_or(0)]
+}
 
 /// Mean CPU nanoseconds of one CPU sample in the handler (walks, native
 /// part, store), if any.
@@ -746,7 +756,9 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         ctx.store.count_dropped();
         return (None, !env.is_null());
     };
+    let part = PART_NATIVE.begin();
     let native = native_part(ctx, tid, ucontext, buffer);
+    PART_NATIVE.end(part);
     if env.is_null() {
         let slot = record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD, weight);
         buffer.busy.store(false, Ordering::Release);
@@ -758,10 +770,12 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
     let java = unsafe { buffer.ptr.add(native) };
     let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: java as *mut ASGCT_CallFrame };
+    let part = PART_ASGCT.begin();
     // SAFETY: `trace.frames` has room for `depth` frames, we own the buffer
     // (busy flag), the layouts match (asserted above), and `ucontext` is the
     // kernel's context for this signal.
     unsafe { (ctx.asgct)(&mut trace, depth as jint, ucontext) };
+    PART_ASGCT.end(part);
     if trace.num_frames == ticks::UNKNOWN_JAVA || trace.num_frames == ticks::NOT_WALKABLE_JAVA {
         recover(ctx, &mut trace, depth, ucontext);
     }
@@ -787,7 +801,10 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
             // SAFETY: we own the buffer's `depth` frames after the native part
             // (busy flag); the walk wrote the first `n`.
             let room = unsafe { std::slice::from_raw_parts_mut(java, depth) };
-            match frametypes::on_success(env as usize, ucontext, room, n) {
+            let part = PART_TYPES.begin();
+            let below = frametypes::on_success(env as usize, ucontext, room, n);
+            PART_TYPES.end(part);
+            match below {
                 Below::Nothing => {}
                 Below::Completed(k) => n = k.min(depth),
                 Below::Cut(k) => (n, partial) = (k.min(depth), Some(MARK_TRUNCATED)),
