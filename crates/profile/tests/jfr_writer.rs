@@ -49,9 +49,9 @@ fn the_jdk_reads_what_the_writer_wrote() {
     w.setting(t0, 100, event_type::EXECUTION_SAMPLE, "period", "10 ms").unwrap();
     w.recording(t0, 100, "oxprof", "w.jfr", wall0 / 1_000_000, 0).unwrap();
     w.stack(1, &hot, false);
-    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Runnable).unwrap();
-    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Runnable).unwrap();
-    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Running).unwrap();
     assert_eq!(w.unnamed_threads(), vec![101]);
     w.thread(101, "worker-1", Some("worker-1"));
     w.stack(2, &alloc, false);
@@ -62,7 +62,7 @@ fn the_jdk_reads_what_the_writer_wrote() {
     w.begin_chunk(t0 + 50_000_000, wall0 + 50_000_000).unwrap();
     assert!(!w.has_stack(1));
     w.stack(1, &hot, true);
-    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Running).unwrap();
     // While a chunk is open the file holds only complete chunks: readers
     // never meet a half-written one.
     let first_chunk = w.stats().bytes;
