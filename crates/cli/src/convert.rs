@@ -18,7 +18,7 @@ use crate::report;
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs."
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs."
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
@@ -58,10 +58,14 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     if target == Target::Format(OutputFormat::Jfr) {
         return Err("convert writes .html, .collapsed, .pb.gz/.pprof or --format text; JFR is written by the agent while recording (file=rec.jfr)".into());
     }
+    args.selection.check()?;
+    let mut selection = args.selection.clone();
+    // pprof carries states as labels, the text report as its state table.
+    selection.show_state |= matches!(target, Target::Text | Target::Format(OutputFormat::Pprof));
     let input = input::load(&args.input)?;
-    let profiles = args.selection.profiles(&input)?;
+    let profiles = selection.profiles(&input)?;
     if profiles.iter().all(|(_, p)| p.is_empty()) {
-        return Err("no samples left after filtering (check --from/--to, --include/--exclude and --threads)".into());
+        return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state and --threads)".into());
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let written = write(&profiles, target, counter, &args.output)?;

@@ -16,7 +16,7 @@ use crate::input::{self, Selection};
 /// Differential flame graph of two recordings (red grew, blue shrank)
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after."
+    after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n  oxprof diff before.jfr after.jfr -o blocked.html --wall --state blocked,waiting,parked\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after."
 )]
 pub struct DiffArgs {
     pub before: PathBuf,
@@ -36,6 +36,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     if format == OutputFormat::Pprof || format == OutputFormat::Jfr {
         return Err("diff writes .html or .collapsed; pprof and JFR have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }
+    args.selection.check()?;
     let before = input::load(&args.before)?;
     let after = input::load(&args.after)?;
     let b = args.selection.profiles(&before).map_err(|e| format!("{}: {e}", args.before.display()))?;

@@ -1,7 +1,7 @@
 //! Reading a profile file for `convert`, `diff` and `report`: JFR (from the
 //! JDK or oxprof), pprof (gzipped or not) or collapsed stacks, detected from
-//! the content; and the selection options they share (kinds, threads, time
-//! range, frame filters) that turn a file into profiles.
+//! the content; and the selection options they share (kinds, threads,
+//! thread states, time range, frame filters) that turn a file into profiles.
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use clap::Args;
 use oxprof_profile::convert::{self, Options};
 use oxprof_profile::jfr_read::{self, Recording};
 use oxprof_profile::model::Meta;
-use oxprof_profile::{collapsed, pprof, Profile};
+use oxprof_profile::{collapsed, pprof, FrameKind, Profile, ThreadState};
 use regex::Regex;
 
 /// What a file held.
@@ -26,6 +26,10 @@ pub struct Selection {
     /// CPU samples (jdk.ExecutionSample)
     #[arg(long)]
     pub cpu: bool,
+    /// Wall-clock samples (oxprof's event=wall/wall=; with the JDK's own recordings,
+    /// jdk.NativeMethodSample: threads in native code only)
+    #[arg(long)]
+    pub wall: bool,
     /// Allocation samples (jdk.ObjectAllocationSample, or the TLAB events on JDK 11)
     #[arg(long)]
     pub alloc: bool,
@@ -35,6 +39,13 @@ pub struct Selection {
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
+    /// Keep only CPU and wall samples of threads in these states: running, native, vm,
+    /// blocked, waiting, parked, sleeping, unknown (comma-separated)
+    #[arg(long, value_name = "STATE[,STATE]")]
+    pub state: Option<String>,
+    /// One root frame per thread state ([running], [sleeping], ...) in CPU and wall profiles
+    #[arg(long)]
+    pub show_state: bool,
     /// Start of the time range: a duration from the recording's start (10s, 1.5m),
     /// from its end when negative (-30s), or a UTC time (12:04:05, 2024-05-01T12:04:05Z)
     #[arg(long, allow_hyphen_values = true)]
@@ -94,6 +105,20 @@ fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> 
 }
 
 impl Selection {
+    /// The states `--state` names (`None` when not given); checked before
+    /// any file is read.
+    pub fn states(&self) -> Result<Option<Vec<ThreadState>>, String> {
+        self.state.as_deref().map(|s| ThreadState::parse_list(s).map_err(|e| format!("--state: {e}"))).transpose()
+    }
+
+    /// Checks the options that need no input (run before reading files).
+    pub fn check(&self) -> Result<(), String> {
+        self.states()?;
+        regex("--include", &self.include)?;
+        regex("--exclude", &self.exclude)?;
+        Ok(())
+    }
+
     /// The profiles of an input, one per kind asked for (all kinds present
     /// when none is asked for), as `(key, profile)`.
     pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
@@ -101,15 +126,22 @@ impl Selection {
         let exclude = regex("--exclude", &self.exclude)?;
         let inc = include.as_ref().map(|r| move |s: &str| r.is_match(s));
         let exc = exclude.as_ref().map(|r| move |s: &str| r.is_match(s));
-        let all = !(self.cpu || self.alloc || self.live);
+        let states = self.states()?;
+        let all = !(self.cpu || self.wall || self.alloc || self.live);
         match input {
             Input::Jfr(rec) => {
                 let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
                 let opts = Options {
                     cpu: all || self.cpu,
+                    wall: all || self.wall,
+                    // The JDK's native-method samples cover only threads in
+                    // native code: wall time only when asked for by name.
+                    jdk_native: self.wall,
                     alloc: all || self.alloc,
                     live: all || self.live,
                     threads: self.threads,
+                    state: states.clone(),
+                    show_state: self.show_state,
                     from_ns: self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?,
                     to_ns: self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?,
                     include: inc.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
@@ -118,10 +150,12 @@ impl Selection {
                 let profiles = convert::profiles(rec, &opts);
                 if profiles.is_empty() {
                     return Err(format!(
-                        "the recording has no samples of the kinds asked for (CPU: {}, allocation: {}, live: {})",
+                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}{})",
                         rec.cpu.len(),
+                        rec.wall.len(),
                         rec.alloc.len(),
-                        rec.live.len()
+                        rec.live.len(),
+                        if rec.native.is_empty() { String::new() } else { format!(", JDK native-method samples: {} (--wall reads them)", rec.native.len()) }
                     ));
                 }
                 Ok(profiles)
@@ -133,17 +167,46 @@ impl Selection {
                 let key = match p.meta.event.as_str() {
                     "alloc" => "alloc",
                     "live" => "live",
+                    "wall" => "wall",
                     _ => "cpu",
                 };
                 let mut p = p.clone();
+                let state_of = |p: &Profile, s: &oxprof_profile::Sample| {
+                    s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::State).and_then(|f| ThreadState::from_frame_name(&f.name))
+                };
+                if states.is_some() && !p.samples().iter().any(|s| state_of(&p, s).is_some()) {
+                    return Err(format!(
+                        "--state needs thread states, and this {} profile has none (record with the agent's `state` option, or as JFR or pprof)",
+                        p.meta.event
+                    ));
+                }
                 p.retain(|p, s| {
                     let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
-                    (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
+                    let state_ok = states.as_ref().is_none_or(|keep| state_of(p, s).is_some_and(|st| keep.contains(&st)));
+                    state_ok && (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
                 });
+                if !self.show_state {
+                    p = without_state_frames(&p);
+                }
                 Ok(vec![(key, p)])
             }
         }
     }
+}
+
+/// The profile without its thread-state frames (pprof's `state` labels,
+/// collapsed stacks recorded with the agent's `state` option): they show
+/// only with `--show-state`, as for JFR input.
+fn without_state_frames(p: &Profile) -> Profile {
+    if !p.frames().iter().any(|f| f.kind == FrameKind::State) {
+        return p.clone();
+    }
+    let mut out = Profile::new(p.meta.clone());
+    let map: Vec<Option<u32>> = p.frames().iter().map(|f| (f.kind != FrameKind::State).then(|| out.intern(f.clone()))).collect();
+    for s in p.samples() {
+        out.add(s.stack.iter().filter_map(|&f| map[f as usize]).collect(), s.samples, s.total);
+    }
+    out
 }
 
 /// A time for --from/--to: a duration from the start (from the end when

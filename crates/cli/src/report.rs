@@ -1,5 +1,6 @@
 //! `oxprof report FILE`: a compact terminal summary of a recording: top
-//! methods by self and total time, top allocation sites (class and the
+//! methods by self and total time (CPU, wall clock), where wall time went
+//! by thread state (and per thread), top allocation sites (class and the
 //! frame that allocated it) and, from live-object samples, leak suspects.
 //! The same tables are `convert`'s `text` format.
 
@@ -9,13 +10,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 use oxprof_profile::flamegraph::format_quantity;
-use oxprof_profile::{Counter, FrameKind, Profile};
+use oxprof_profile::{Counter, FrameKind, Profile, ThreadState};
 
 use crate::input::{self, Selection};
 
 /// Print top methods, top allocation sites and leak suspects
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s")]
+#[command(
+    after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s\n  oxprof report rec.jfr --wall --threads\n  oxprof report rec.jfr --wall --state blocked,waiting,parked"
+)]
 pub struct ReportArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub file: PathBuf,
@@ -27,8 +30,11 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
+    args.selection.check()?;
+    let mut selection = args.selection.clone();
+    selection.show_state = true; // for the state tables; the method tables skip them
     let input = input::load(&args.file)?;
-    let profiles = args.selection.profiles(&input)?;
+    let profiles = selection.profiles(&input)?;
     let mut out = std::io::stdout().lock();
     match write_report(&profiles, args.top, &mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
@@ -52,7 +58,19 @@ pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Writ
                 accuracy(p, out)?;
             }
             "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, None, out)?,
-            _ => methods(p, "CPU: top methods", top, out)?,
+            "wall" => {
+                methods(p, "Wall clock: top methods", top, out)?;
+                writeln!(out)?;
+                states(p, "Wall clock by thread state", top, out)?;
+            }
+            _ => {
+                methods(p, "CPU: top methods", top, out)?;
+                // CPU samples off the running state are worth a table.
+                if state_totals(p).keys().any(|s| *s != ThreadState::Running) {
+                    writeln!(out)?;
+                    states(p, "CPU by thread state", top, out)?;
+                }
+            }
         }
     }
     Ok(())
@@ -78,8 +96,13 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
     let mut total_of: HashMap<&str, (u64, u64)> = HashMap::new();
     let mut seen: Vec<&str> = Vec::new();
     for s in p.samples() {
-        let frames: Vec<&str> =
-            s.stack.iter().map(|&f| p.frame(f)).filter(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map(|f| f.name.as_str()).collect();
+        let frames: Vec<&str> = s
+            .stack
+            .iter()
+            .map(|&f| p.frame(f))
+            .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Thread | FrameKind::State))
+            .map(|f| f.name.as_str())
+            .collect();
         if let Some(leaf) = frames.last() {
             let e = self_of.entry(leaf).or_default();
             e.0 += s.samples;
@@ -103,6 +126,72 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
         for (name, (n, t)) in rows.into_iter().take(top) {
             writeln!(out, "            {n:>8} {:>6.2}% {:>12}  {name}", pct(*n, samples), format_quantity(*t, unit_of(p)))?;
         }
+    }
+    Ok(())
+}
+
+/// A sample's thread state, from its state frame.
+fn state_of(p: &Profile, s: &oxprof_profile::Sample) -> Option<ThreadState> {
+    s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::State).and_then(|f| ThreadState::from_frame_name(&f.name))
+}
+
+/// (samples, total) per thread state, of the samples that have one.
+fn state_totals(p: &Profile) -> std::collections::BTreeMap<ThreadState, (u64, u64)> {
+    let mut by = std::collections::BTreeMap::new();
+    for s in p.samples() {
+        if let Some(st) = state_of(p, s) {
+            let e: &mut (u64, u64) = by.entry(st).or_default();
+            e.0 += s.samples;
+            e.1 += s.total;
+        }
+    }
+    by
+}
+
+/// The share of the total per thread state and, when the profile has
+/// thread roots (`--threads`), per thread: its total and its states' shares.
+fn states(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let by_state = state_totals(p);
+    if by_state.is_empty() {
+        return writeln!(out, "{title}: no thread states in this profile");
+    }
+    let total: u64 = by_state.values().map(|v| v.1).sum();
+    let mut rows: Vec<_> = by_state.iter().collect();
+    rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(b.0)));
+    writeln!(out, "{title} ({})", format_quantity(total, unit_of(p)))?;
+    writeln!(out, "  {:<9} {:>8} {:>12} {:>7}", "state", "samples", unit_of(p), "share")?;
+    for (st, (n, t)) in &rows {
+        writeln!(out, "  {:<9} {n:>8} {:>12} {:>6.2}%", st.name(), format_quantity(*t, unit_of(p)), pct(*t, total))?;
+    }
+    // Per thread, when thread roots are there.
+    let mut by_thread: HashMap<&str, (u64, HashMap<ThreadState, u64>)> = HashMap::new();
+    for s in p.samples() {
+        let (Some(st), Some(thread)) = (state_of(p, s), s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::Thread)) else { continue };
+        let e = by_thread.entry(thread.name.as_str()).or_default();
+        e.0 += s.total;
+        *e.1.entry(st).or_default() += s.total;
+    }
+    if by_thread.is_empty() {
+        return Ok(());
+    }
+    let columns: Vec<ThreadState> = rows.iter().map(|(st, _)| **st).collect();
+    let mut threads: Vec<_> = by_thread.into_iter().collect();
+    threads.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    writeln!(out)?;
+    write!(out, "  {:>12}", unit_of(p))?;
+    for c in &columns {
+        write!(out, " {:>8}", c.name())?;
+    }
+    writeln!(out, "  thread")?;
+    for (thread, (t, states)) in threads.into_iter().take(top) {
+        write!(out, "  {:>12}", format_quantity(t, unit_of(p)))?;
+        for c in &columns {
+            match states.get(c) {
+                Some(&v) => write!(out, " {:>7.1}%", pct(v, t))?,
+                None => write!(out, " {:>8}", "-")?,
+            }
+        }
+        writeln!(out, "  {thread}")?;
     }
     Ok(())
 }
@@ -136,7 +225,8 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
     for s in p.samples() {
         let frames: Vec<_> = s.stack.iter().map(|&f| p.frame(f)).collect();
         let class = frames.iter().rev().find(|f| f.kind == FrameKind::Alloc).map_or("?", |f| f.name.as_str());
-        let site = frames.iter().rev().find(|f| f.kind != FrameKind::Alloc && f.kind != FrameKind::Thread).map_or("[no stack]", |f| f.name.as_str());
+        let site =
+            frames.iter().rev().find(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Thread | FrameKind::State)).map_or("[no stack]", |f| f.name.as_str());
         let e = by_site.entry((class, site)).or_default();
         e.0 += s.samples;
         e.1 += s.total;

@@ -83,7 +83,11 @@ pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
         }
         let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
         let count: u64 = count.parse().map_err(|_| format!("line {}: '{count}' is not a count", i + 1))?;
-        let frames = stack.split(';').map(|name| {
+        let frames = stack.split(';').enumerate().map(|(at, name)| {
+            // A root `[sleeping]` is a thread-state frame (agent option `state`).
+            if at == 0 && crate::state::ThreadState::from_frame_name(name).is_some() {
+                return Frame::new(name, FrameKind::State);
+            }
             for kind in [FrameKind::Interpreted, FrameKind::Jit, FrameKind::Inlined, FrameKind::Kernel, FrameKind::Alloc] {
                 if let Some(base) = name.strip_suffix(kind.annotation()) {
                     return Frame::new(base, kind);

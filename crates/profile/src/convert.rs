@@ -1,9 +1,11 @@
 //! Turning a JFR [`Recording`] into profiles of the model, one per kind
-//! (CPU, allocation, live objects), with the converter's filters: thread
-//! roots, a time range and frame-name predicates.
+//! (CPU, wall clock, allocation, live objects), with the converter's
+//! filters: thread roots, thread states (a filter and root frames), a time
+//! range and frame-name predicates.
 
 use crate::jfr_read::Recording;
 use crate::model::{Frame, FrameKind, Meta, Profile};
+use crate::state::ThreadState;
 
 /// The JDK's default `jdk.ExecutionSample` period, assumed when the
 /// recording does not say.
@@ -13,10 +15,21 @@ pub const DEFAULT_CPU_PERIOD_NS: u64 = 20_000_000;
 #[derive(Default)]
 pub struct Options<'a> {
     pub cpu: bool,
+    /// Wall-clock samples (key `wall`, totals in ns of wall time).
+    pub wall: bool,
+    /// Count the JDK's own `jdk.NativeMethodSample`s (threads in native
+    /// code) as wall samples; callers set it only when wall samples are
+    /// asked for by name, since they cover only threads in native code.
+    pub jdk_native: bool,
     pub alloc: bool,
     pub live: bool,
     /// One root frame per thread (`[name]`).
     pub threads: bool,
+    /// Keep only CPU and wall samples in these states (when given).
+    pub state: Option<Vec<ThreadState>>,
+    /// One root frame per thread state (`[sleeping]`) in CPU and wall
+    /// profiles, above the thread's root.
+    pub show_state: bool,
     /// Keep events with from <= time < to (ns since the epoch).
     pub from_ns: Option<i64>,
     pub to_ns: Option<i64>,
@@ -27,9 +40,11 @@ pub struct Options<'a> {
 }
 
 /// The profiles of a recording: for each kind asked for that has events,
-/// `(key, profile)` with key `cpu`, `alloc` or `live`.
+/// `(key, profile)` with key `cpu`, `wall`, `alloc` or `live`.
 pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)> {
     let in_range = |t: i64| !matches!(opts.from_ns, Some(f) if t < f) && !matches!(opts.to_ns, Some(to) if t >= to);
+    let state_ok = |s: ThreadState| opts.state.as_ref().is_none_or(|keep| keep.contains(&s));
+    let shown = |s: ThreadState| if opts.show_state { s as u8 } else { NO_STATE };
     let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
     let from = opts.from_ns.unwrap_or(start).max(start);
     let to = opts.to_ns.unwrap_or(rec.end_ns).min(rec.end_ns);
@@ -52,18 +67,33 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
             p.meta.extra.push(("period".into(), "not recorded; assumed the JDK default of 20 ms".into()));
         }
         let mut agg = Aggregate::default();
-        for s in rec.cpu.iter().filter(|s| in_range(s.time)) {
-            agg.add(s.thread, s.stack, u32::MAX, 1, period);
+        for s in rec.cpu.iter().filter(|s| in_range(s.time) && state_ok(s.state)) {
+            agg.add((s.thread, s.stack, u32::MAX, shown(s.state)), 1, period);
         }
         b.flush(&mut p, agg);
         out.push(("cpu", p));
+    }
+    let jdk_native = if opts.jdk_native { &rec.native[..] } else { &[] };
+    if opts.wall && !(rec.wall.is_empty() && jdk_native.is_empty()) {
+        let period = rec.wall_period_ns.or(rec.native_period_ns.filter(|_| !jdk_native.is_empty())).unwrap_or(DEFAULT_CPU_PERIOD_NS);
+        let engine = if rec.wall.is_empty() { "JFR jdk.NativeMethodSample (threads in native code only)" } else { "JFR wall-clock samples" };
+        let mut p = Profile::new(meta("Wall-clock profile", "wall", engine, period, "ns"));
+        if !jdk_native.is_empty() {
+            p.meta.extra.push(("native samples".into(), format!("{} jdk.NativeMethodSample events counted as wall time in native code", jdk_native.len())));
+        }
+        let mut agg = Aggregate::default();
+        for s in rec.wall.iter().chain(jdk_native).filter(|s| in_range(s.time) && state_ok(s.state)) {
+            agg.add((s.thread, s.stack, u32::MAX, shown(s.state)), wall_ticks(s.weight_ns, period), s.weight_ns);
+        }
+        b.flush(&mut p, agg);
+        out.push(("wall", p));
     }
     if opts.alloc && !rec.alloc.is_empty() {
         let mut p = Profile::new(meta("Allocation profile", "alloc", "JFR allocation samples", 0, "bytes"));
         p.meta.extra.extend(rec.alloc_facts.iter().cloned());
         let mut agg = Aggregate::default();
         for s in rec.alloc.iter().filter(|s| in_range(s.time)) {
-            agg.add(s.thread, s.stack, s.class, 1, s.bytes);
+            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.bytes);
         }
         b.flush(&mut p, agg);
         out.push(("alloc", p));
@@ -72,7 +102,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         let mut p = Profile::new(meta("Live objects", "live", "JFR jdk.OldObjectSample", 0, "bytes"));
         let mut agg = Aggregate::default();
         for s in rec.live.iter().filter(|s| in_range(s.allocated)) {
-            agg.add(s.thread, s.stack, s.class, 1, s.bytes);
+            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.bytes);
         }
         b.flush(&mut p, agg);
         out.push(("live", p));
@@ -80,16 +110,28 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
     out
 }
 
-/// Counts per (thread, stack, class) before any frame is interned; class
-/// `u32::MAX` means none.
+/// A wall sample's weight as ticks of the wall clock (as the agent counts
+/// them): the nearest whole number of intervals, at least one.
+fn wall_ticks(weight_ns: u64, interval: u64) -> u64 {
+    ((weight_ns + interval / 2) / interval.max(1)).max(u64::from(weight_ns > 0))
+}
+
+/// The state part of an [`Aggregate`] key when no state frame is shown.
+const NO_STATE: u8 = u8::MAX;
+
+/// (thread, stack, class, state) of an [`Aggregate`]: class `u32::MAX`
+/// means none, state [`NO_STATE`] no state frame.
+type Key = (u32, u32, u32, u8);
+
+/// Counts per key before any frame is interned.
 #[derive(Default)]
 struct Aggregate {
-    counts: std::collections::HashMap<(u32, u32, u32), (u64, u64)>,
+    counts: std::collections::HashMap<Key, (u64, u64)>,
 }
 
 impl Aggregate {
-    fn add(&mut self, thread: u32, stack: u32, class: u32, samples: u64, total: u64) {
-        let e = self.counts.entry((thread, stack, class)).or_default();
+    fn add(&mut self, key: Key, samples: u64, total: u64) {
+        let e = self.counts.entry(key).or_default();
         e.0 += samples;
         e.1 += total;
     }
@@ -132,16 +174,20 @@ impl<'r, 'o> Builder<'r, 'o> {
         self.ids = vec![u32::MAX; self.frames.len()];
         let mut entries: Vec<_> = agg.counts.into_iter().collect();
         entries.sort_unstable_by_key(|e| e.0);
-        for ((thread, stack, class), (samples, total)) in entries {
-            self.add(p, thread, stack, (class != u32::MAX).then_some(class), samples, total);
+        for ((thread, stack, class, state), (samples, total)) in entries {
+            let state = (state != NO_STATE).then(|| ThreadState::from_u8(state));
+            self.add(p, (thread, stack, (class != u32::MAX).then_some(class), state), samples, total);
         }
     }
 
-    fn add(&mut self, p: &mut Profile, thread: u32, stack: u32, class: Option<u32>, samples: u64, total: u64) {
+    fn add(&mut self, p: &mut Profile, (thread, stack, class, state): (u32, u32, Option<u32>, Option<ThreadState>), samples: u64, total: u64) {
         if !self.keep(stack) {
             return;
         }
-        let mut ids = Vec::with_capacity(self.rec.stacks[stack as usize].len() + 2);
+        let mut ids = Vec::with_capacity(self.rec.stacks[stack as usize].len() + 3);
+        if let Some(s) = state {
+            ids.push(p.intern(s.frame()));
+        }
         if self.opts.threads {
             let name = self.rec.threads.get(thread as usize).map_or("thread", String::as_str);
             ids.push(p.intern(Frame::new(format!("[{name}]"), FrameKind::Thread)));

@@ -14,7 +14,9 @@ pub mod leak;
 pub mod model;
 pub mod pprof;
 mod pprof_proto;
+pub mod state;
 pub mod units;
 
 pub use format::OutputFormat;
 pub use model::{Counter, Frame, FrameKind, Meta, Profile, Sample};
+pub use state::ThreadState;

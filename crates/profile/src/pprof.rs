@@ -3,12 +3,16 @@
 //!
 //! One pprof file holds one profile. Its two sample types are named as Go's
 //! tools expect for the profile's event: CPU `samples/count` +
-//! `cpu/nanoseconds`, allocation `alloc_objects/count` + `alloc_space/bytes`,
-//! live objects `inuse_objects/count` + `inuse_space/bytes`. The first value
-//! of a sample is the model's sample count, the second its total. Each
-//! distinct frame (name, kind, line) is one location with one line; each
-//! distinct name one function. JFR gives no source file names, so functions
-//! carry none.
+//! `cpu/nanoseconds`, wall clock `samples/count` + `wall/nanoseconds`,
+//! allocation `alloc_objects/count` + `alloc_space/bytes`, live objects
+//! `inuse_objects/count` + `inuse_space/bytes`. The first value of a sample
+//! is the model's sample count, the second its total. Each distinct frame
+//! (name, kind, line) is one location with one line; each distinct name one
+//! function. JFR gives no source file names, so functions carry none. A
+//! thread-state frame (`[sleeping]`) is no location but the sample's label
+//! `state` (`sleeping`), so pprof's tools can filter and group by it
+//! (`-tagfocus=state=sleeping`); reading turns the label back into the
+//! frame.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -20,11 +24,16 @@ use prost::Message;
 
 use crate::model::{Frame, FrameKind, Meta, Profile};
 use crate::pprof_proto as pb;
+use crate::state::ThreadState;
+
+/// The label a thread-state frame becomes.
+pub const STATE_LABEL: &str = "state";
 
 /// What a profile measures, as pprof names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Cpu,
+    Wall,
     Alloc,
     Live,
 }
@@ -34,6 +43,7 @@ impl Kind {
     pub fn of(meta: &Meta) -> Kind {
         match meta.event.as_str() {
             "alloc" => Kind::Alloc,
+            "wall" => Kind::Wall,
             "live" | "inuse" | "leak" => Kind::Live,
             _ => Kind::Cpu,
         }
@@ -43,6 +53,7 @@ impl Kind {
     pub fn sample_types(self) -> [(&'static str, &'static str); 2] {
         match self {
             Kind::Cpu => [("samples", "count"), ("cpu", "nanoseconds")],
+            Kind::Wall => [("samples", "count"), ("wall", "nanoseconds")],
             Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
             Kind::Live => [("inuse_objects", "count"), ("inuse_space", "bytes")],
         }
@@ -51,6 +62,7 @@ impl Kind {
     fn period_type(self) -> (&'static str, &'static str) {
         match self {
             Kind::Cpu => ("cpu", "nanoseconds"),
+            Kind::Wall => ("wall", "nanoseconds"),
             Kind::Alloc | Kind::Live => ("space", "bytes"),
         }
     }
@@ -89,7 +101,7 @@ pub fn encode(profile: &Profile) -> pb::Profile {
     let mut functions: Vec<pb::Function> = Vec::new();
     let mut function_ids: HashMap<&str, u64> = HashMap::new();
     let mut locations = Vec::with_capacity(profile.frames().len());
-    for (i, frame) in profile.frames().iter().enumerate() {
+    for (i, frame) in profile.frames().iter().enumerate().filter(|(_, f)| f.kind != FrameKind::State) {
         let function_id = *function_ids.entry(frame.name.as_str()).or_insert_with(|| {
             let name = strings.id(&frame.name);
             functions.push(pb::Function { id: functions.len() as u64 + 1, name, system_name: name, filename: 0, start_line: 0 });
@@ -97,16 +109,26 @@ pub fn encode(profile: &Profile) -> pb::Profile {
         });
         locations.push(pb::Location { id: i as u64 + 1, line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }], ..pb::Location::default() });
     }
-    let sample = profile
-        .samples()
-        .iter()
-        .filter(|s| s.samples != 0 || s.total != 0)
-        .map(|s| pb::Sample {
-            location_id: s.stack.iter().rev().map(|&f| f as u64 + 1).collect(),
+    let state_key = strings.id(STATE_LABEL);
+    let is_state = |f: u32| profile.frame(f).kind == FrameKind::State;
+    let mut sample = Vec::with_capacity(profile.samples().len());
+    for s in profile.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
+        let label = s
+            .stack
+            .iter()
+            .filter(|&&f| is_state(f))
+            .map(|&f| {
+                let name = &profile.frame(f).name;
+                let word = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name);
+                pb::Label { key: state_key, str: strings.id(word), ..pb::Label::default() }
+            })
+            .collect();
+        sample.push(pb::Sample {
+            location_id: s.stack.iter().rev().filter(|&&f| !is_state(f)).map(|&f| f as u64 + 1).collect(),
             value: vec![s.samples as i64, s.total as i64],
-            label: Vec::new(),
-        })
-        .collect();
+            label,
+        });
+    }
     let mut comment = Vec::new();
     for text in [format!("oxprof: {}", profile.meta.title), format!("event: {}", profile.meta.event), format!("engine: {}", profile.meta.engine)] {
         if !text.ends_with(": ") {
@@ -155,9 +177,10 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
     let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
     let types: Vec<&str> = p.sample_type.iter().map(|t| s(t.r#type)).collect();
-    let event = match types.first().copied() {
-        Some("alloc_objects" | "alloc_space") => "alloc",
-        Some("inuse_objects" | "inuse_space") => "live",
+    let event = match (types.first().copied(), types.get(1).copied()) {
+        (Some("alloc_objects" | "alloc_space"), _) => "alloc",
+        (Some("inuse_objects" | "inuse_space"), _) => "live",
+        (Some("wall"), _) | (_, Some("wall")) => "wall",
         _ => "cpu",
     };
     let unit = p.sample_type.get(1).map(|t| s(t.unit)).unwrap_or("");
@@ -191,6 +214,10 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     }
     for sample in &p.sample {
         let mut stack = Vec::new();
+        for l in sample.label.iter().filter(|l| s(l.key) == STATE_LABEL) {
+            let frame = ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame);
+            stack.push(profile.intern(frame));
+        }
         for id in sample.location_id.iter().rev() {
             let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
             stack.extend(frames.iter().rev());
@@ -241,6 +268,29 @@ mod tests {
         alloc.meta.event = "live".into();
         let m = encode(&alloc);
         assert_eq!(m.string_table[m.sample_type[1].r#type as usize], "inuse_space");
+    }
+
+    #[test]
+    fn wall_profiles_carry_state_labels() {
+        let mut p = Profile::new(Meta { event: "wall".into(), total_unit: "ns".into(), interval: 20_000_000, ..Meta::default() });
+        let main = Frame::new("Main.main", FrameKind::Interpreted);
+        p.add_frames([ThreadState::Sleeping.frame(), main.clone(), Frame::new("Main.nap", FrameKind::Jit)], 3, 60_000_000);
+        p.add_frames([ThreadState::Running.frame(), main.clone()], 1, 20_000_000);
+        let m = encode(&p);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = m.sample_type.iter().map(|t| (s(t.r#type), s(t.unit))).collect();
+        assert_eq!(types, [("samples", "count"), ("wall", "nanoseconds")]);
+        assert_eq!(m.sample[0].location_id.len(), 2, "the state frame is no location");
+        let labels: Vec<(&str, &str)> = m.sample.iter().flat_map(|x| x.label.iter().map(|l| (s(l.key), s(l.str)))).collect();
+        assert_eq!(labels, [("state", "sleeping"), ("state", "running")]);
+        assert!(m.function.iter().all(|f| !s(f.name).starts_with('[')));
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let back = read(&out).unwrap();
+        assert_eq!(back.meta.event, "wall");
+        let sleeping = back.samples().iter().find(|x| x.samples == 3).unwrap();
+        assert_eq!(back.frame(sleeping.stack[0]), &ThreadState::Sleeping.frame());
+        assert_eq!(back.frame(sleeping.stack[2]).name, "Main.nap");
     }
 
     #[test]

@@ -49,9 +49,9 @@ fn the_jdk_reads_what_the_writer_wrote() {
     w.setting(t0, 100, event_type::EXECUTION_SAMPLE, "period", "10 ms").unwrap();
     w.recording(t0, 100, "oxprof", "w.jfr", wall0 / 1_000_000, 0).unwrap();
     w.stack(1, &hot, false);
-    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Runnable).unwrap();
-    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Runnable).unwrap();
-    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Running).unwrap();
     assert_eq!(w.unnamed_threads(), vec![101]);
     w.thread(101, "worker-1", Some("worker-1"));
     w.stack(2, &alloc, false);
@@ -62,7 +62,7 @@ fn the_jdk_reads_what_the_writer_wrote() {
     w.begin_chunk(t0 + 50_000_000, wall0 + 50_000_000).unwrap();
     assert!(!w.has_stack(1));
     w.stack(1, &hot, true);
-    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Runnable).unwrap();
+    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Running).unwrap();
     // While a chunk is open the file holds only complete chunks: readers
     // never meet a half-written one.
     let first_chunk = w.stats().bytes;
@@ -119,4 +119,85 @@ fn the_jdk_reads_what_the_writer_wrote() {
     if std::env::var_os("OXPROF_KEEP").is_none() {
         std::fs::remove_dir_all(&dir).ok();
     }
+}
+
+/// Wall-clock samples both ways the agent writes them, read back by the
+/// JDK's tool (states, the weight) and by oxprof's reader (wall samples
+/// with their states and weights, CPU samples with theirs).
+#[test]
+fn wall_samples_and_states_read_back() {
+    use oxprof_profile::jfr_read;
+    let dir = std::env::temp_dir().join(format!("oxprof-jfr-wall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t0: i64 = 5_000_000_000;
+    let wall0: i64 = 1_700_000_000_000_000_000;
+    let sleep = vec![frame("java.lang.Thread", "sleep", -1, FrameType::Native), frame("com.example.Main", "nap", 3, FrameType::Interpreted)];
+    let accept = vec![frame("sun.nio.ch.Net", "poll", -1, FrameType::Native), frame("com.example.Main", "serve", 9, FrameType::Interpreted)];
+    let read = |path: &std::path::Path| jfr_read::read_file(path, &mut |_, _| {}).unwrap();
+
+    // Alone: the JDK's events, with event=wall.
+    let alone = dir.join("alone.jfr");
+    let mut w = JfrWriter::new(std::fs::File::create(&alone).unwrap());
+    w.begin_chunk(t0, wall0).unwrap();
+    w.thread(100, "main", Some("main"));
+    for (id, k, v) in [(event_type::EXECUTION_SAMPLE, "period", "20 ms"), (event_type::EXECUTION_SAMPLE, "event", "wall")] {
+        w.setting(t0, 100, id, k, v).unwrap();
+    }
+    w.stack(1, &sleep, false);
+    w.stack(2, &accept, false);
+    for i in 0..3 {
+        w.execution_sample(t0 + i * 20_000_000, 100, 1, ThreadState::Sleeping).unwrap();
+    }
+    w.native_method_sample(t0 + 60_000_000, 100, 2, ThreadState::Native).unwrap();
+    w.end_chunk(t0 + 80_000_000, true).unwrap();
+    drop(w);
+    let printed = run_jfr(&["print", "--events", "jdk.ExecutionSample,jdk.NativeMethodSample", alone.to_str().unwrap()]);
+    assert_eq!(printed.matches("state = \"STATE_SLEEPING\"").count(), 3, "{printed}");
+    assert_eq!(printed.matches("state = \"STATE_IN_NATIVE\"").count(), 1, "{printed}");
+    let rec = read(&alone);
+    assert!(rec.cpu.is_empty() && rec.native.is_empty());
+    assert_eq!(rec.wall.len(), 4);
+    assert_eq!(rec.wall_period_ns, Some(20_000_000));
+    assert!(rec.wall.iter().all(|s| s.weight_ns == 20_000_000));
+    assert_eq!(rec.wall.iter().filter(|s| s.state == ThreadState::Sleeping).count(), 3);
+    assert_eq!(rec.wall.iter().filter(|s| s.state == ThreadState::Native).count(), 1);
+
+    // Beside CPU samples: oxprof.WallClockSample with weights.
+    let both = dir.join("both.jfr");
+    let mut w = JfrWriter::new(std::fs::File::create(&both).unwrap());
+    w.begin_chunk(t0, wall0).unwrap();
+    w.thread(100, "main", Some("main"));
+    w.setting(t0, 100, event_type::EXECUTION_SAMPLE, "period", "5 ms").unwrap();
+    w.setting(t0, 100, event_type::WALL_CLOCK_SAMPLE, "period", "20 ms").unwrap();
+    w.stack(1, &sleep, false);
+    w.stack(2, &accept, false);
+    w.execution_sample(t0, 100, 2, ThreadState::Vm).unwrap();
+    w.wall_clock_sample(t0 + 1, 100, 1, ThreadState::Sleeping, 45_000_000).unwrap();
+    w.wall_clock_sample(t0 + 2, 100, 2, ThreadState::Blocked, 20_000_000).unwrap();
+    w.end_chunk(t0 + 80_000_000, true).unwrap();
+    drop(w);
+    let printed = run_jfr(&["print", "--events", "oxprof.WallClockSample", both.to_str().unwrap()]);
+    assert!(printed.contains("STATE_BLOCKED_ON_MONITOR_ENTER") && printed.contains("weight = 45.0 ms"), "{printed}");
+    let rec = read(&both);
+    assert_eq!(rec.cpu.len(), 1);
+    assert_eq!(rec.cpu[0].state, ThreadState::Vm);
+    assert_eq!(rec.cpu_period_ns, Some(5_000_000));
+    assert_eq!(rec.wall_period_ns, Some(20_000_000));
+    let weights: Vec<(ThreadState, u64)> = rec.wall.iter().map(|s| (s.state, s.weight_ns)).collect();
+    assert_eq!(weights, [(ThreadState::Sleeping, 45_000_000), (ThreadState::Blocked, 20_000_000)]);
+
+    // convert: the wall profile, its state filter and state frames.
+    use oxprof_profile::convert::{profiles, Options};
+    use oxprof_profile::Counter;
+    let opts = Options { wall: true, state: Some(vec![ThreadState::Sleeping]), show_state: true, ..Options::default() };
+    let ps = profiles(&rec, &opts);
+    assert_eq!(ps.len(), 1);
+    let (key, p) = &ps[0];
+    assert_eq!(*key, "wall");
+    assert_eq!(p.meta.total_unit, "ns");
+    assert_eq!((p.sum(Counter::Samples), p.sum(Counter::Total)), (2, 45_000_000)); // 45 ms = 2 ticks of 20 ms
+    let s = &p.samples()[0];
+    assert_eq!(p.frame(s.stack[0]), &ThreadState::Sleeping.frame());
+    assert_eq!(p.frame(s.stack[1]).name, "com.example.Main.nap");
+    let _ = std::fs::remove_dir_all(&dir);
 }

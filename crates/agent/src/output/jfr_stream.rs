@@ -5,7 +5,12 @@
 //! [`EventLog`] (see `store.rs`). A background thread, attached to the JVM as
 //! a daemon, drains the logs every [`DRAIN_PERIOD`], resolves the stacks it
 //! has not written in the current chunk, and appends `jdk.ExecutionSample`
-//! and `jdk.ObjectAllocationSample` events to the file. Chunks end when they
+//! (with the sampled thread's state), wall-clock samples and
+//! `jdk.ObjectAllocationSample` events to the file. Wall-clock samples are
+//! the JDK's `jdk.ExecutionSample` (`jdk.NativeMethodSample` in native
+//! code), one per interval they stand for, when no CPU source runs, so JFR
+//! tools show them as they are; beside CPU samples they are oxprof's own
+//! `oxprof.WallClockSample` with their weight. Chunks end when they
 //! pass the size limit, at `dump` (so the file on disk is complete up to
 //! then) and at stop: the recording never sits in memory, only the current
 //! chunk's pools do. Each chunk starts with `jdk.ActiveRecording` and
@@ -23,6 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
 use oxprof_profile::OutputFormat;
+use std::collections::HashMap;
 
 use crate::heap::accuracy::accuracy_facts;
 use crate::heap::alloc::MARK_ALLOC_CLASS;
@@ -48,6 +54,10 @@ const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
 const ALLOC_STACK_BIT: u64 = 1 << 40;
 /// Stack ids of live-object sites (one id space per site list).
 const LIVE_STACK_BIT: u64 = 1 << 41;
+/// Wall-clock stacks get ids of their own too.
+const WALL_STACK_BIT: u64 = 1 << 42;
+/// A slot whose state is not cached yet.
+const NO_STATE: u8 = u8::MAX;
 
 /// A store and the log it writes its samples to.
 #[derive(Clone, Copy)]
@@ -56,9 +66,44 @@ struct Source {
     log: &'static EventLog,
 }
 
+/// The wall-clock source and how its samples are written.
+struct Wall {
+    src: Source,
+    interval_ns: u64,
+    /// Written as `jdk.ExecutionSample`/`jdk.NativeMethodSample`, one per
+    /// interval (no CPU source in the recording).
+    as_execution_samples: bool,
+    /// Per thread, the wall time not yet written as whole intervals (can be
+    /// negative: a sample shorter than half an interval still makes one
+    /// event), so the events add up to the thread's time.
+    carry: HashMap<u32, i64>,
+}
+
+/// Per stored slot, its sample's state (`ThreadState as u8`, refined as
+/// [`crate::sampling::cpu::refine_state`] does), so a trace is read once
+/// per chunk, when its stack is written. [`NO_STATE`] = not known yet.
+#[derive(Default)]
+struct States(Vec<u8>);
+
+impl States {
+    fn get(&self, slot: u32) -> Option<ThreadState> {
+        self.0.get(slot as usize).filter(|&&s| s != NO_STATE).map(|&s| ThreadState::from_u8(s))
+    }
+
+    fn set(&mut self, slot: u32, s: ThreadState) {
+        let i = slot as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, NO_STATE);
+        }
+        self.0[i] = s as u8;
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Counts {
     cpu: u64,
+    /// Wall-clock events written.
+    wall: u64,
     alloc: u64,
     alloc_bytes: u64,
     /// Logged events whose stack was no longer in the store.
@@ -70,6 +115,9 @@ struct Counts {
 struct Inner {
     writer: JfrWriter<File>,
     cpu: Option<Source>,
+    cpu_states: States,
+    wall: Option<Wall>,
+    wall_states: States,
     alloc: Option<Source>,
     /// (event type, name, value) written at the start of every chunk.
     settings: Vec<(u64, &'static str, String)>,
@@ -95,6 +143,7 @@ struct Stream {
 static STREAM: Mutex<Option<Arc<Stream>>> = Mutex::new(None);
 static CPU_LOG: OnceLock<&'static EventLog> = OnceLock::new();
 static ALLOC_LOG: OnceLock<&'static EventLog> = OnceLock::new();
+static WALL_LOG: OnceLock<&'static EventLog> = OnceLock::new();
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -135,7 +184,16 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         Some(_) => Some(Source { store: agent.profiler.alloc.store()?, log: leaked_log(&ALLOC_LOG) }),
         None => None,
     };
-    for s in cpu.iter().chain(alloc.iter()) {
+    let wall = match config.wall {
+        Some(interval_ns) => Some(Wall {
+            src: Source { store: crate::sampling::wall::store()?, log: leaked_log(&WALL_LOG) },
+            interval_ns: interval_ns.max(1),
+            as_execution_samples: cpu.is_none(),
+            carry: HashMap::new(),
+        }),
+        None => None,
+    };
+    for s in cpu.iter().chain(alloc.iter()).chain(wall.iter().map(|w| &w.src)) {
         s.log.reset(); // nothing writes to it: it is attached to no store
         s.store.set_log(Some(s.log));
     }
@@ -143,6 +201,9 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
     let inner = Inner {
         writer: JfrWriter::new(file),
         cpu,
+        cpu_states: States::default(),
+        wall,
+        wall_states: States::default(),
         alloc,
         settings: Vec::new(),
         lines: Lines::default(),
@@ -184,8 +245,15 @@ fn current() -> Option<Arc<Stream>> {
     lock(&STREAM).clone()
 }
 
+impl Inner {
+    /// Every source's store and log.
+    fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.cpu.iter().chain(self.alloc.iter()).chain(self.wall.iter().map(|w| &w.src))
+    }
+}
+
 fn detach_logs(inner: &Inner) {
-    for s in inner.cpu.iter().chain(inner.alloc.iter()) {
+    for s in inner.sources() {
         s.store.set_log(None);
     }
 }
@@ -327,11 +395,12 @@ impl Inner {
     /// CPU time, known once it has ended.
     fn summary(&self, path: &Path, thread_cpu_ns: Option<u64>) -> String {
         let c = self.counts;
-        let dropped: u64 = self.cpu.iter().chain(self.alloc.iter()).map(|s| s.log.dropped()).sum();
+        let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} wall_samples={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
+            c.wall,
             c.alloc,
             c.alloc_bytes,
             c.live,
@@ -415,19 +484,29 @@ impl Inner {
         if let Some(src) = self.cpu {
             while let Some(e) = src.log.pop() {
                 let id = e.slot as u64;
-                if !self.writer.has_stack(id) {
-                    let Some(t) = src.store.trace(e.slot) else {
-                        self.counts.missing += 1;
-                        continue;
-                    };
-                    let frames = cpu_stack(&cx, &mut self.lines, t.tid, &t.frames);
-                    self.writer.stack(id, &frames, false);
-                }
+                let Some(state) = thread_stack(&mut self.writer, &mut self.lines, &mut self.cpu_states, &cx, src.store, id, e.slot) else {
+                    self.counts.missing += 1;
+                    continue;
+                };
                 self.name_thread(agent, e.tid);
-                if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, ThreadState::Runnable) {
+                if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, state) {
                     return self.fail(err);
                 }
                 self.counts.cpu += 1;
+                self.rotate(agent);
+            }
+        }
+        if let Some(src) = self.wall.as_ref().map(|w| w.src) {
+            while let Some(e) = src.log.pop() {
+                let id = WALL_STACK_BIT | e.slot as u64;
+                let Some(state) = thread_stack(&mut self.writer, &mut self.lines, &mut self.wall_states, &cx, src.store, id, e.slot) else {
+                    self.counts.missing += 1;
+                    continue;
+                };
+                self.name_thread(agent, e.tid);
+                if let Err(err) = self.wall_sample(e.ticks as i64, e.tid, id, state, e.weight) {
+                    return self.fail(err);
+                }
                 self.rotate(agent);
             }
         }
@@ -457,10 +536,123 @@ impl Inner {
         }
     }
 
+    /// Writes one wall-clock sample of `weight_ns` (see the module comment).
+    fn wall_sample(&mut self, ticks: i64, tid: u32, stack: u64, state: ThreadState, weight_ns: u64) -> std::io::Result<()> {
+        let Some(wall) = self.wall.as_mut() else { return Ok(()) };
+        if !wall.as_execution_samples {
+            self.counts.wall += 1;
+            return self.writer.wall_clock_sample(ticks, tid as u64, stack, state, weight_ns);
+        }
+        let carry = wall.carry.entry(tid).or_insert(0);
+        let n = intervals(carry, weight_ns, wall.interval_ns);
+        for _ in 0..n {
+            match state {
+                ThreadState::Native => self.writer.native_method_sample(ticks, tid as u64, stack, state)?,
+                _ => self.writer.execution_sample(ticks, tid as u64, stack, state)?,
+            }
+        }
+        self.counts.wall += n;
+        Ok(())
+    }
+
     fn rotate(&mut self, agent: &Agent) {
         if self.writer.chunk_bytes() >= self.chunk_limit {
             self.end_chunk(agent, false);
             self.begin_chunk();
+        }
+    }
+}
+
+/// How many whole intervals a wall sample of `weight_ns` makes, at least
+/// one, with `carry` (the thread's time not yet written, in ns) so that a
+/// thread's events add up to its time.
+fn intervals(carry: &mut i64, weight_ns: u64, interval_ns: u64) -> u64 {
+    let interval = interval_ns.max(1) as i64;
+    let owed = carry.saturating_add(weight_ns.min(i64::MAX as u64) as i64);
+    let n = ((owed + interval / 2).div_euclid(interval)).max(1);
+    *carry = (owed - n * interval).max(-interval);
+    n as u64
+}
+
+/// Makes sure stack `id` (slot `slot` of `store`) is in the chunk's pool,
+/// and returns the sample's state: read and refined when the stack is
+/// written (once per chunk), cached per slot. `None` when the slot is no
+/// longer in the store.
+fn thread_stack(
+    writer: &mut JfrWriter<File>,
+    lines: &mut Lines,
+    states: &mut States,
+    cx: &Context<'_>,
+    store: &SampleStore,
+    id: u64,
+    slot: u32,
+) -> Option<ThreadState> {
+    if writer.has_stack(id) {
+        if let Some(s) = states.get(slot) {
+            return Some(s);
+        }
+    }
+    let t = store.trace(slot)?;
+    let frames = cpu_stack(cx, lines, t.tid, &t.frames);
+    let state = refine_state(ThreadState::from_u8(t.state), &frames);
+    states.set(slot, state);
+    writer.stack(id, &frames, false);
+    Some(state)
+}
+
+/// As [`crate::sampling::cpu::refine_state`], from resolved frames (leaf
+/// first): a thread parked or in the VM whose innermost Java frame is
+/// `java.lang.Thread.sleep…` is sleeping (from JDK 17 `Thread.sleep` waits
+/// like a park).
+fn refine_state(state: ThreadState, frames: &[JfrFrame]) -> ThreadState {
+    if !matches!(state, ThreadState::Parked | ThreadState::Vm) {
+        return state;
+    }
+    match frames.iter().find(|f| !f.class.is_empty()) {
+        Some(f) if f.class == "java.lang.Thread" && f.method.starts_with("sleep") => ThreadState::Sleeping,
+        _ => state,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(class: &str, method: &str) -> JfrFrame {
+        JfrFrame { class: class.into(), method: method.into(), descriptor: String::new(), line: -1, bci: -1, kind: FrameType::Native }
+    }
+
+    #[test]
+    fn sleeping_is_told_from_parked_by_the_innermost_java_frame() {
+        let sleep = [frame("", "__futex_wait"), frame("java.lang.Thread", "sleep0"), frame("Main", "nap")];
+        assert_eq!(refine_state(ThreadState::Parked, &sleep), ThreadState::Sleeping);
+        assert_eq!(refine_state(ThreadState::Vm, &sleep), ThreadState::Sleeping);
+        assert_eq!(refine_state(ThreadState::Running, &sleep), ThreadState::Running);
+        let park = [frame("jdk.internal.misc.Unsafe", "park"), frame("java.lang.Thread", "sleep")];
+        assert_eq!(refine_state(ThreadState::Parked, &park), ThreadState::Parked);
+    }
+
+    #[test]
+    fn wall_weights_become_whole_intervals_that_add_up() {
+        let mut carry = 0;
+        assert_eq!(intervals(&mut carry, 20, 20), 1);
+        assert_eq!(intervals(&mut carry, 61, 20), 3);
+        // A short sample still makes one event, and the next pays it back.
+        let mut carry = 0;
+        assert_eq!(intervals(&mut carry, 5, 20), 1);
+        assert_eq!(intervals(&mut carry, 35, 20), 1);
+        assert_eq!(carry, 0);
+        let mut carry = 0;
+        let n: u64 = (0..1000).map(|i| intervals(&mut carry, 15 + (i % 3) * 10, 20)).sum();
+        let truth = (0..1000).map(|i| 15 + (i % 3) * 10).sum::<u64>() / 20;
+        assert!(n.abs_diff(truth) <= 2, "{n} vs {truth}");
+    }
+
+    /// The agent's state words are the ones profiles and filters use.
+    #[test]
+    fn agent_states_are_the_profile_states() {
+        for s in crate::hotspot::frames::ThreadState::ALL {
+            assert_eq!(ThreadState::from_u8(s as u8).name(), s.name());
         }
     }
 }

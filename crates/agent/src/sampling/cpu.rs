@@ -278,7 +278,7 @@ impl CpuSource {
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
-            trace_frames(t, (config.threads, config.state), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
             profile.add(ids.clone(), t.samples, t.total);
         }
         native_symbols::resolver().clear();
@@ -314,6 +314,13 @@ pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> u8 {
         Some(f) if cx.frame(f).name.starts_with("java.lang.Thread.sleep") => ThreadState::Sleeping as u8,
         _ => t.state,
     }
+}
+
+/// Whether CPU and wall profiles get state frames: when option `state`
+/// asks, and always for pprof output, where they become the samples'
+/// `state` label rather than frames.
+pub fn with_state(config: &crate::options::Config) -> bool {
+    config.state || config.output_format() == oxprof_profile::OutputFormat::Pprof
 }
 
 /// The root frame naming a sample's thread state (option `state`).

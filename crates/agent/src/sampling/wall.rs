@@ -27,12 +27,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::Profile;
 
 use crate::log;
 use crate::native::unwind as native_unwind;
 use crate::output::Built;
-use crate::sampling::cpu::{trace_frames, Summary};
+use crate::sampling::cpu::{trace_frames, with_state, Summary};
 use crate::sampling::cputime::thread_cpu_ns;
 use crate::sampling::signal::{self, monotonic_ns, SignalContext, WALL_COOKIE, WALL_SIGNAL};
 use crate::sampling::store::SampleStore;
@@ -93,6 +94,10 @@ struct Stats {
 /// A running wall-clock recording.
 pub struct WallSource {
     interval_ns: u64,
+    /// A CPU source runs too: JFR output keeps wall samples apart
+    /// (`oxprof.WallClockSample`) instead of writing them as the JDK's
+    /// execution samples.
+    with_cpu: bool,
     stop: Arc<AtomicBool>,
     sampler: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<Stats>,
@@ -130,7 +135,8 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     };
     let line =
         format!("started wall-clock profiling: interval {}, SIGVTALRM, at most {MAX_SIGNALS_PER_TICK} threads signalled per tick", fmt_interval(interval_ns));
-    Ok(Some((Box::new(WallSource { interval_ns, stop, sampler: Mutex::new(Some(handle)), stats }), line)))
+    let source = WallSource { interval_ns, with_cpu: config.cpu.is_some(), stop, sampler: Mutex::new(Some(handle)), stats };
+    Ok(Some((Box::new(source), line)))
 }
 
 /// `tid`'s CPU time, from the per-thread CPU clock Linux gives any thread of
@@ -260,6 +266,28 @@ impl EventSource for WallSource {
         format!("wall (interval {}, {} threads)", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed))
     }
 
+    /// Alone, wall samples are written as the JDK's `jdk.ExecutionSample`
+    /// (`jdk.NativeMethodSample` in native code), so JFR tools show them;
+    /// the setting `event` = `wall` tells oxprof's reader what they are.
+    /// Beside a CPU source they are `oxprof.WallClockSample` events.
+    fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {
+        let period = fmt_interval(self.interval_ns).replace("ms", " ms").replace("us", " us");
+        let engine = "SIGVTALRM wall-clock sampler".to_string();
+        if self.with_cpu {
+            let id = event_type::WALL_CLOCK_SAMPLE;
+            return vec![(id, "enabled", "true".into()), (id, "period", period), (id, "engine", engine)];
+        }
+        let (id, native) = (event_type::EXECUTION_SAMPLE, event_type::NATIVE_METHOD_SAMPLE);
+        vec![
+            (id, "enabled", "true".into()),
+            (id, "period", period.clone()),
+            (id, "engine", engine),
+            (id, "event", "wall".into()),
+            (native, "enabled", "true".into()),
+            (native, "period", period),
+        ]
+    }
+
     fn stop(&mut self, _env: Option<(crate::jvmti::Jvmti, crate::jvmti::Jni)>) {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.sampler.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -309,7 +337,7 @@ impl WallSource {
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
-            trace_frames(t, (config.threads, config.state), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
             // A sample weighs the time since the thread's previous one: it
             // counts as that many intervals, as ticks of a wall clock.
             let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));

@@ -46,6 +46,9 @@ pub mod id {
     pub const OLD_OBJECT_SAMPLE: u64 = 103;
     pub const ACTIVE_SETTING: u64 = 104;
     pub const ACTIVE_RECORDING: u64 = 105;
+    pub const NATIVE_METHOD_SAMPLE: u64 = 106;
+    /// `oxprof.WallClockSample`, oxprof's own event.
+    pub const WALL_CLOCK_SAMPLE: u64 = 107;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -380,6 +383,37 @@ fn types() -> Vec<Element> {
                 F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
             ],
             vec![category(&["Java Virtual Machine", "Profiling"]), label("Method Profiling Sample"), description("Snapshot of a threads state")],
+        ),
+        event(
+            NATIVE_METHOD_SAMPLE,
+            "jdk.NativeMethodSample",
+            false,
+            vec![
+                F("sampledThread", THREAD, true, false, vec![label("Thread")]),
+                F("stackTrace", STACK_TRACE, true, false, vec![label("Stack Trace")]),
+                F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
+            ],
+            vec![
+                category(&["Java Virtual Machine", "Profiling"]),
+                label("Method Profiling Sample Native"),
+                description("Snapshot of a threads state when in native"),
+            ],
+        ),
+        event(
+            WALL_CLOCK_SAMPLE,
+            "oxprof.WallClockSample",
+            false,
+            vec![
+                F("sampledThread", THREAD, true, false, vec![label("Thread")]),
+                F("stackTrace", STACK_TRACE, true, false, vec![label("Stack Trace")]),
+                F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
+                F("weight", LONG, false, false, vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Wall Time")]),
+            ],
+            vec![
+                category(&["Java Virtual Machine", "Profiling"]),
+                label("Wall-Clock Sample"),
+                description("A thread sampled whatever it was doing, standing for the wall time since its previous sample"),
+            ],
         ),
         event(
             OBJECT_ALLOCATION_SAMPLE,

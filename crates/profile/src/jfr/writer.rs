@@ -85,22 +85,25 @@ pub struct JfrFrame {
     pub kind: FrameType,
 }
 
-/// The thread states `jdk.ExecutionSample` can report (the pool keys).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThreadState {
-    Runnable,
-    Native,
-}
+pub use crate::state::ThreadState;
 
-impl ThreadState {
-    const ALL: [ThreadState; 2] = [ThreadState::Runnable, ThreadState::Native];
+/// Every state, in the order of their keys in the `jdk.types.ThreadState`
+/// pool (see [`state_key`]).
+const STATES: [ThreadState; 8] = [
+    ThreadState::Running,
+    ThreadState::Native,
+    ThreadState::Vm,
+    ThreadState::Blocked,
+    ThreadState::Waiting,
+    ThreadState::Parked,
+    ThreadState::Sleeping,
+    ThreadState::Unknown,
+];
 
-    fn name(self) -> &'static str {
-        match self {
-            ThreadState::Runnable => "STATE_RUNNABLE",
-            ThreadState::Native => "STATE_IN_NATIVE",
-        }
-    }
+/// A state's key in the `jdk.types.ThreadState` pool: runnable 0 and native
+/// 1 as oxprof always wrote them, the others after.
+fn state_key(s: ThreadState) -> u64 {
+    STATES.iter().position(|&x| x == s).unwrap_or(STATES.len() - 1) as u64
 }
 
 /// A live (or leaked) object for `jdk.OldObjectSample`.
@@ -408,14 +411,32 @@ impl<W: Write> JfrWriter<W> {
 
     /// `jdk.ExecutionSample`: a CPU sample of thread `tid` with stack `stack`.
     pub fn execution_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState) -> io::Result<()> {
+        self.thread_sample(id::EXECUTION_SAMPLE, ticks, tid, stack, state, None)
+    }
+
+    /// `jdk.NativeMethodSample`: a sample of thread `tid` in native code.
+    pub fn native_method_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState) -> io::Result<()> {
+        self.thread_sample(id::NATIVE_METHOD_SAMPLE, ticks, tid, stack, state, None)
+    }
+
+    /// `oxprof.WallClockSample`: a wall-clock sample standing for
+    /// `weight_ns` of the thread's wall time.
+    pub fn wall_clock_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight_ns: u64) -> io::Result<()> {
+        self.thread_sample(id::WALL_CLOCK_SAMPLE, ticks, tid, stack, state, Some(weight_ns))
+    }
+
+    fn thread_sample(&mut self, event: u64, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight: Option<u64>) -> io::Result<()> {
         self.refer_thread(tid);
         let b = &mut self.body;
         b.clear();
-        b.varint(id::EXECUTION_SAMPLE);
+        b.varint(event);
         b.long(ticks);
         b.varint(tid);
         b.varint(stack + 1);
-        b.varint(state as u64);
+        b.varint(state_key(state));
+        if let Some(w) = weight {
+            b.long(w.min(i64::MAX as u64) as i64);
+        }
         self.emit()
     }
 
@@ -528,10 +549,10 @@ impl<W: Write> JfrWriter<W> {
         pools.raw(&fixed.bytes);
         count += 1;
         pools.varint(id::THREAD_STATE);
-        pools.varint(ThreadState::ALL.len() as u64);
-        for s in ThreadState::ALL {
-            pools.varint(s as u64);
-            pools.string(s.name());
+        pools.varint(STATES.len() as u64);
+        for s in STATES {
+            pools.varint(state_key(s));
+            pools.string(s.jfr_name());
         }
         count += 1;
         let p = &self.pools;
@@ -587,5 +608,5 @@ impl<W: Write> JfrWriter<W> {
 
 /// Event type ids for [`JfrWriter::setting`].
 pub mod event_type {
-    pub use super::id::{EXECUTION_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE};
+    pub use super::id::{EXECUTION_SAMPLE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, WALL_CLOCK_SAMPLE};
 }

@@ -5,8 +5,9 @@
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording, WallSample};
 use crate::model::FrameKind;
+use crate::state::ThreadState;
 
 pub const HEADER_SIZE: usize = 68;
 pub const MAGIC: &[u8; 4] = b"FLR\0";
@@ -70,6 +71,8 @@ enum Interest {
     AllocOutsideTlab,
     OldObject,
     ActiveSetting,
+    NativeSample,
+    WallSample,
 }
 
 impl Interest {
@@ -81,6 +84,8 @@ impl Interest {
             "jdk.ObjectAllocationOutsideTLAB" => Interest::AllocOutsideTlab,
             "jdk.OldObjectSample" => Interest::OldObject,
             "jdk.ActiveSetting" => Interest::ActiveSetting,
+            "jdk.NativeMethodSample" => Interest::NativeSample,
+            "oxprof.WallClockSample" => Interest::WallSample,
             _ => return None,
         })
     }
@@ -267,6 +272,7 @@ struct Resolver<'a> {
     classes: FastMap<i64, u32>,
     methods: FastMap<i64, String>,
     frame_types: FastMap<i64, FrameKind>,
+    states: FastMap<i64, ThreadState>,
     /// (method key, line, frame type key) → global frame id.
     frames: FastMap<(i64, i64, i64), u32>,
 }
@@ -300,6 +306,7 @@ impl<'a> Resolver<'a> {
             classes: FastMap::default(),
             methods: FastMap::default(),
             frame_types: FastMap::default(),
+            states: FastMap::default(),
             frames: FastMap::default(),
         }
     }
@@ -371,7 +378,20 @@ impl<'a> Resolver<'a> {
                 Interest::Cpu => {
                     let thread = self.thread(&ev, type_id, "sampledThread");
                     let stack = self.stack(&ev, type_id);
-                    self.rec.cpu.push(CpuSample { time, thread, stack });
+                    let state = self.state(&ev, type_id);
+                    self.rec.cpu.push(CpuSample { time, thread, stack, state });
+                }
+                Interest::NativeSample | Interest::WallSample => {
+                    let thread = self.thread(&ev, type_id, "sampledThread");
+                    let stack = self.stack(&ev, type_id);
+                    let state = self.state(&ev, type_id);
+                    if what == Interest::WallSample {
+                        let weight_ns = self.int(&ev, type_id, "weight").unwrap_or(0).max(0) as u64;
+                        self.rec.wall.push(WallSample { time, thread, stack, state, weight_ns });
+                    } else {
+                        // Weighed by the period once the whole file is read.
+                        self.rec.native.push(WallSample { time, thread, stack, state, weight_ns: 0 });
+                    }
                 }
                 Interest::AllocSample | Interest::AllocNewTlab | Interest::AllocOutsideTlab => {
                     let weight = match what {
@@ -406,11 +426,15 @@ impl<'a> Resolver<'a> {
         let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else {
             return;
         };
-        let is_cpu = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ExecutionSample");
-        if is_cpu && name == "period" {
-            if let Some(ns) = parse_period(&value) {
-                self.rec.cpu_period_ns = Some(ns);
-            }
+        let event = self.meta.types.get(&id).map_or("", |t| t.name.as_str());
+        let period = if name == "period" { parse_period(&value) } else { None };
+        match event {
+            "jdk.ExecutionSample" if period.is_some() => self.rec.cpu_period_ns = period,
+            // oxprof's wall-clock recordings without a CPU source.
+            "jdk.ExecutionSample" if name == "event" && value == "wall" => self.rec.execution_samples_are_wall = true,
+            "jdk.NativeMethodSample" if period.is_some() => self.rec.native_period_ns = period,
+            "oxprof.WallClockSample" if period.is_some() => self.rec.wall_period_ns = period,
+            _ => {}
         }
         let is_alloc = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ObjectAllocationSample");
         if is_alloc && (name.starts_with("allocation ") || name == "sampler byte count") {
@@ -420,6 +444,25 @@ impl<'a> Resolver<'a> {
                 None => facts.push((name.to_string(), value.to_string())),
             }
         }
+    }
+
+    /// The `state` of a sample event (a pooled `jdk.types.ThreadState`).
+    fn state<'v>(&mut self, ev: &'v Value, type_id: i64) -> ThreadState
+    where
+        'a: 'v,
+    {
+        let key = field(self.meta, type_id, ev, "state").and_then(|(v, _)| v.as_i64()).unwrap_or(-1);
+        if let Some(&s) = self.states.get(&key) {
+            return s;
+        }
+        let name = match self.get(ev, type_id, "state") {
+            Some((v @ Value::Obj(_), t)) => self.text(v, t, "name"),
+            Some((v @ Value::Str(_), _)) => self.string(v),
+            _ => None,
+        };
+        let s = name.map_or(ThreadState::Unknown, |n| ThreadState::from_jfr_name(&n));
+        self.states.insert(key, s);
+        s
     }
 
     fn thread<'v>(&mut self, ev: &'v Value, type_id: i64, name: &str) -> u32

@@ -1,8 +1,12 @@
 //! Reading JFR recordings, as written by the JDK (11 to 25) or by oxprof,
-//! into a [`Recording`]: CPU samples (`jdk.ExecutionSample`), allocation
-//! samples (`jdk.ObjectAllocationSample`, or on JDK 11
+//! into a [`Recording`]: CPU samples (`jdk.ExecutionSample`, with their
+//! thread state), wall-clock samples (oxprof's: `oxprof.WallClockSample`,
+//! or `jdk.ExecutionSample` and `jdk.NativeMethodSample` of a recording
+//! whose `jdk.ExecutionSample` setting `event` is `wall`), the JDK's own
+//! `jdk.NativeMethodSample` kept apart, allocation samples
+//! (`jdk.ObjectAllocationSample`, or on JDK 11
 //! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
-//! (`jdk.OldObjectSample`) and the CPU sampling period, with interned
+//! (`jdk.OldObjectSample`) and the sampling periods, with interned
 //! threads, classes, frames and stacks. Turning a recording into profiles
 //! is [`crate::convert`]'s job.
 //!
@@ -65,6 +69,11 @@ use std::path::Path;
 pub use chunk::{java_class_name, MAGIC};
 
 use crate::model::FrameKind;
+use crate::state::ThreadState;
+
+/// The JDK's default `jdk.NativeMethodSample` period, assumed when the
+/// recording does not say.
+pub const DEFAULT_NATIVE_PERIOD_NS: u64 = 20_000_000;
 
 /// A frame of a recording: method name (`pkg.Class.method`), kind, line.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -74,12 +83,25 @@ pub struct JfrFrame {
     pub line: u32,
 }
 
-/// A CPU sample: time (ns since the epoch), thread and stack ids.
+/// A CPU sample: time (ns since the epoch), thread and stack ids, and the
+/// thread's state (the JDK always writes running).
 #[derive(Clone, Copy, Debug)]
 pub struct CpuSample {
     pub time: i64,
     pub thread: u32,
     pub stack: u32,
+    pub state: ThreadState,
+}
+
+/// A wall-clock sample: a thread sampled whatever it was doing, standing
+/// for `weight_ns` of its wall time.
+#[derive(Clone, Copy, Debug)]
+pub struct WallSample {
+    pub time: i64,
+    pub thread: u32,
+    pub stack: u32,
+    pub state: ThreadState,
+    pub weight_ns: u64,
 }
 
 /// An allocation sample: the allocated class and the bytes it stands for.
@@ -115,10 +137,26 @@ pub struct Recording {
     pub threads: Vec<String>,
     pub classes: Vec<String>,
     pub cpu: Vec<CpuSample>,
+    /// Wall-clock samples (see the module comment for which events).
+    pub wall: Vec<WallSample>,
+    /// The JDK's `jdk.NativeMethodSample`s: threads found in native code,
+    /// each weighing the native sampling period. Not wall-clock samples of
+    /// every thread (the JDK samples a few threads in native code per
+    /// period), so kept apart; `convert` counts them as wall samples only
+    /// when asked (`Options::jdk_native`).
+    pub native: Vec<WallSample>,
     pub alloc: Vec<AllocSample>,
     pub live: Vec<LiveSample>,
-    /// The `period` setting of `jdk.ExecutionSample`, when recorded.
+    /// The `period` setting of `jdk.ExecutionSample`, when recorded (and
+    /// the samples are CPU samples).
     pub cpu_period_ns: Option<u64>,
+    /// The wall-clock sampling interval, when recorded.
+    pub wall_period_ns: Option<u64>,
+    /// The `period` setting of `jdk.NativeMethodSample`, when recorded.
+    pub native_period_ns: Option<u64>,
+    /// oxprof wrote this recording's `jdk.ExecutionSample`s from wall-clock
+    /// sampling (setting `event` = `wall`); resolved when reading ends.
+    execution_samples_are_wall: bool,
     /// oxprof's allocation-accuracy facts (`jdk.ActiveSetting` of
     /// `jdk.ObjectAllocationSample` named `allocation …`), the latest value
     /// of each: what the agent measured over the whole recording.
@@ -145,9 +183,14 @@ impl Default for Recording {
             threads: Vec::new(),
             classes: Vec::new(),
             cpu: Vec::new(),
+            wall: Vec::new(),
+            native: Vec::new(),
             alloc: Vec::new(),
             live: Vec::new(),
             cpu_period_ns: None,
+            wall_period_ns: None,
+            native_period_ns: None,
+            execution_samples_are_wall: false,
             alloc_facts: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
@@ -192,7 +235,28 @@ impl Recording {
 
     /// Whether the recording holds no samples of any kind.
     pub fn is_empty(&self) -> bool {
-        self.cpu.is_empty() && self.alloc.is_empty() && self.live.is_empty()
+        self.cpu.is_empty() && self.wall.is_empty() && self.native.is_empty() && self.alloc.is_empty() && self.live.is_empty()
+    }
+
+    /// Once every chunk is read: in a recording of oxprof's wall-clock
+    /// sampling alone, `jdk.ExecutionSample` and `jdk.NativeMethodSample`
+    /// are wall samples weighing the period; the JDK's native samples weigh
+    /// their period and are in native code.
+    fn settle(&mut self) {
+        if self.execution_samples_are_wall {
+            let period = self.cpu_period_ns.take().or(self.wall_period_ns).unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
+            self.wall_period_ns.get_or_insert(period);
+            let native_period = self.native_period_ns.unwrap_or(period);
+            let cpu = std::mem::take(&mut self.cpu);
+            let wall = cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period });
+            let native = std::mem::take(&mut self.native).into_iter().map(|s| WallSample { weight_ns: native_period, ..s });
+            self.wall.extend(wall.chain(native));
+            self.wall.sort_by_key(|s| s.time);
+        } else {
+            // The JDK writes the Java state (runnable); they are threads in native code.
+            let period = self.native_period_ns.unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
+            self.native.iter_mut().for_each(|s| (s.weight_ns, s.state) = (period, ThreadState::Native));
+        }
     }
 }
 
@@ -257,13 +321,15 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
         }
         // A corrupt chunk is reported and skipped: its header told where the next starts.
         let mut scratch = std::mem::take(&mut rec);
-        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len());
+        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len(), scratch.wall.len(), scratch.native.len());
         match chunk::read_chunk(&buf, &mut scratch) {
             Ok(()) => scratch.chunks += 1,
             Err(e) => {
                 scratch.cpu.truncate(before.0);
                 scratch.alloc.truncate(before.1);
                 scratch.live.truncate(before.2);
+                scratch.wall.truncate(before.3);
+                scratch.native.truncate(before.4);
                 scratch.warnings.push(format!("skipped chunk {n} at byte {offset}: {e}"));
             }
         }
@@ -277,6 +343,7 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
             None => "empty file: no JFR chunk in it".into(),
         });
     }
+    rec.settle();
     Ok(rec)
 }
 
