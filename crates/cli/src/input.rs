@@ -36,6 +36,10 @@ pub struct Selection {
     /// Live objects (jdk.OldObjectSample)
     #[arg(long)]
     pub live: bool,
+    /// Lock waits (jdk.JavaMonitorEnter and jdk.ThreadPark: oxprof's lock events, or the
+    /// JDK's own, which it records above a threshold)
+    #[arg(long)]
+    pub lock: bool,
     /// One root frame per thread
     #[arg(long)]
     pub threads: bool,
@@ -127,7 +131,7 @@ impl Selection {
         let inc = include.as_ref().map(|r| move |s: &str| r.is_match(s));
         let exc = exclude.as_ref().map(|r| move |s: &str| r.is_match(s));
         let states = self.states()?;
-        let all = !(self.cpu || self.wall || self.alloc || self.live);
+        let all = !(self.cpu || self.wall || self.alloc || self.live || self.lock);
         match input {
             Input::Jfr(rec) => {
                 let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
@@ -139,6 +143,7 @@ impl Selection {
                     jdk_native: self.wall,
                     alloc: all || self.alloc,
                     live: all || self.live,
+                    lock: all || self.lock,
                     threads: self.threads,
                     state: states.clone(),
                     show_state: self.show_state,
@@ -150,11 +155,12 @@ impl Selection {
                 let profiles = convert::profiles(rec, &opts);
                 if profiles.is_empty() {
                     return Err(format!(
-                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}{})",
+                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}, lock: {}{})",
                         rec.cpu.len(),
                         rec.wall.len(),
                         rec.alloc.len(),
                         rec.live.len(),
+                        rec.lock.len(),
                         if rec.native.is_empty() { String::new() } else { format!(", JDK native-method samples: {} (--wall reads them)", rec.native.len()) }
                     ));
                 }
@@ -168,6 +174,7 @@ impl Selection {
                     "alloc" => "alloc",
                     "live" => "live",
                     "wall" => "wall",
+                    "lock" => "lock",
                     _ => "cpu",
                 };
                 let mut p = p.clone();

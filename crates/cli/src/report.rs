@@ -58,6 +58,11 @@ pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Writ
                 accuracy(p, out)?;
             }
             "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, None, out)?,
+            "lock" => {
+                methods(p, "Lock waits by method", top, out)?;
+                writeln!(out)?;
+                sites(p, "Top contended locks", "waits", top, None, out)?;
+            }
             "wall" => {
                 methods(p, "Wall clock: top methods", top, out)?;
                 writeln!(out)?;
@@ -100,7 +105,7 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
             .stack
             .iter()
             .map(|&f| p.frame(f))
-            .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Thread | FrameKind::State))
+            .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
             .map(|f| f.name.as_str())
             .collect();
         if let Some(leaf) = frames.last() {
@@ -224,9 +229,12 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
     let mut by_site: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
     for s in p.samples() {
         let frames: Vec<_> = s.stack.iter().map(|&f| p.frame(f)).collect();
-        let class = frames.iter().rev().find(|f| f.kind == FrameKind::Alloc).map_or("?", |f| f.name.as_str());
-        let site =
-            frames.iter().rev().find(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Thread | FrameKind::State)).map_or("[no stack]", |f| f.name.as_str());
+        let class = frames.iter().rev().find(|f| matches!(f.kind, FrameKind::Alloc | FrameKind::Lock)).map_or("?", |f| f.name.as_str());
+        let site = frames
+            .iter()
+            .rev()
+            .find(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
+            .map_or("[no stack]", |f| f.name.as_str());
         let e = by_site.entry((class, site)).or_default();
         e.0 += s.samples;
         e.1 += s.total;
@@ -234,7 +242,7 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
     let mut rows: Vec<_> = by_site.into_iter().collect();
     rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(&b.0)));
     writeln!(out, "{title} ({samples} {what}, {})", format_quantity(total, unit_of(p)))?;
-    writeln!(out, "  {:>8} {:>12} {:>7}  class  <-  allocated in", what, unit_of(p), "share")?;
+    writeln!(out, "  {:>8} {:>12} {:>7}  class  <-  {}", what, unit_of(p), "share", if what == "waits" { "waited in" } else { "allocated in" })?;
     let mut marked = false;
     for ((class, site), (n, t)) in rows.into_iter().take(top) {
         let share = pct(t, total);

@@ -222,7 +222,7 @@ fn bad_options_refuse_to_start_with_a_clear_message() {
     compile(&s.0, &["Hot.java"]);
     let cases = [
         ("start,bogus=1", "invalid agent option 'bogus=1': unknown option 'bogus'"),
-        ("start,event=wall", "invalid agent option 'event=wall': unknown event 'wall'; accepted: cpu, itimer, ctimer"),
+        ("start,event=bogus", "invalid agent option 'event=bogus': unknown event 'bogus'; accepted: cpu, itimer, ctimer, alloc, wall, lock"),
         ("start,interval=-5", "invalid agent option 'interval=-5'"),
         ("start,interval=abc", "invalid agent option 'interval=abc': 'abc' is not a duration"),
         (

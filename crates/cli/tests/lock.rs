@@ -21,3 +21,45 @@ fn bad_lock_options_are_refused_in_one_line() {
     let o = run_java(&s.0, "lock=abc", &[], &s.0, &["-version"]);
     assert_refused(&o, "lock=abc", "invalid agent option 'lock=abc'");
 }
+
+/// JFR output: `jdk.JavaMonitorEnter` and `jdk.ThreadPark` events the JDK's
+/// `jfr` reads, converted back to a lock profile whose sites match the
+/// program's truth, and pprof with Go's mutex-profile sample types.
+#[test]
+fn lock_waits_in_jfr_and_pprof() {
+    let s = Scratch::new("lock-jfr");
+    compile(&s.0, &["LockContention.java"]);
+    let rec = s.path("l.jfr");
+    let o = run_java(&s.0, &format!("event=lock,lock=0,file={}", rec.display()), &[], &s.0, &["LockContention", "3"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let t = truth_line(&stdout);
+    let summary = std::process::Command::new(tool("jfr")).arg("summary").arg(&rec).output().unwrap();
+    let summary = text(&summary.stdout);
+    assert!(summary.contains("jdk.JavaMonitorEnter") && summary.contains("jdk.ThreadPark"), "{summary}");
+    let parks = std::process::Command::new(tool("jfr")).args(["print", "--stack-depth", "64", "--events", "jdk.ThreadPark"]).arg(&rec).output().unwrap();
+    let parks = text(&parks.stdout);
+    assert!(parks.contains("parkedClass = java.util.concurrent.locks.ReentrantLock$NonfairSync"), "{}", &parks[..parks.len().min(2000)]);
+    assert!(parks.contains("LockContention.reentrantSite()"), "{}", &parks[..parks.len().min(2000)]);
+    // Back to a lock profile: per-site waiting within 10% of the truth.
+    let col = s.path("l.collapsed");
+    let c = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--lock", "-o", col.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let pb = s.path("l.pb.gz");
+    let c = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--lock", "--total", "-o", pb.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let c = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--lock", "--total", "-o", col.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let stacks = read_collapsed(&col);
+    for (site, key) in [("LockContention.monitorSite", "monitor_wait"), ("LockContention.reentrantSite", "lock_wait")] {
+        let est = samples_with(&stacks, site) as f64;
+        let off = 100.0 * (est - t[key]).abs() / t[key];
+        eprintln!("JFR {site}: {:.0} ms vs truth {:.0} ms ({off:.1}% off)", est / 1e6, t[key] / 1e6);
+        assert!(off <= 10.0, "{site}: {est} vs {}", t[key]);
+    }
+    // pprof: Go's mutex-profile names, read back as a lock profile.
+    let r = oxprof_cmd().args(["report", pb.to_str().unwrap(), "--top", "3"]).output().unwrap();
+    let report = text(&r.stdout);
+    assert!(r.status.success() && report.contains("Top contended locks"), "{report}{}", text(&r.stderr));
+    assert!(report.contains("java.util.concurrent.locks.ReentrantLock$NonfairSync"), "{report}");
+}

@@ -23,6 +23,9 @@ pub struct Options<'a> {
     pub jdk_native: bool,
     pub alloc: bool,
     pub live: bool,
+    /// Lock waits (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`; key `lock`,
+    /// totals in ns waited, the lock's class as the leaf).
+    pub lock: bool,
     /// One root frame per thread (`[name]`).
     pub threads: bool,
     /// Keep only CPU and wall samples in these states (when given).
@@ -40,7 +43,7 @@ pub struct Options<'a> {
 }
 
 /// The profiles of a recording: for each kind asked for that has events,
-/// `(key, profile)` with key `cpu`, `wall`, `alloc` or `live`.
+/// `(key, profile)` with key `cpu`, `wall`, `alloc`, `lock` or `live`.
 pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)> {
     let in_range = |t: i64| !matches!(opts.from_ns, Some(f) if t < f) && !matches!(opts.to_ns, Some(to) if t >= to);
     let state_ok = |s: ThreadState| opts.state.as_ref().is_none_or(|keep| keep.contains(&s));
@@ -98,6 +101,17 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         b.flush(&mut p, agg);
         out.push(("alloc", p));
     }
+    if opts.lock && !rec.lock.is_empty() {
+        let mut p = Profile::new(meta("Lock profile", "lock", "JFR jdk.JavaMonitorEnter + jdk.ThreadPark", 0, "ns"));
+        let mut agg = Aggregate::default();
+        for s in rec.lock.iter().filter(|s| in_range(s.time)) {
+            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.duration_ns);
+        }
+        b.class_kind = FrameKind::Lock;
+        b.flush(&mut p, agg);
+        b.class_kind = FrameKind::Alloc;
+        out.push(("lock", p));
+    }
     if opts.live && !rec.live.is_empty() {
         let mut p = Profile::new(meta("Live objects", "live", "JFR jdk.OldObjectSample", 0, "bytes"));
         let mut agg = Aggregate::default();
@@ -147,12 +161,14 @@ struct Builder<'r, 'o> {
     frames: Vec<Frame>,
     /// Recording frame id → profile frame id, per profile being built.
     ids: Vec<u32>,
+    /// The kind of the leaf frame naming a class (allocated, or waited on).
+    class_kind: FrameKind,
 }
 
 impl<'r, 'o> Builder<'r, 'o> {
     fn new(rec: &'r Recording, opts: &'o Options<'o>) -> Builder<'r, 'o> {
         let frames = rec.frames.iter().map(|f| Frame::new(f.name.clone(), f.kind).with_line(f.line)).collect();
-        Builder { rec, opts, verdict: vec![0; rec.stacks.len()], frames, ids: Vec::new() }
+        Builder { rec, opts, verdict: vec![0; rec.stacks.len()], frames, ids: Vec::new(), class_kind: FrameKind::Alloc }
     }
 
     fn keep(&mut self, stack: u32) -> bool {
@@ -201,7 +217,7 @@ impl<'r, 'o> Builder<'r, 'o> {
         }
         if let Some(c) = class {
             let name = self.rec.classes.get(c as usize).map_or("[unknown class]", String::as_str);
-            ids.push(p.intern(Frame::new(name, FrameKind::Alloc)));
+            ids.push(p.intern(Frame::new(name, self.class_kind)));
         }
         p.add(ids, samples, total);
     }

@@ -36,6 +36,7 @@ pub enum Kind {
     Wall,
     Alloc,
     Live,
+    Lock,
 }
 
 impl Kind {
@@ -44,6 +45,7 @@ impl Kind {
         match meta.event.as_str() {
             "alloc" => Kind::Alloc,
             "wall" => Kind::Wall,
+            "lock" => Kind::Lock,
             "live" | "inuse" | "leak" => Kind::Live,
             _ => Kind::Cpu,
         }
@@ -56,6 +58,8 @@ impl Kind {
             Kind::Wall => [("samples", "count"), ("wall", "nanoseconds")],
             Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
             Kind::Live => [("inuse_objects", "count"), ("inuse_space", "bytes")],
+            // Go's mutex profile names.
+            Kind::Lock => [("contentions", "count"), ("delay", "nanoseconds")],
         }
     }
 
@@ -64,6 +68,7 @@ impl Kind {
             Kind::Cpu => ("cpu", "nanoseconds"),
             Kind::Wall => ("wall", "nanoseconds"),
             Kind::Alloc | Kind::Live => ("space", "bytes"),
+            Kind::Lock => ("contentions", "count"),
         }
     }
 }
@@ -181,6 +186,7 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
         (Some("alloc_objects" | "alloc_space"), _) => "alloc",
         (Some("inuse_objects" | "inuse_space"), _) => "live",
         (Some("wall"), _) | (_, Some("wall")) => "wall",
+        (Some("contentions"), _) | (_, Some("delay")) => "lock",
         _ => "cpu",
     };
     let unit = p.sample_type.get(1).map(|t| s(t.unit)).unwrap_or("");

@@ -22,8 +22,11 @@ use crate::heap::allocstack;
 use crate::jvmti::{Jni, Jvmti};
 use crate::sampling::store::{RawFrame, SampleStore};
 
-/// `bci` of the leaf frame naming the lock's class; `method` holds the class id.
+/// `bci` of the leaf frame naming the class of a monitor waited for;
+/// `method` holds the class id.
 pub const MARK_LOCK_CLASS: i32 = 5;
+/// The same for a `java.util.concurrent` lock a thread parked on.
+pub const MARK_PARK_CLASS: i32 = 6;
 
 const STORE_SLOTS: usize = 1 << 16;
 const STORE_FRAMES: usize = 1 << 21;
@@ -163,7 +166,8 @@ impl LockSampler {
         let depth = self.depth.load(Ordering::Relaxed);
         let mut frames = vec![RawFrame::default(); depth + 1];
         if let Some(first) = frames.first_mut() {
-            *first = RawFrame { bci: MARK_LOCK_CLASS, method: class_id as usize };
+            let bci = if kind == Kind::Park { MARK_PARK_CLASS } else { MARK_LOCK_CLASS };
+            *first = RawFrame { bci, method: class_id as usize };
         }
         let n = match frames.get_mut(1..).and_then(|f| allocstack::walk(jni.0 as usize, f)) {
             Some(n) => n,

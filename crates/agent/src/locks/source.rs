@@ -2,11 +2,12 @@
 //! stops and undoes them, and builds the lock profile (the waiting stacks
 //! under the lock's class, weighed in nanoseconds waited).
 
+use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::{Frame, FrameKind, Profile};
 
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::park;
-use crate::locks::sampler::{LockSampler, MARK_LOCK_CLASS};
+use crate::locks::sampler::{LockSampler, MARK_LOCK_CLASS, MARK_PARK_CLASS};
 use crate::log;
 use crate::output::Built;
 use crate::sampling::store::RawFrame;
@@ -56,6 +57,18 @@ impl EventSource for LockSource {
         format!("lock (mean interval {})", fmt_interval(self.interval_ns))
     }
 
+    fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {
+        let interval = fmt_interval(self.interval_ns);
+        let mut out = Vec::new();
+        for id in [event_type::JAVA_MONITOR_ENTER, event_type::THREAD_PARK] {
+            out.push((id, "enabled", "true".to_string()));
+            // Not a threshold: waits are sampled by duration, and an event's
+            // duration is the waiting time it stands for (docs/locks.md).
+            out.push((id, "oxprof.interval", interval.clone()));
+        }
+        out
+    }
+
     fn stop(&mut self, env: Option<(Jvmti, Jni)>) {
         self.sampler.stop();
         if let Some((jvmti, jni)) = env {
@@ -81,7 +94,7 @@ impl EventSource for LockSource {
                     ids.push(profile.intern(cx.thread_root(t.tid)));
                 }
                 let (class, stack) = match t.frames.split_first() {
-                    Some((c, rest)) if c.bci == MARK_LOCK_CLASS => (Some(c.method), rest),
+                    Some((c, rest)) if c.bci == MARK_LOCK_CLASS || c.bci == MARK_PARK_CLASS => (Some(c.method), rest),
                     _ => (None, &t.frames[..]),
                 };
                 for f in stack.iter().rev() {

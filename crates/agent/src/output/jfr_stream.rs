@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use crate::heap::accuracy::accuracy_facts;
 use crate::heap::alloc::MARK_ALLOC_CLASS;
 use crate::jvmti::{self, Jni};
+use crate::locks::sampler::{MARK_LOCK_CLASS, MARK_PARK_CLASS};
 use crate::log;
 use crate::options::Config;
 use crate::output;
@@ -52,6 +53,8 @@ const LOG_CAPACITY: usize = 1 << 16;
 const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
 /// Allocation stacks get ids of their own beside the CPU stacks' slots.
 const ALLOC_STACK_BIT: u64 = 1 << 40;
+/// Lock-wait stacks get ids of their own too.
+const LOCK_STACK_BIT: u64 = 1 << 42;
 /// Stack ids of live-object sites (one id space per site list).
 const LIVE_STACK_BIT: u64 = 1 << 41;
 /// Wall-clock stacks get ids of their own too.
@@ -110,6 +113,8 @@ struct Counts {
     missing: u64,
     /// `jdk.OldObjectSample` events (live-object sites).
     live: u64,
+    /// `jdk.JavaMonitorEnter` and `jdk.ThreadPark` events.
+    lock: u64,
 }
 
 struct Inner {
@@ -119,6 +124,7 @@ struct Inner {
     wall: Option<Wall>,
     wall_states: States,
     alloc: Option<Source>,
+    lock: Option<Source>,
     /// (event type, name, value) written at the start of every chunk.
     settings: Vec<(u64, &'static str, String)>,
     lines: Lines,
@@ -144,6 +150,7 @@ static STREAM: Mutex<Option<Arc<Stream>>> = Mutex::new(None);
 static CPU_LOG: OnceLock<&'static EventLog> = OnceLock::new();
 static ALLOC_LOG: OnceLock<&'static EventLog> = OnceLock::new();
 static WALL_LOG: OnceLock<&'static EventLog> = OnceLock::new();
+static LOCK_LOG: OnceLock<&'static EventLog> = OnceLock::new();
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -193,7 +200,11 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         }),
         None => None,
     };
-    for s in cpu.iter().chain(alloc.iter()).chain(wall.iter().map(|w| &w.src)) {
+    let lock = match config.lock {
+        Some(_) => Some(Source { store: agent.profiler.locks.store()?, log: leaked_log(&LOCK_LOG) }),
+        None => None,
+    };
+    for s in cpu.iter().chain(alloc.iter()).chain(wall.iter().map(|w| &w.src)).chain(lock.iter()) {
         s.log.reset(); // nothing writes to it: it is attached to no store
         s.store.set_log(Some(s.log));
     }
@@ -205,6 +216,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         wall,
         wall_states: States::default(),
         alloc,
+        lock,
         settings: Vec::new(),
         lines: Lines::default(),
         counts: Counts::default(),
@@ -248,7 +260,7 @@ fn current() -> Option<Arc<Stream>> {
 impl Inner {
     /// Every source's store and log.
     fn sources(&self) -> impl Iterator<Item = &Source> {
-        self.cpu.iter().chain(self.alloc.iter()).chain(self.wall.iter().map(|w| &w.src))
+        self.cpu.iter().chain(self.alloc.iter()).chain(self.wall.iter().map(|w| &w.src)).chain(self.lock.iter())
     }
 }
 
@@ -398,9 +410,10 @@ impl Inner {
         let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} wall_samples={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} wall_samples={} lock_events={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.wall,
+            c.lock,
             c.alloc,
             c.alloc_bytes,
             c.live,
@@ -510,6 +523,10 @@ impl Inner {
                 self.rotate(agent);
             }
         }
+        self.drain_locks(agent, &cx);
+        if self.failed.is_some() {
+            return;
+        }
         if let Some(src) = self.alloc {
             while let Some(e) = src.log.pop() {
                 let Some(t) = src.store.trace(e.slot) else {
@@ -533,6 +550,36 @@ impl Inner {
                 self.counts.alloc_bytes += e.weight;
                 self.rotate(agent);
             }
+        }
+    }
+
+    /// Moves the logged lock waits into the file (see `drain`).
+    fn drain_locks(&mut self, agent: &Agent, cx: &Context<'_>) {
+        let Some(src) = self.lock else { return };
+        while let Some(e) = src.log.pop() {
+            let Some(t) = src.store.trace(e.slot) else {
+                self.counts.missing += 1;
+                continue;
+            };
+            let (park, class, stack) = match t.frames.split_first() {
+                Some((c, rest)) if c.bci == MARK_LOCK_CLASS || c.bci == MARK_PARK_CLASS => {
+                    (c.bci == MARK_PARK_CLASS, agent.profiler.locks.class_name(c.method), rest)
+                }
+                _ => (false, "[unknown lock]".to_string(), &t.frames[..]),
+            };
+            let id = LOCK_STACK_BIT | e.slot as u64;
+            if !self.writer.has_stack(id) {
+                let frames = alloc_stack(cx, &mut self.lines, stack);
+                self.writer.stack(id, &frames, false);
+            }
+            self.name_thread(agent, e.tid);
+            // The event's duration is the waiting time it stands for (its
+            // weight), so sums per site stay unbiased at any interval.
+            if let Err(err) = self.writer.lock_wait(park, e.ticks as i64, e.weight.min(i64::MAX as u64) as i64, e.tid as u64, id, &class) {
+                return self.fail(err);
+            }
+            self.counts.lock += 1;
+            self.rotate(agent);
         }
     }
 

@@ -49,6 +49,8 @@ pub mod id {
     pub const NATIVE_METHOD_SAMPLE: u64 = 106;
     /// `oxprof.WallClockSample`, oxprof's own event.
     pub const WALL_CLOCK_SAMPLE: u64 = 107;
+    pub const JAVA_MONITOR_ENTER: u64 = 108;
+    pub const THREAD_PARK: u64 = 109;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -443,6 +445,33 @@ fn types() -> Vec<Element> {
                 F("objectSize", LONG, false, false, vec![ann(DATA_AMOUNT, Some("BYTES")), label("Object Size")]),
             ],
             vec![category(&["Java Virtual Machine", "Profiling"]), label("Old Object Sample"), description("A potential memory leak")],
+        ),
+        event(
+            JAVA_MONITOR_ENTER,
+            "jdk.JavaMonitorEnter",
+            true,
+            vec![
+                event_thread(),
+                stack_trace(),
+                F("monitorClass", CLASS, true, false, vec![label("Monitor Class")]),
+                F("previousOwner", THREAD, true, false, vec![label("Previous Monitor Owner")]),
+                F("address", LONG, false, false, vec![ann(MEMORY_ADDRESS, None), label("Monitor Address")]),
+            ],
+            vec![category(&["Java Application"]), label("Java Monitor Blocked")],
+        ),
+        event(
+            THREAD_PARK,
+            "jdk.ThreadPark",
+            true,
+            vec![
+                event_thread(),
+                stack_trace(),
+                F("parkedClass", CLASS, true, false, vec![label("Class Parked On")]),
+                F("timeout", LONG, false, false, vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Park Timeout")]),
+                F("until", LONG, false, false, vec![ann(TIMESTAMP, Some("MILLISECONDS_SINCE_EPOCH")), label("Park Until")]),
+                F("address", LONG, false, false, vec![ann(MEMORY_ADDRESS, None), label("Address of Object Parked")]),
+            ],
+            vec![category(&["Java Application"]), label("Java Thread Park")],
         ),
         event(
             ACTIVE_SETTING,

@@ -440,6 +440,32 @@ impl<W: Write> JfrWriter<W> {
         self.emit()
     }
 
+    /// `jdk.JavaMonitorEnter` (`park` false) or `jdk.ThreadPark` (`park`
+    /// true): thread `tid` waited `duration` ticks, until `end_ticks`, for a
+    /// lock of class `class`. The previous owner and addresses are not known
+    /// (null, 0); a park's timeout and deadline read as not applicable.
+    #[allow(clippy::too_many_arguments)] // the event's own fields
+    pub fn lock_wait(&mut self, park: bool, end_ticks: i64, duration: i64, tid: u64, stack: u64, class: &str) -> io::Result<()> {
+        self.refer_thread(tid);
+        let class = self.pools.class(class);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(if park { id::THREAD_PARK } else { id::JAVA_MONITOR_ENTER });
+        b.long(end_ticks.saturating_sub(duration));
+        b.long(duration);
+        b.varint(tid);
+        b.varint(stack + 1);
+        b.varint(class);
+        if park {
+            b.long(i64::MIN); // timeout: none (the JDK's "N/A")
+            b.long(i64::MIN); // until: none
+        } else {
+            b.varint(0); // previous owner: null
+        }
+        b.long(0); // address
+        self.emit()
+    }
+
     /// `jdk.ObjectAllocationSample`: `weight` bytes allocated as `class`.
     pub fn allocation_sample(&mut self, ticks: i64, tid: u64, stack: u64, class: &str, weight: u64) -> io::Result<()> {
         self.refer_thread(tid);
@@ -608,5 +634,7 @@ impl<W: Write> JfrWriter<W> {
 
 /// Event type ids for [`JfrWriter::setting`].
 pub mod event_type {
-    pub use super::id::{EXECUTION_SAMPLE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, WALL_CLOCK_SAMPLE};
+    pub use super::id::{
+        EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, THREAD_PARK, WALL_CLOCK_SAMPLE,
+    };
 }

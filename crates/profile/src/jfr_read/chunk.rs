@@ -5,7 +5,7 @@
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, FastMap, LiveSample, Recording, WallSample};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, LockSample, Recording, WallSample};
 use crate::model::FrameKind;
 use crate::state::ThreadState;
 
@@ -65,6 +65,8 @@ impl Header {
 /// The events this reader extracts, by name.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Interest {
+    MonitorEnter,
+    ThreadPark,
     Cpu,
     AllocSample,
     AllocNewTlab,
@@ -86,6 +88,8 @@ impl Interest {
             "jdk.ActiveSetting" => Interest::ActiveSetting,
             "jdk.NativeMethodSample" => Interest::NativeSample,
             "oxprof.WallClockSample" => Interest::WallSample,
+            "jdk.JavaMonitorEnter" => Interest::MonitorEnter,
+            "jdk.ThreadPark" => Interest::ThreadPark,
             _ => return None,
         })
     }
@@ -403,6 +407,15 @@ impl<'a> Resolver<'a> {
                     let stack = self.stack(&ev, type_id);
                     let class = self.class_of(&ev, type_id, "objectClass");
                     self.rec.alloc.push(AllocSample { time, thread, stack, class, bytes: weight.unwrap_or(0).max(0) as u64 });
+                }
+                Interest::MonitorEnter | Interest::ThreadPark => {
+                    let park = what == Interest::ThreadPark;
+                    let thread = self.thread(&ev, type_id, "eventThread");
+                    let stack = self.stack(&ev, type_id);
+                    let class = self.class_of(&ev, type_id, if park { "parkedClass" } else { "monitorClass" });
+                    let ticks = self.int(&ev, type_id, "duration").unwrap_or(0).max(0);
+                    let duration_ns = (self.header.ticks_to_ns(self.header.start_ticks as i64 + ticks) - self.header.start_nanos).max(0) as u64;
+                    self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park });
                 }
                 Interest::OldObject => {
                     let thread = self.thread(&ev, type_id, "eventThread");

@@ -114,6 +114,20 @@ pub struct AllocSample {
     pub bytes: u64,
 }
 
+/// A wait for a lock (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`): the class
+/// waited on and how long (for oxprof's sampled events, the waiting time
+/// the event stands for).
+#[derive(Clone, Copy, Debug)]
+pub struct LockSample {
+    pub time: i64,
+    pub thread: u32,
+    pub stack: u32,
+    pub class: u32,
+    pub duration_ns: u64,
+    /// A park (`jdk.ThreadPark`) rather than a monitor.
+    pub park: bool,
+}
+
 /// A sampled object still alive when the recording ended.
 #[derive(Clone, Copy, Debug)]
 pub struct LiveSample {
@@ -146,6 +160,7 @@ pub struct Recording {
     /// when asked (`Options::jdk_native`).
     pub native: Vec<WallSample>,
     pub alloc: Vec<AllocSample>,
+    pub lock: Vec<LockSample>,
     pub live: Vec<LiveSample>,
     /// The `period` setting of `jdk.ExecutionSample`, when recorded (and
     /// the samples are CPU samples).
@@ -186,6 +201,7 @@ impl Default for Recording {
             wall: Vec::new(),
             native: Vec::new(),
             alloc: Vec::new(),
+            lock: Vec::new(),
             live: Vec::new(),
             cpu_period_ns: None,
             wall_period_ns: None,
