@@ -414,7 +414,7 @@ impl<'a> Resolver<'a> {
                     let stack = self.stack(&ev, type_id);
                     let class = self.class_of(&ev, type_id, if park { "parkedClass" } else { "monitorClass" });
                     let ticks = self.int(&ev, type_id, "duration").unwrap_or(0).max(0);
-                    let duration_ns = (self.header.ticks_to_ns(self.header.start_ticks as i64 + ticks) - self.header.start_nanos).max(0) as u64;
+                    let duration_ns = (self.header.ticks_to_ns(self.header.start_ticks + ticks) - self.header.start_nanos).max(0) as u64;
                     self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park });
                 }
                 Interest::OldObject => {
