@@ -15,9 +15,9 @@ use regex::Regex;
 
 /// What a file held.
 pub enum Input {
-    Jfr(Box<Recording>),
+    Jfr(Recording),
     /// A pprof or collapsed profile: one profile, no timestamps.
-    Profile(Profile),
+    Profile(Box<Profile>),
 }
 
 /// Which samples to take from an input, shared by convert, diff and report.
@@ -90,15 +90,17 @@ pub fn load(path: &Path) -> Result<Input, String> {
         for w in &rec.warnings {
             eprintln!("oxprof: warning: {}: {w}", path.display());
         }
-        return Ok(Input::Jfr(Box::new(rec)));
+        return Ok(Input::Jfr(rec));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
-        return pprof::read(&bytes).map(Input::Profile).map_err(|e| format!("{}: not a JFR file, and {e}", path.display()));
+        return pprof::read(&bytes).map(|p| Input::Profile(Box::new(p))).map_err(|e| format!("{}: not a JFR file, and {e}", path.display()));
     }
     let text = String::from_utf8_lossy(&bytes);
     let meta = Meta { title: path.display().to_string(), event: "cpu".into(), ..Meta::default() };
-    collapsed::read(&text, meta).map(Input::Profile).map_err(|e| format!("{} is neither JFR, pprof nor collapsed stacks ({e})", path.display()))
+    collapsed::read(&text, meta)
+        .map(|p| Input::Profile(Box::new(p)))
+        .map_err(|e| format!("{} is neither JFR, pprof nor collapsed stacks ({e})", path.display()))
 }
 
 fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> {
