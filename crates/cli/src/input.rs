@@ -179,7 +179,7 @@ impl Selection {
                     "lock" => "lock",
                     _ => "cpu",
                 };
-                let mut p = p.clone();
+                let mut p: Profile = (**p).clone();
                 let state_of = |p: &Profile, s: &oxprof_profile::Sample| {
                     s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::State).and_then(|f| ThreadState::from_frame_name(&f.name))
                 };
