@@ -15,7 +15,7 @@ use regex::Regex;
 
 /// What a file held.
 pub enum Input {
-    Jfr(Recording),
+    Jfr(Box<Recording>),
     /// A pprof or collapsed profile: one profile, no timestamps.
     Profile(Box<Profile>),
 }
@@ -90,7 +90,7 @@ pub fn load(path: &Path) -> Result<Input, String> {
         for w in &rec.warnings {
             eprintln!("oxprof: warning: {}: {w}", path.display());
         }
-        return Ok(Input::Jfr(rec));
+        return Ok(Input::Jfr(Box::new(rec)));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
