@@ -48,9 +48,12 @@ fn record_passes_the_exit_code_and_reports_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("'-5ms' is not a duration"), "{}", text(&o.stderr));
 
-    let o = oxprof_cmd().args(["record", "--event", "wall", "--", "java"]).output().unwrap();
+    let o = oxprof_cmd().args(["record", "--event", "walls", "--", "java"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("possible values: cpu, itimer, ctimer"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("possible values: cpu, itimer, ctimer, wall, lock"), "{}", text(&o.stderr));
+    let o = oxprof_cmd().args(["record", "--wall", "50us", "--", "java"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("the wall-clock interval must be at least 100us"), "{}", text(&o.stderr));
 
     let o = oxprof_cmd().args(["record", "-o", "/nonexistent-oxprof/p.html", "--"]).arg(java()).args(["-version"]).output().unwrap();
     assert!(!o.status.success());
