@@ -554,10 +554,10 @@ unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNI
     })
 }
 
-unsafe extern "C" fn on_monitor_contended_enter(_jvmti: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread, _object: jobject) {
+unsafe extern "C" fn on_monitor_contended_enter(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, _object: jobject) {
     guard("MonitorContendedEnter", (), || {
         if let Some(agent) = AGENT.get() {
-            locks::monitors::on_enter(&agent.profiler.locks);
+            locks::monitors::on_enter(&agent.profiler.locks, Jvmti(jvmti), Jni(jni));
         }
     })
 }

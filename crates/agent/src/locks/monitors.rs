@@ -2,28 +2,43 @@
 //! JVMTI MonitorContendedEnter event before it blocks and
 //! MonitorContendedEntered once it owns the monitor, both on that thread.
 //! The time between them is the wait; the sampler decides whether to
-//! record it, with the monitor object's class as the leaf frame. The events
+//! record it, with the monitor object's class as the leaf frame. The stack
+//! is taken at MonitorContendedEnter, before the thread blocks: taken at
+//! Entered it would run inside the critical section of the very lock being
+//! waited for (the thread owns the monitor by then), stretching every
+//! holder's time (Jetty lost 2.4–2.6% of its throughput that way). The events
 //! are enabled only while lock profiling runs; HotSpot posts them from the
 //! contended path alone, so uncontended locking costs nothing.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use jvmti_sys::{jobject, jthread};
 
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::sampler::{Kind, LockSampler};
 use crate::sampling::signal::monotonic_ns;
+use crate::sampling::store::RawFrame;
 
 thread_local! {
     /// When the thread started waiting for a contended monitor (0: not waiting).
     static ENTERED_AT: Cell<u64> = const { Cell::new(0) };
+    /// Its stack then (slot 0 left for the class), and how many frames.
+    static STACK: RefCell<(Vec<RawFrame>, usize)> = const { RefCell::new((Vec::new(), 0)) };
 }
 
-/// MonitorContendedEnter: the thread is about to block on `object`'s monitor.
-pub fn on_enter(sampler: &LockSampler) {
-    if sampler.is_running() {
-        let _ = ENTERED_AT.try_with(|t| t.set(monotonic_ns()));
+/// MonitorContendedEnter: the thread is about to block on a monitor; its
+/// stack is taken now, outside the lock.
+pub fn on_enter(sampler: &LockSampler, jvmti: Jvmti, jni: Jni) {
+    if !sampler.is_running() {
+        return;
     }
+    let t0 = crate::sampling::cputime::thread_cpu_ns();
+    let _ = STACK.try_with(|s| {
+        let (frames, n) = &mut *s.borrow_mut();
+        *n = sampler.take_stack(jvmti, jni, frames);
+    });
+    sampler.add_record_ns(crate::sampling::cputime::thread_cpu_ns().saturating_sub(t0));
+    let _ = ENTERED_AT.try_with(|t| t.set(monotonic_ns()));
 }
 
 /// MonitorContendedEntered: the thread owns `object`'s monitor after waiting.
@@ -40,9 +55,11 @@ pub unsafe fn on_entered(sampler: &LockSampler, jvmti: Jvmti, jni: Jni, _thread:
     let Some(weight) = sampler.should_record(Kind::Monitor, waited) else { return };
     // SAFETY: `object` is live (this function's contract).
     let class = unsafe { jni.object_class(object) };
-    // SAFETY: `class` is the local reference just returned (or null).
-    unsafe {
-        sampler.record(jvmti, jni, Kind::Monitor, class, weight);
-        jni.delete_local(class);
-    }
+    let _ = STACK.try_with(|s| {
+        let (frames, n) = &mut *s.borrow_mut();
+        // SAFETY: `class` is the local reference just returned (or null).
+        unsafe { sampler.record_stack(jvmti, Kind::Monitor, class, weight, frames, *n) };
+    });
+    // SAFETY: as above; not used afterwards.
+    unsafe { jni.delete_local(class) };
 }

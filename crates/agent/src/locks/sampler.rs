@@ -152,24 +152,16 @@ impl LockSampler {
         decide(d, self.interval_ns(), random_unit())
     }
 
-    /// Records a wait of `weight` ns on a lock of class `class`, with the
-    /// calling thread's stack.
-    ///
-    /// # Safety
-    /// `class` must be a live local or global reference to a class; `jni` the
-    /// calling thread's environment, in a JVMTI callback or a native method.
-    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64) {
-        let t0 = crate::sampling::cputime::thread_cpu_ns();
-        let Some(store) = self.stored() else { return };
-        // SAFETY: `class` is live (this function's contract).
-        let class_id = unsafe { self.class_id(jvmti, class) };
+    /// The calling thread's Java stack into `frames[1..]` (slot 0 is left
+    /// for the lock's class); returns how many frames. The own walk from
+    /// the thread's last Java frame, else JVMTI `GetStackTrace`.
+    pub fn take_stack(&self, jvmti: Jvmti, jni: Jni, frames: &mut Vec<RawFrame>) -> usize {
         let depth = self.depth.load(Ordering::Relaxed);
-        let mut frames = vec![RawFrame::default(); depth + 1];
-        if let Some(first) = frames.first_mut() {
-            let bci = if kind == Kind::Park { MARK_PARK_CLASS } else { MARK_LOCK_CLASS };
-            *first = RawFrame { bci, method: class_id as usize };
+        if frames.len() != depth + 1 {
+            frames.clear();
+            frames.resize(depth + 1, RawFrame::default());
         }
-        let n = match frames.get_mut(1..).and_then(|f| allocstack::walk(jni.0 as usize, f)) {
+        match frames.get_mut(1..).and_then(|f| allocstack::walk(jni.0 as usize, f)) {
             Some(n) => n,
             None => {
                 // SAFETY: jvmtiFrameInfo is plain data; all-zero is valid.
@@ -181,14 +173,47 @@ impl LockSampler {
                 }
                 n.min(depth)
             }
-        };
+        }
+    }
+
+    /// Records a wait of `weight` ns on a lock of class `class`, with the
+    /// calling thread's stack.
+    ///
+    /// # Safety
+    /// `class` must be a live local or global reference to a class; `jni` the
+    /// calling thread's environment, in a JVMTI callback or a native method.
+    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64) {
+        let t0 = crate::sampling::cputime::thread_cpu_ns();
+        let mut frames = Vec::new();
+        let n = self.take_stack(jvmti, jni, &mut frames);
+        // SAFETY: as this function's contract.
+        unsafe { self.record_stack(jvmti, kind, class, weight, &mut frames, n) };
+        self.record_ns.fetch_add(crate::sampling::cputime::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+    }
+
+    /// Records a wait with a stack taken before (`frames[1..=n]`, see
+    /// [`LockSampler::take_stack`]).
+    ///
+    /// # Safety
+    /// `class` must be a live local or global reference to a class.
+    pub unsafe fn record_stack(&self, jvmti: Jvmti, kind: Kind, class: jclass, weight: u64, frames: &mut [RawFrame], n: usize) {
+        let Some(store) = self.stored() else { return };
+        // SAFETY: `class` is live (this function's contract).
+        let class_id = unsafe { self.class_id(jvmti, class) };
+        if let Some(first) = frames.first_mut() {
+            let bci = if kind == Kind::Park { MARK_PARK_CLASS } else { MARK_LOCK_CLASS };
+            *first = RawFrame { bci, method: class_id as usize };
+        }
         let tid = if self.per_thread.load(Ordering::Relaxed) { crate::sampling::threads::current_tid() } else { 0 };
         store.record(tid, frames.get(..n + 1).unwrap_or_default(), weight);
-        let k = kind as usize;
-        if let Some(r) = self.recorded.get(k) {
+        if let Some(r) = self.recorded.get(kind as usize) {
             r.fetch_add(1, Ordering::Relaxed);
         }
-        self.record_ns.fetch_add(crate::sampling::cputime::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+    }
+
+    /// Adds the CPU time of taking a stack (outside `record`).
+    pub fn add_record_ns(&self, ns: u64) {
+        self.record_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// # Safety

@@ -66,8 +66,10 @@ const IDLE_SLACK_NS: u64 = 10_000;
 
 /// CPU-time deltas seen by the reuse test, by power of two of ns (diagnostic).
 static DELTAS: [AtomicU64; 24] = [const { AtomicU64::new(0) }; 24];
-/// Threads looked at back to back before the sampler pauses (see `run`).
+/// Threads looked at back to back before the sampler pauses (see `run`),
+/// and the most pauses a tick.
 const THREAD_GROUP: usize = 8;
+const MAX_GROUPS: usize = 20;
 /// How often the thread list is read again, at most.
 const LIST_PERIOD_NS: u64 = 100_000_000;
 
@@ -210,8 +212,9 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
         if now >= next_list {
             let excluded = registry.excluded();
             tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
+            let alive_set: std::collections::HashSet<u32> = tids.iter().copied().collect();
             known.retain(|tid, _| {
-                let alive = tids.contains(tid);
+                let alive = alive_set.contains(tid);
                 if !alive {
                     wall_table::release(*tid);
                 }
@@ -220,12 +223,15 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
             next_list = now + LIST_PERIOD_NS.max(interval_ns);
         }
         let count = tids.len();
-        let groups = count.div_ceil(THREAD_GROUP).max(1) as u64;
+        // Groups of THREAD_GROUP, but no more than MAX_GROUPS pauses a tick
+        // (each costs the sampler a wake-up).
+        let group = THREAD_GROUP.max(count.div_ceil(MAX_GROUPS));
+        let groups = count.div_ceil(group).max(1) as u64;
         let (mut sent, mut deferred) = (0usize, 0u64);
         for i in 0..count {
-            if i > 0 && i % THREAD_GROUP == 0 {
+            if i > 0 && i % group == 0 {
                 // This group's moment in the tick.
-                let due = tick_start + interval_ns * (i / THREAD_GROUP) as u64 / groups;
+                let due = tick_start + interval_ns * (i / group) as u64 / groups;
                 let wait = due.saturating_sub(monotonic_ns());
                 if wait > 0 && !stop.load(Ordering::Acquire) {
                     std::thread::sleep(std::time::Duration::from_nanos(wait.min(interval_ns)));
