@@ -63,3 +63,44 @@ fn lock_waits_in_jfr_and_pprof() {
     assert!(r.status.success() && report.contains("Top contended locks"), "{report}{}", text(&r.stderr));
     assert!(report.contains("java.util.concurrent.locks.ReentrantLock$NonfairSync"), "{report}");
 }
+
+/// Attach, profile locks, stop, and again: each stop binds `Unsafe.park`
+/// back to the JVM's own function (the log says so), a restart works, and
+/// the JVM prints no warning about the rebinding.
+#[test]
+fn attach_start_stop_undoes_the_park_hook_each_time() {
+    use std::io::Read;
+    let s = Scratch::new("lock-attach");
+    compile(&s.0, &["LockContention.java"]);
+    let mut jvm = RunningJvm::spawn(java_cmd(["-cp", s.0.to_str().unwrap(), "LockContention", "8"]), &s.0, "ready");
+    let pid = jvm.pid().to_string();
+    let mut stops = String::new();
+    for round in ["a", "b"] {
+        let o = oxprof_cmd().args(["attach", &pid, "start", "--event", "lock", "--lock", "0", "--total"]).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("monitors and java.util.concurrent locks"), "{}", text(&o.stdout));
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let out = s.path(&format!("{round}.collapsed"));
+        let o = oxprof_cmd().args(["attach", &pid, "stop", "-o", out.to_str().unwrap()]).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        stops.push_str(&text(&o.stdout));
+        stops.push_str(&text(&o.stderr));
+        let stacks = read_collapsed(&out);
+        let parked: u64 = stacks
+            .iter()
+            .filter(|(st, _)| {
+                st.iter().any(|f| f == "LockContention.reentrantSite") && st.last().is_some_and(|l| l == "java.util.concurrent.locks.ReentrantLock$NonfairSync")
+            })
+            .map(|(_, n)| n)
+            .sum();
+        assert!(parked > 100_000_000, "round {round}: {parked} ns of ReentrantLock waits: {stacks:?}");
+    }
+    let status = jvm.child.wait().unwrap();
+    let mut err = String::new();
+    jvm.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    // Each stop's reply: the summary, built after the stop, finds
+    // Unsafe.park bound to the JVM's own function again.
+    assert_eq!(stops.matches("park_hook=unbound").count(), 2, "{stops}\n{err}");
+    assert!(!err.contains("[warning]") && !stops.contains("[warning]"), "{err}");
+}

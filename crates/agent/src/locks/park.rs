@@ -273,6 +273,7 @@ pub fn uninstall(jni: Jni) {
     let (Some(r), original) = (refs.as_ref(), ORIGINAL.load(Ordering::SeqCst)) else { return };
     if bind(jni, r, original) {
         HOOKED.store(false, Ordering::SeqCst);
+        crate::log::info("Unsafe.park bound back to the JVM's own function");
     } else {
         crate::log::warn("cannot bind Unsafe.park back to the JVM's function; the hook stays and records nothing");
     }

@@ -127,7 +127,12 @@ impl EventSource for LockSource {
             st.seen[1],
             st.recorded[1],
             st.record_ns,
-            if self.no_park.is_none() { "on" } else { "off" },
+            match (&self.no_park, park::hooked()) {
+                (Some(_), _) => "unavailable",
+                (None, true) => "bound",
+                // Stopped: Unsafe.park is the JVM's own function again.
+                (None, false) => "unbound",
+            },
         );
         Built { label: "Locks".into(), key: "lock", profile, summary_line, leak: None }
     }

@@ -3,7 +3,8 @@ import java.util.concurrent.locks.ReentrantLock;
 // Threads contending for a monitor and for a ReentrantLock, each summing the
 // time it waited to acquire (nanoTime around the acquisition), for the lock
 // profiling tests. Usage: java LockContention SECONDS [THREADS_PER_LOCK]
-// Prints: TRUTH monitor_wait=<ns> monitor_acquired=<n> lock_wait=<ns> lock_acquired=<n>
+// Prints "ready" at once, then at the end:
+//   TRUTH monitor_wait=<ns> monitor_acquired=<n> lock_wait=<ns> lock_acquired=<n>
 public class LockContention {
     static final Object MONITOR = new Object();
     static final ReentrantLock LOCK = new ReentrantLock();
@@ -35,6 +36,8 @@ public class LockContention {
     }
 
     public static void main(String[] args) throws Exception {
+        System.out.println("ready");
+        System.out.flush();
         final long runNs = (long) (Double.parseDouble(args.length > 0 ? args[0] : "3") * 1e9);
         int perLock = args.length > 1 ? Integer.parseInt(args[1]) : 4;
         final long start = System.nanoTime();
