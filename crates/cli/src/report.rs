@@ -59,12 +59,12 @@ pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Writ
             }
             "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, None, out)?,
             "lock" => {
-                methods(p, "Lock waits by method", top, out)?;
+                methods_by(p, "Lock waits by method, self = innermost Java method", top, true, out)?;
                 writeln!(out)?;
                 sites(p, "Top contended locks", "waits", top, None, out)?;
             }
             "wall" => {
-                methods(p, "Wall clock: top methods", top, out)?;
+                methods_by(p, "Wall clock: top methods, self = innermost Java method", top, true, out)?;
                 writeln!(out)?;
                 states(p, "Wall clock by thread state", top, out)?;
             }
@@ -95,20 +95,30 @@ fn pct(part: u64, whole: u64) -> f64 {
 
 /// Self and total per method, for the non-class frames of each stack.
 fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    methods_by(p, title, top, false, out)
+}
+
+/// [`methods`] with `self` going to the innermost Java method of a stack
+/// when `java_self` (wall clock and locks: every waiting thread's innermost
+/// frame is the same futex call in libc, and the Java code under it is what
+/// the reader looks for), else to the innermost frame.
+fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut dyn Write) -> std::io::Result<()> {
     let samples = p.sum(Counter::Samples);
     let total = p.sum(Counter::Total);
     let mut self_of: HashMap<&str, (u64, u64)> = HashMap::new();
     let mut total_of: HashMap<&str, (u64, u64)> = HashMap::new();
     let mut seen: Vec<&str> = Vec::new();
     for s in p.samples() {
-        let frames: Vec<&str> = s
+        let kept: Vec<&oxprof_profile::Frame> = s
             .stack
             .iter()
             .map(|&f| p.frame(f))
             .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
-            .map(|f| f.name.as_str())
             .collect();
-        if let Some(leaf) = frames.last() {
+        let java = |f: &&&oxprof_profile::Frame| matches!(f.kind, FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java);
+        let leaf = if java_self { kept.iter().rev().find(java).or(kept.last()) } else { kept.last() };
+        let frames: Vec<&str> = kept.iter().map(|f| f.name.as_str()).collect();
+        if let Some(leaf) = leaf.map(|f| f.name.as_str()) {
             let e = self_of.entry(leaf).or_default();
             e.0 += s.samples;
             e.1 += s.total;
