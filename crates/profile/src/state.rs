@@ -1,6 +1,6 @@
 //! Thread states of CPU and wall-clock samples: the words profiles,
 //! filters and options use (`running`, `sleeping`, ...), their numbering
-//! (the agent's `hotspot::frames::ThreadState as u8`, stored with every
+//! (`ThreadState as u8`, which the agent stores with every
 //! sample), the names the JDK gives them in `jdk.types.ThreadState`, and
 //! the root frames (`[sleeping]`) that show them in a profile.
 
@@ -110,6 +110,17 @@ impl ThreadState {
             "STATE_PARKED" | "STATE_PARKED_TIMED" => ThreadState::Parked,
             "STATE_SLEEPING" => ThreadState::Sleeping,
             _ => ThreadState::Unknown,
+        }
+    }
+
+    /// The state told apart by the sample's innermost Java frame
+    /// (`class`, `method`), where HotSpot's own states do not: from JDK 17
+    /// `Thread.sleep` waits like a park, so a thread parked or in the VM
+    /// under `java.lang.Thread.sleep…` is sleeping.
+    pub fn refine(self, innermost_java: Option<(&str, &str)>) -> ThreadState {
+        match (self, innermost_java) {
+            (ThreadState::Parked | ThreadState::Vm, Some(("java.lang.Thread", method))) if method.starts_with("sleep") => ThreadState::Sleeping,
+            _ => self,
         }
     }
 

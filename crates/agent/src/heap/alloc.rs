@@ -163,11 +163,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl AllocSampler {
     pub fn store(&self) -> Result<&'static SampleStore, String> {
-        if let Some(s) = self.store.get() {
-            return Ok(s);
-        }
-        let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the allocation sample store")?;
-        Ok(*self.store.get_or_init(|| Box::leak(Box::new(s))))
+        SampleStore::leaked(&self.store, STORE_SLOTS, STORE_FRAMES, "the allocation sample store")
     }
 
     pub fn stored(&self) -> Option<&'static SampleStore> {

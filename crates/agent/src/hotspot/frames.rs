@@ -14,6 +14,8 @@
 
 use std::sync::OnceLock;
 
+pub use oxprof_profile::ThreadState;
+
 use crate::hotspot::gate;
 use crate::hotspot::safemem;
 use crate::sampling::store::direct_mapped_slot;
@@ -28,71 +30,6 @@ const THREAD_IN_VM_TRANS: i32 = 7;
 const THREAD_BLOCKED: i32 = 10;
 const THREAD_BLOCKED_TRANS: i32 = 11;
 const THREAD_BLOCKED_I64: i64 = THREAD_BLOCKED as i64;
-
-/// What a Java thread is doing, from its `JavaThreadState` and, when it is
-/// blocked in the VM, its `OSThread` state: the state of wall-clock and CPU
-/// samples. Stored in a sample's key (see `sampling::store::state_key`), so
-/// the values are part of the store's format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum ThreadState {
-    /// Not read (no structure table, or not a Java thread).
-    Unknown = 0,
-    /// Running Java code.
-    Running = 1,
-    /// In native code or a system call (JNI, I/O).
-    Native = 2,
-    /// In the JVM itself (runtime calls, class loading, safepoint waits).
-    Vm = 3,
-    /// Waiting to enter a contended monitor (`synchronized`).
-    Blocked = 4,
-    /// In `Object.wait()`.
-    Waiting = 5,
-    /// Parked (`LockSupport.park`: `java.util.concurrent` locks, pools).
-    Parked = 6,
-    /// In `Thread.sleep()`.
-    Sleeping = 7,
-}
-
-impl ThreadState {
-    pub const ALL: [ThreadState; 8] = [
-        ThreadState::Unknown,
-        ThreadState::Running,
-        ThreadState::Native,
-        ThreadState::Vm,
-        ThreadState::Blocked,
-        ThreadState::Waiting,
-        ThreadState::Parked,
-        ThreadState::Sleeping,
-    ];
-
-    /// Its name in profiles, filters and options.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ThreadState::Unknown => "unknown",
-            ThreadState::Running => "running",
-            ThreadState::Native => "native",
-            ThreadState::Vm => "vm",
-            ThreadState::Blocked => "blocked",
-            ThreadState::Waiting => "waiting",
-            ThreadState::Parked => "parked",
-            ThreadState::Sleeping => "sleeping",
-        }
-    }
-
-    pub const fn from_u8(v: u8) -> ThreadState {
-        match v {
-            1 => ThreadState::Running,
-            2 => ThreadState::Native,
-            3 => ThreadState::Vm,
-            4 => ThreadState::Blocked,
-            5 => ThreadState::Waiting,
-            6 => ThreadState::Parked,
-            7 => ThreadState::Sleeping,
-            _ => ThreadState::Unknown,
-        }
-    }
-}
 
 /// `OSThread` states (`ThreadState` in osThread.hpp) that name what a
 /// blocked thread waits for, as this JVM numbers them.
@@ -442,7 +379,8 @@ impl Layout {
         unsafe { ((thread + self.thread_state) as *const i32).read_volatile() }
     }
 
-    /// What the current thread is doing (see [`ThreadState`]). Reads only
+    /// What the current thread is doing (see [`ThreadState`]: its numbering
+    /// is stored with each sample). Reads only
     /// its own `JavaThread` and the `OSThread` it owns (C heap, freed only
     /// when the thread ends).
     pub fn java_state(&self, thread: usize) -> ThreadState {

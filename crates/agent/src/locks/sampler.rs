@@ -103,11 +103,7 @@ pub fn decide(d: u64, i: u64, u: f64) -> Option<u64> {
 
 impl LockSampler {
     pub fn store(&self) -> Result<&'static SampleStore, String> {
-        if let Some(s) = self.store.get() {
-            return Ok(s);
-        }
-        let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the lock sample store")?;
-        Ok(*self.store.get_or_init(|| Box::leak(Box::new(s))))
+        SampleStore::leaked(&self.store, STORE_SLOTS, STORE_FRAMES, "the lock sample store")
     }
 
     pub fn stored(&self) -> Option<&'static SampleStore> {

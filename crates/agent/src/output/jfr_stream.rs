@@ -647,18 +647,10 @@ fn thread_stack(
     Some(state)
 }
 
-/// As [`crate::sampling::cpu::refine_state`], from resolved frames (leaf
-/// first): a thread parked or in the VM whose innermost Java frame is
-/// `java.lang.Thread.sleep…` is sleeping (from JDK 17 `Thread.sleep` waits
-/// like a park).
+/// A sample's state told apart by its innermost Java frame (see
+/// [`ThreadState::refine`]), from resolved frames (leaf first).
 fn refine_state(state: ThreadState, frames: &[JfrFrame]) -> ThreadState {
-    if !matches!(state, ThreadState::Parked | ThreadState::Vm) {
-        return state;
-    }
-    match frames.iter().find(|f| !f.class.is_empty()) {
-        Some(f) if f.class == "java.lang.Thread" && f.method.starts_with("sleep") => ThreadState::Sleeping,
-        _ => state,
-    }
+    state.refine(frames.iter().find(|f| !f.class.is_empty()).map(|f| (f.class.as_str(), f.method.as_str())))
 }
 
 #[cfg(test)]
@@ -693,13 +685,5 @@ mod tests {
         let n: u64 = (0..1000).map(|i| intervals(&mut carry, 15 + (i % 3) * 10, 20)).sum();
         let truth = (0..1000).map(|i| 15 + (i % 3) * 10).sum::<u64>() / 20;
         assert!(n.abs_diff(truth) <= 2, "{n} vs {truth}");
-    }
-
-    /// The agent's state words are the ones profiles and filters use.
-    #[test]
-    fn agent_states_are_the_profile_states() {
-        for s in crate::hotspot::frames::ThreadState::ALL {
-            assert_eq!(ThreadState::from_u8(s as u8).name(), s.name());
-        }
     }
 }

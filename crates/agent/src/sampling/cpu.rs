@@ -35,11 +35,7 @@ static STORE: OnceLock<&'static SampleStore> = OnceLock::new();
 /// The CPU sample store, mapped on first use and kept for the process's
 /// life (the signal handler may still hold it while a recording stops).
 pub fn store() -> Result<&'static SampleStore, String> {
-    if let Some(s) = STORE.get() {
-        return Ok(s);
-    }
-    let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the sample store")?;
-    Ok(*STORE.get_or_init(|| Box::leak(Box::new(s))))
+    SampleStore::leaked(&STORE, STORE_SLOTS, STORE_FRAMES, "the sample store")
 }
 
 /// The store, if a CPU recording ever made it.
@@ -300,20 +296,11 @@ impl CpuSource {
     }
 }
 
-/// A stored sample's state, told apart where HotSpot's own states do not:
-/// from JDK 17 `Thread.sleep` waits like a park (`CONDVAR_WAIT`), so a
-/// blocked thread whose innermost Java frame is `java.lang.Thread.sleep…` is
-/// sleeping.
-pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> u8 {
-    let state = ThreadState::from_u8(t.state);
-    if !matches!(state, ThreadState::Parked | ThreadState::Vm | ThreadState::Sleeping) {
-        return t.state;
-    }
-    let leaf_java = t.frames.iter().find(|f| !f.is_native() && !f.is_marker());
-    match leaf_java {
-        Some(f) if cx.frame(f).name.starts_with("java.lang.Thread.sleep") => ThreadState::Sleeping as u8,
-        _ => t.state,
-    }
+/// A stored sample's state, told apart by its innermost Java frame where
+/// HotSpot's own states do not (see [`ThreadState::refine`]).
+pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> ThreadState {
+    let leaf_java = t.frames.iter().find(|f| !f.is_native() && !f.is_marker()).map(|f| cx.frame(f).name);
+    ThreadState::from_u8(t.state).refine(leaf_java.as_deref().and_then(|n| n.rsplit_once('.')))
 }
 
 /// Whether CPU and wall profiles get state frames: when option `state`
@@ -321,11 +308,6 @@ pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> u8 {
 /// `state` label rather than frames.
 pub fn with_state(config: &crate::options::Config) -> bool {
     config.state || config.output_format() == oxprof_profile::OutputFormat::Pprof
-}
-
-/// The root frame naming a sample's thread state (option `state`).
-pub fn state_frame(state: u8) -> Frame {
-    Frame::new(format!("[{}]", ThreadState::from_u8(state).name()), FrameKind::State)
 }
 
 /// Appends the frame ids of one stored CPU or wall trace to `out` (root
@@ -340,7 +322,7 @@ pub fn trace_frames(
 ) {
     let (profile, memo) = into;
     if with_state {
-        out.push(profile.intern(state_frame(refine_state(t, cx))));
+        out.push(profile.intern(refine_state(t, cx).frame()));
     }
     let (above, marker) = split_cpu_stack(&t.frames, t.tid, cx.threads);
     if t.frames.first().is_some_and(RawFrame::is_native) {

@@ -26,6 +26,7 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::sampling::event_log::{now_ticks, Event, EventLog};
 
@@ -533,6 +534,20 @@ impl SampleStore {
     pub fn count_dropped(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
+
+    // signal-safe: off (mapped before any handler records into it)
+    /// The store kept in `cell`, mapped on first use with room for `slots`
+    /// stacks and `frames` frames and kept for the process's life (a signal
+    /// handler may still hold it while a recording stops); `what` names it
+    /// in the error.
+    pub fn leaked(cell: &OnceLock<&'static SampleStore>, slots: usize, frames: usize, what: &str) -> Result<&'static SampleStore, String> {
+        if let Some(s) = cell.get() {
+            return Ok(s);
+        }
+        let s = SampleStore::new(slots, frames).ok_or_else(|| format!("cannot map memory for {what}"))?;
+        Ok(*cell.get_or_init(|| Box::leak(Box::new(s))))
+    }
+    // signal-safe: on
 
     // signal-safe: off (read when a profile is written)
     /// Copies out every published stack, in the order they were first

@@ -77,11 +77,7 @@ static STORE: OnceLock<&'static SampleStore> = OnceLock::new();
 
 /// The wall sample store, mapped on first use and kept for the process's life.
 pub fn store() -> Result<&'static SampleStore, String> {
-    if let Some(s) = STORE.get() {
-        return Ok(s);
-    }
-    let s = SampleStore::new(STORE_SLOTS, STORE_FRAMES).ok_or("cannot map memory for the wall-clock sample store")?;
-    Ok(*STORE.get_or_init(|| Box::leak(Box::new(s))))
+    SampleStore::leaked(&STORE, STORE_SLOTS, STORE_FRAMES, "the wall-clock sample store")
 }
 
 /// The store, if a wall recording ever made it.
