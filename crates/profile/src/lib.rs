@@ -13,6 +13,7 @@ pub mod jfr_read;
 pub mod leak;
 pub mod model;
 pub mod pprof;
+pub mod safepoint;
 mod pprof_proto;
 pub mod state;
 pub mod units;

@@ -158,6 +158,9 @@ pub struct Profile {
     frame_ids: HashMap<Frame, u32>,
     samples: Vec<Sample>,
     stack_ids: HashMap<Vec<u32>, usize>,
+    /// The safepoints recorded beside the samples (time-to-safepoint
+    /// recordings, JFR files with safepoint events); empty otherwise.
+    pub safepoints: Vec<crate::safepoint::Safepoint>,
 }
 
 impl Profile {

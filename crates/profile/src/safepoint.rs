@@ -1,0 +1,86 @@
+//! Safepoints: what the time-to-safepoint recording (`ttsp`) and the JDK's
+//! own safepoint events say about each stop of the world, in a form every
+//! output shares (the report's *Safepoints* section, the HTML page's table,
+//! JFR events).
+
+/// One safepoint: the VM thread asked every Java thread to stop at
+/// `start_ns`, the last one stopped `ttsp_ns` later, and the threads were
+/// let go again `total_ns` after the start (when known).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Safepoint {
+    /// HotSpot's safepoint counter when known, else a sequence number.
+    pub id: u64,
+    /// When the safepoint was requested, ns since the Unix epoch.
+    pub start_ns: u64,
+    /// Time to safepoint: from the request until every thread had stopped.
+    pub ttsp_ns: u64,
+    /// From the request until the threads were released (`None` when
+    /// not recorded).
+    pub total_ns: Option<u64>,
+    /// The VM operation that asked for it (`G1CollectForAllocation`,
+    /// `ThreadDump`, ...), when known.
+    pub operation: Option<String>,
+    /// Java threads at the time, when known.
+    pub threads: Option<u32>,
+    /// Samples taken while threads were being brought to the safepoint.
+    pub samples: u64,
+}
+
+/// Summary figures over a set of safepoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SafepointStats {
+    pub count: usize,
+    pub ttsp_p50_ns: u64,
+    pub ttsp_p99_ns: u64,
+    pub ttsp_max_ns: u64,
+    pub ttsp_sum_ns: u64,
+}
+
+impl SafepointStats {
+    /// Count, nearest-rank p50 and p99, max and sum of the times to safepoint.
+    pub fn of(safepoints: &[Safepoint]) -> SafepointStats {
+        let mut t: Vec<u64> = safepoints.iter().map(|s| s.ttsp_ns).collect();
+        t.sort_unstable();
+        let rank = |p: usize| -> u64 {
+            if t.is_empty() {
+                return 0;
+            }
+            let i = (t.len() * p).div_ceil(100).clamp(1, t.len()) - 1;
+            t[i]
+        };
+        SafepointStats {
+            count: t.len(),
+            ttsp_p50_ns: rank(50),
+            ttsp_p99_ns: rank(99),
+            ttsp_max_ns: t.last().copied().unwrap_or(0),
+            ttsp_sum_ns: t.iter().sum(),
+        }
+    }
+}
+
+/// The `n` safepoints with the longest time to safepoint, longest first.
+pub fn slowest(safepoints: &[Safepoint], n: usize) -> Vec<&Safepoint> {
+    let mut v: Vec<&Safepoint> = safepoints.iter().collect();
+    v.sort_by(|a, b| b.ttsp_ns.cmp(&a.ttsp_ns).then(a.start_ns.cmp(&b.start_ns)));
+    v.truncate(n);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(id: u64, ttsp: u64) -> Safepoint {
+        Safepoint { id, start_ns: id * 1000, ttsp_ns: ttsp, ..Safepoint::default() }
+    }
+
+    #[test]
+    fn stats_use_nearest_rank() {
+        let v: Vec<Safepoint> = (1..=100).map(|i| sp(i, i * 10)).collect();
+        let s = SafepointStats::of(&v);
+        assert_eq!((s.count, s.ttsp_p50_ns, s.ttsp_p99_ns, s.ttsp_max_ns), (100, 500, 990, 1000));
+        assert_eq!(SafepointStats::of(&[]), SafepointStats::default());
+        let top: Vec<u64> = slowest(&v, 3).iter().map(|s| s.id).collect();
+        assert_eq!(top, vec![100, 99, 98]);
+    }
+}
