@@ -96,6 +96,9 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
         out.counter = command.counter;
     }
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
+    if let Some(g) = &rec.gate {
+        lines.push(g.summary_line());
+    }
     let jfr = crate::output::jfr_stream::is_active();
     if jfr {
         if let Some(report) = built.iter().find_map(|b| b.leak.as_deref()) {

@@ -28,6 +28,7 @@ pub mod profiler;
 pub mod sampling;
 pub mod source;
 pub mod symbols;
+pub mod trigger;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};

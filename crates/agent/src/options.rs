@@ -107,6 +107,8 @@ impl LogLevel {
 pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc, wall, lock";
 /// The default mean interval of lock profiling: 1 ms of waiting between samples.
 pub const DEFAULT_LOCK_INTERVAL_NS: u64 = 1_000_000;
+/// The default CPU interval with `ttsp`: 1 ms.
+pub const DEFAULT_TTSP_INTERVAL_NS: u64 = 1_000_000;
 /// The default wall-clock sampling interval: 50 ms (async-profiler's).
 pub const DEFAULT_WALL_INTERVAL_NS: u64 = 50_000_000;
 /// The shortest wall-clock interval served (async-profiler's limit too).
@@ -146,6 +148,13 @@ pub struct Config {
     /// Mean waiting time between lock samples (`event=lock`, `lock=DURATION`;
     /// 0 = every contended acquisition); `None` = no lock profiling.
     pub lock: Option<u64>,
+    /// Keep CPU and wall samples only between entering these native
+    /// functions (`begin=FUNC`, `end=FUNC`; see `trigger/`).
+    pub begin: Option<String>,
+    pub end: Option<String>,
+    /// Time-to-safepoint profiling (`ttsp`): the window from a safepoint
+    /// request until every thread stopped, with each safepoint recorded.
+    pub ttsp: bool,
     /// Output file; `None` means the default name chosen at dump time.
     pub file: Option<PathBuf>,
     /// Explicit format word; otherwise taken from the file's extension.
@@ -210,6 +219,9 @@ impl Default for Config {
             wall: None,
             state: false,
             lock: None,
+            begin: None,
+            end: None,
+            ttsp: false,
             file: None,
             format: None,
             threads: false,
@@ -247,7 +259,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, begin, end, ttsp, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -374,6 +386,19 @@ impl Config {
                 }
                 "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" if value.is_none() => c.format = OutputFormat::from_word(key),
                 "threads" => c.threads = parse_flag(item, value)?,
+                "begin" | "end" => {
+                    let v = need("a native function, e.g. SafepointSynchronize::begin or a mangled or C symbol")?.trim().to_string();
+                    if key == "begin" {
+                        c.begin = Some(v);
+                    } else {
+                        c.end = Some(v);
+                    }
+                    profiling_option = true;
+                }
+                "ttsp" => {
+                    c.ttsp = parse_flag(item, value)?;
+                    profiling_option |= c.ttsp;
+                }
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,
                 "total" if value.is_none() => c.counter = Counter::Total,
@@ -415,6 +440,18 @@ impl Config {
         }
         if (c.alloc.is_some() || c.wall.is_some() || c.lock.is_some()) && !cpu_asked {
             c.cpu = None;
+        }
+        if c.ttsp && (c.begin.is_some() || c.end.is_some()) {
+            return Err(err("ttsp", "ttsp sets its own begin and end functions; give either ttsp or begin=/end="));
+        }
+        if (c.ttsp || c.begin.is_some() || c.end.is_some()) && c.cpu.is_none() {
+            let which = if c.ttsp { "ttsp" } else if c.begin.is_some() { "begin" } else { "end" };
+            return Err(err(which, "triggers choose when CPU samples are kept: add event=cpu, itimer or ctimer"));
+        }
+        if c.ttsp && c.cpu.is_some() && !interval_given {
+            // Safepoints are reached in microseconds to milliseconds: the
+            // default 10 ms would rarely sample one.
+            c.interval_ns = DEFAULT_TTSP_INTERVAL_NS;
         }
         if c.live.enabled && c.alloc.is_none() {
             return Err(err("live", "live needs allocation sampling: add event=alloc or alloc=SIZE"));
@@ -496,6 +533,24 @@ mod tests {
         assert!(e.contains("at least 100us"), "{e}");
         let e = Config::parse("event=bogus").unwrap_err().to_string();
         assert!(e.contains("accepted: cpu, itimer, ctimer, alloc, wall, lock"), "{e}");
+    }
+
+    #[test]
+    fn trigger_options() {
+        let c = Config::parse("ttsp").unwrap();
+        assert!(c.ttsp && c.start);
+        assert_eq!((c.cpu, c.interval_ns), (Some(Event::Cpu), DEFAULT_TTSP_INTERVAL_NS));
+        assert_eq!(Config::parse("ttsp,interval=5ms").unwrap().interval_ns, 5_000_000);
+        let c = Config::parse("event=cpu,begin=my_begin,end=_ZN3Foo3endEv").unwrap();
+        assert_eq!((c.begin.as_deref(), c.end.as_deref()), (Some("my_begin"), Some("_ZN3Foo3endEv")));
+        let e = Config::parse("ttsp,begin=f").unwrap_err().to_string();
+        assert!(e.contains("'ttsp'") && e.contains("either ttsp or begin"), "{e}");
+        let e = Config::parse("begin=").unwrap_err().to_string();
+        assert!(e.contains("'begin' needs a value") && e.contains("native function"), "{e}");
+        let e = Config::parse("event=alloc,ttsp").unwrap_err().to_string();
+        assert!(e.contains("event=cpu, itimer or ctimer"), "{e}");
+        assert!(Config::parse("event=wall,end=f").is_err());
+        assert!(Config::parse("event=itimer,wall=50ms,end=f").is_ok());
     }
 
     #[test]

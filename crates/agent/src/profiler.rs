@@ -12,6 +12,7 @@ use jvmti_sys::JavaVM;
 
 use crate::heap::alloc::AllocSampler;
 use crate::heap::sources;
+use crate::trigger::gate;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::{self, sampler::LockSampler};
@@ -76,6 +77,18 @@ impl Profiler {
         let cx = StartContext { config: &config, vm, asgct, env, can_tag, threads: &self.threads, alloc: &self.alloc, locks: &self.locks, vm_structs };
         let mut sources = Vec::new();
         let mut lines = Vec::new();
+        let start_wall_ns = now_ns();
+        // Triggers are armed first: no sample is kept before they say so.
+        let gate = if config.ttsp || config.begin.is_some() || config.end.is_some() {
+            crate::sampling::signal::install_trap().map_err(|e| format!("cannot install the SIGTRAP handler the triggers need: {e}"))?;
+            let gate = gate::start(&config, start_wall_ns)?;
+            if let Some(g) = &gate {
+                lines.push(g.started_line());
+            }
+            gate
+        } else {
+            None
+        };
         for start in STARTERS {
             match start(&cx) {
                 Ok(Some((source, line))) => {
@@ -87,6 +100,9 @@ impl Profiler {
                     for s in sources.iter_mut().rev() {
                         s.stop(Some(env));
                     }
+                    if let Some(g) = &gate {
+                        g.stop();
+                    }
                     return Err(e);
                 }
             }
@@ -95,7 +111,7 @@ impl Profiler {
         if let Some(path) = config.status.clone() {
             self.publish_status(path);
         }
-        *rec = Some(Recording { config, started: Instant::now(), start_wall_ns: now_ns(), sources });
+        *rec = Some(Recording { config, started: Instant::now(), start_wall_ns, sources, gate });
         Ok(lines)
     }
 
@@ -128,6 +144,12 @@ impl Profiler {
         for s in rec.sources.iter_mut() {
             s.stop(env);
         }
+        if let Some(g) = &rec.gate {
+            let left = g.stop();
+            if !left.is_empty() {
+                log::error(&format!("{} patched code bytes could not be restored", left.len()));
+            }
+        }
         Some(rec)
     }
 
@@ -154,7 +176,14 @@ impl Profiler {
     /// that asked (the start options at JVM exit).
     pub fn build(&self, rec: &Recording, command: &Config, symbols: &Symbols, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Vec<Built> {
         let cx = BuildContext { rec, command, symbols, jvmti, jni, threads: &self.threads, vm_structs };
-        rec.sources.iter().map(|s| s.build(&cx)).collect()
+        let mut built: Vec<Built> = rec.sources.iter().map(|s| s.build(&cx)).collect();
+        if let Some(g) = rec.gate.as_ref().filter(|g| g.ttsp) {
+            let safepoints = g.safepoints();
+            for b in built.iter_mut().filter(|b| b.key == "cpu") {
+                b.profile.safepoints = safepoints.clone();
+            }
+        }
+        built
     }
 }
 

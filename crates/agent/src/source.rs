@@ -98,6 +98,9 @@ pub struct Recording {
     pub started: Instant,
     pub start_wall_ns: u64,
     pub sources: Vec<Box<dyn EventSource>>,
+    /// The triggers that choose when CPU samples are kept (`begin=`,
+    /// `end=`, `ttsp`), armed before the sources started.
+    pub gate: Option<Arc<crate::trigger::gate::Gate>>,
 }
 
 impl Recording {

@@ -141,6 +141,19 @@ pub struct SampleArgs {
     /// every allocation)
     #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "", value_parser = parse_optional_size)]
     pub alloc: Option<String>,
+    /// Time-to-safepoint profiling: keep CPU samples only while the JVM is
+    /// bringing threads to a safepoint (they name the code that delays
+    /// it), and record every safepoint [interval default: 1ms]
+    #[arg(long, conflicts_with_all = ["begin", "end"])]
+    pub ttsp: bool,
+    /// Keep CPU samples only after the JVM enters this native function
+    /// (C++ name as `nm -C` prints it, with or without parameters, or the
+    /// symbol), until it enters --end's
+    #[arg(long, value_name = "FUNCTION")]
+    pub begin: Option<String>,
+    /// Stop keeping CPU samples when the JVM enters this native function
+    #[arg(long, value_name = "FUNCTION")]
+    pub end: Option<String>,
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
@@ -160,6 +173,15 @@ impl SampleArgs {
         )?;
         if self.state {
             opts.push("state".into());
+        }
+        if self.ttsp {
+            opts.push("ttsp".into());
+        }
+        for (key, f) in [("begin", &self.begin), ("end", &self.end)] {
+            if let Some(f) = f {
+                no_comma(&format!("--{key} function"), f)?;
+                opts.push(format!("{key}={f}"));
+            }
         }
         opts.extend(self.live.start_options()?);
         Ok(opts)

@@ -70,6 +70,7 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
         (Some(i), _) => Some(i),
         (None, Some("wall")) => Some("50ms"),
         (None, Some("lock")) => None,
+        (None, _) if args.sample.ttsp => Some("1ms"),
         (None, _) => Some("10ms"),
     };
     opts.extend(interval.map(|i| format!("interval={i}")));
@@ -318,6 +319,10 @@ mod tests {
         use clap::Parser;
         assert!(o(&["--event", "lock", "--", "java"]).starts_with("start,event=lock,file=/w.html,"));
         assert!(o(&["--lock", "0", "--", "java"]).starts_with("start,lock=0,interval=10ms,"));
+        assert!(o(&["--ttsp", "--", "java"]).starts_with("start,event=cpu,ttsp,interval=1ms,"));
+        let e = agent_options(&args(&["--begin", "f(int, long)", "--", "java"]), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
+        assert!(e.contains("--begin function") && e.contains("comma"), "{e}");
+        assert!(o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,interval=10ms,"));
         assert!(o(&["--event", "cpu", "--wall", "--lock", "--", "java"]).starts_with("start,event=cpu,lock,wall,"));
         let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");

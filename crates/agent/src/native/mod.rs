@@ -5,6 +5,7 @@
 //! unwinding mode the handler reads.
 
 pub mod dwarf;
+pub mod lookup;
 pub mod symbols;
 pub mod unwind;
 

@@ -50,6 +50,7 @@ use crate::native::CStack;
 use crate::sampling::cputime::CpuSpent;
 use crate::sampling::store::{sample_key, RawFrame, SampleStore};
 use crate::sampling::wall_table;
+use crate::trigger::traps;
 
 /// `bci` of a synthetic frame for a Java thread that had no Java frame.
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
@@ -506,6 +507,16 @@ fn is_our_perf_trap(info: *const libc::siginfo_t) -> bool {
 /// if there was none, to the default action as if oxprof had not been there.
 /// See the module rules.
 extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid for the thread's life.
+    let saved = unsafe { *errno };
+    let ours = !is_our_perf_trap(info) && traps::on_breakpoint(ucontext);
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+    if ours {
+        return;
+    }
     if is_our_perf_trap(info) {
         #[cfg(test)]
         tests::OUR_TRAPS.fetch_add(1, Ordering::Relaxed);
@@ -670,7 +681,7 @@ fn take_sample(channel: Channel, info: *mut libc::siginfo_t, ucontext: *mut c_vo
     let c = channel as usize;
     let (ctx_slot, enabled, spent) = (CONTEXTS.get(c), ENABLED.get(c), HANDLER.get(c));
     if let (Some(ctx_slot), Some(enabled), Some(spent)) = (ctx_slot, enabled, spent) {
-        if enabled.load(Ordering::SeqCst) && !NOOP.load(Ordering::Relaxed) {
+        if enabled.load(Ordering::SeqCst) && !NOOP.load(Ordering::Relaxed) && (channel != Channel::Cpu || traps::sample_allowed()) {
             let ctx = ctx_slot.load(Ordering::SeqCst);
             if !ctx.is_null() {
                 let call = spent.begin();

@@ -1,0 +1,258 @@
+//! A recording's trigger gate: resolving `begin=`/`end=`/`ttsp` to
+//! addresses, arming the breakpoints before any sampling starts, removing
+//! them at stop, and turning the closed windows into safepoints (operation
+//! names from their vtables) for the profiles, the JFR stream and the
+//! summary line. Runs on JVMTI, attach and JFR-stream threads, never in a
+//! signal handler.
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use oxprof_profile::safepoint::{Safepoint, SafepointStats};
+
+use crate::native::lookup::{self, Kind, VtableNames};
+use crate::options::Config;
+use crate::trigger::records::{self, Record};
+use crate::trigger::traps::{self, Action, JvmVariables, PlannedStep};
+
+/// Closed windows kept for the profile (the oldest are dropped past this;
+/// the totals still count them).
+const KEEP: usize = 100_000;
+/// Records the ring holds between two reads.
+const RING: usize = 1 << 14;
+
+/// `ttsp`'s three functions, the same names on JDK 11, 17, 21 and 25
+/// (`record_safepoint_synchronized` takes a `long` from JDK 13 on, none on
+/// 11: the name without parameters finds either).
+pub const TTSP_BEGIN: &str = "SafepointSynchronize::begin";
+pub const TTSP_END: &str = "RuntimeService::record_safepoint_synchronized";
+pub const TTSP_RELEASE: &str = "SafepointSynchronize::end";
+
+/// A function a trigger stops at.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub option: &'static str,
+    pub found: lookup::Found,
+}
+
+struct Kept {
+    /// Read cursor into the ring for the profile's list.
+    cursor: u64,
+    records: std::collections::VecDeque<Record>,
+    dropped: u64,
+    /// Read cursor of the JFR stream.
+    jfr_cursor: u64,
+}
+
+/// The armed triggers of one recording.
+pub struct Gate {
+    pub ttsp: bool,
+    pub targets: Vec<Target>,
+    start_mono: u64,
+    start_wall_ns: u64,
+    kept: Mutex<Kept>,
+    vtables: OnceLock<VtableNames>,
+    stopped: Mutex<Option<Vec<usize>>>,
+}
+
+static CURRENT: Mutex<Option<Arc<Gate>>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The gate of the running recording, if it has triggers.
+pub fn current() -> Option<Arc<Gate>> {
+    lock(&CURRENT).clone()
+}
+
+fn resolve(option: &'static str, name: &str) -> Result<Target, String> {
+    lookup::find(name, Kind::Function).map(|found| Target { option, found }).map_err(|e| format!("{option}={name}: {e}"))
+}
+
+fn variable(name: &str) -> usize {
+    lookup::find(name, Kind::Variable).map(|f| f.addr).unwrap_or(0)
+}
+
+/// Resolves the options' triggers (none: `Ok(None)`) and arms them. Call
+/// before any sampling starts: from then on only samples inside the window
+/// are kept.
+pub fn start(config: &Config, start_wall_ns: u64) -> Result<Option<Arc<Gate>>, String> {
+    let mut steps = Vec::new();
+    let mut targets = Vec::new();
+    let (cycle, open_now);
+    let mut vars = JvmVariables::default();
+    if config.ttsp {
+        for (option, name, action) in [("ttsp", TTSP_BEGIN, Action::Open), ("ttsp", TTSP_END, Action::Close), ("ttsp", TTSP_RELEASE, Action::Release)] {
+            let t = resolve(option, name).map_err(|e| format!("{e} (is this a HotSpot JVM?)"))?;
+            steps.push(PlannedStep { addr: t.found.addr, action });
+            targets.push(t);
+        }
+        vars = JvmVariables {
+            cur_vm_operation: variable("VMThread::_cur_vm_operation"),
+            number_of_threads: variable("Threads::_number_of_threads"),
+            safepoint_counter: variable("SafepointSynchronize::_safepoint_counter"),
+        };
+        (cycle, open_now) = (true, false);
+    } else {
+        match (config.begin.as_deref(), config.end.as_deref()) {
+            (None, None) => return Ok(None),
+            (b, e) => {
+                if let Some(b) = b {
+                    let t = resolve("begin", b)?;
+                    steps.push(PlannedStep { addr: t.found.addr, action: Action::Open });
+                    targets.push(t);
+                }
+                if let Some(e) = e {
+                    let t = resolve("end", e)?;
+                    if steps.first().is_some_and(|s| s.addr == t.found.addr) {
+                        return Err(format!("begin and end name the same function ({})", t.found.name));
+                    }
+                    steps.push(PlannedStep { addr: t.found.addr, action: Action::Close });
+                    targets.push(t);
+                }
+                cycle = b.is_some() && e.is_some();
+                open_now = b.is_none();
+            }
+        }
+    }
+    records::init(RING);
+    records::reset_totals();
+    let cursor = records::written();
+    traps::arm(&steps, cycle, open_now, vars)?;
+    let gate = Arc::new(Gate {
+        ttsp: config.ttsp,
+        targets,
+        start_mono: crate::sampling::event_log::now_ticks(),
+        start_wall_ns,
+        kept: Mutex::new(Kept { cursor, records: Default::default(), dropped: 0, jfr_cursor: cursor }),
+        vtables: OnceLock::new(),
+        stopped: Mutex::new(None),
+    });
+    *lock(&CURRENT) = Some(gate.clone());
+    Ok(Some(gate))
+}
+
+impl Gate {
+    /// The log line at start.
+    pub fn started_line(&self) -> String {
+        let what: Vec<String> = self.targets.iter().map(|t| format!("{}={} at 0x{:x}", t.option, t.found.name, t.found.addr)).collect();
+        format!(
+            "{}: samples kept only {}; {} (code written with {})",
+            if self.ttsp { "time-to-safepoint profiling" } else { "triggers armed" },
+            if self.ttsp { "while threads are being stopped for a safepoint" } else { "between the trigger functions" },
+            what.join(", "),
+            traps::write_method()
+        )
+    }
+
+    /// Removes the breakpoints (once); returns the addresses still patched
+    /// afterwards (none unless something else wrote there).
+    pub fn stop(&self) -> Vec<usize> {
+        let mut stopped = lock(&self.stopped);
+        if let Some(left) = stopped.as_ref() {
+            return left.clone();
+        }
+        let left = traps::disarm();
+        self.collect();
+        let mut current = lock(&CURRENT);
+        if current.as_ref().is_some_and(|g| std::ptr::eq(&**g, self)) {
+            *current = None;
+        }
+        *stopped = Some(left.clone());
+        left
+    }
+
+    /// Moves new records from the ring into the kept list.
+    fn collect(&self) {
+        let mut kept = lock(&self.kept);
+        let mut fresh = Vec::new();
+        let (next, lost) = records::read_from(kept.cursor, &mut fresh);
+        kept.cursor = next;
+        kept.dropped += lost;
+        kept.records.extend(fresh);
+        while kept.records.len() > KEEP {
+            kept.records.pop_front();
+            kept.dropped += 1;
+        }
+    }
+
+    fn vtables(&self) -> &VtableNames {
+        self.vtables.get_or_init(|| VtableNames::of_object("/libjvm.so"))
+    }
+
+    /// A VM operation's name from its vtable (`VM_ThreadDump` → `ThreadDump`).
+    pub fn operation(&self, vtable: u64) -> Option<String> {
+        if vtable == 0 || !self.ttsp {
+            return None;
+        }
+        let class = self.vtables().class_of(vtable as usize)?;
+        Some(class.strip_prefix("VM_").unwrap_or(class).to_string())
+    }
+
+    /// Wall-clock ns since the epoch of a monotonic time.
+    fn wall_of(&self, mono: u64) -> u64 {
+        (self.start_wall_ns as i128 + mono as i128 - self.start_mono as i128).max(0) as u64
+    }
+
+    /// A record as a safepoint of the model.
+    pub fn safepoint(&self, r: &Record, seq: u64) -> Safepoint {
+        Safepoint {
+            id: if r.id != 0 { r.id } else { seq },
+            start_ns: self.wall_of(r.begin),
+            ttsp_ns: r.sync.saturating_sub(r.begin),
+            total_ns: (r.end != 0).then(|| r.end.saturating_sub(r.begin)),
+            operation: self.operation(r.vtable),
+            threads: (r.threads != 0).then_some(r.threads as u32),
+            samples: r.samples,
+        }
+    }
+
+    /// Every kept window, as safepoints.
+    pub fn safepoints(&self) -> Vec<Safepoint> {
+        self.collect();
+        let kept = lock(&self.kept);
+        kept.records.iter().enumerate().map(|(i, r)| self.safepoint(r, i as u64 + 1)).collect()
+    }
+
+    /// Records not yet given to the JFR stream, with their operation names.
+    pub fn new_for_jfr(&self) -> Vec<(Record, Option<String>)> {
+        let mut fresh = Vec::new();
+        let (next, _) = {
+            let kept = lock(&self.kept);
+            records::read_from(kept.jfr_cursor, &mut fresh)
+        };
+        lock(&self.kept).jfr_cursor = next;
+        fresh.into_iter().map(|r| (r, self.operation(r.vtable))).collect()
+    }
+
+    /// The summary line: windows, times, samples kept and refused, and
+    /// whether every patched byte was restored.
+    pub fn summary_line(&self) -> String {
+        let (count, sum, max) = records::totals();
+        let (hits, resumed, skipped, failures) = traps::counters();
+        let list = self.safepoints();
+        let stats = SafepointStats::of(&list);
+        let dropped = lock(&self.kept).dropped;
+        let kept_samples: u64 = list.iter().map(|s| s.samples).sum();
+        let left = lock(&self.stopped).clone();
+        let restored = match left {
+            None => "armed".to_string(),
+            Some(l) if l.is_empty() => "restored".to_string(),
+            Some(l) => format!("NOT restored at {}", l.iter().map(|a| format!("0x{a:x}")).collect::<Vec<_>>().join(" ")),
+        };
+        let ms = |ns: u64| format!("{:.3}ms", ns as f64 / 1e6);
+        format!(
+            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} dropped_records={dropped} code={restored}",
+            if self.ttsp { "safepoint" } else { "trigger" },
+            if self.ttsp { "safepoints" } else { "windows" },
+            if self.ttsp { "ttsp" } else { "window" },
+            ms(stats.ttsp_p50_ns),
+            if self.ttsp { "ttsp" } else { "window" },
+            ms(stats.ttsp_p99_ns),
+            if self.ttsp { "ttsp" } else { "window" },
+            ms(max.max(stats.ttsp_max_ns)),
+            if self.ttsp { "ttsp" } else { "window" },
+            ms(sum),
+        )
+    }
+}

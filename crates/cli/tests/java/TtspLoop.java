@@ -1,0 +1,63 @@
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A thread spends its time in a long counted loop (compiled without
+ * safepoint polls when the JVM runs with -XX:-UseCountedLoopSafepoints
+ * -XX:LoopStripMiningIter=0), while another thread asks for a safepoint
+ * every 100 ms (Thread.getAllStackTraces) and times each request itself.
+ * Args: seconds to run. Prints "ready" once the loop is compiled, then at
+ * the end "truth requests=N request_ns=SUM max_request_ns=MAX loops=L".
+ */
+public class TtspLoop {
+    static volatile long sink;
+
+    static long spinLoop(int n, long seed) {
+        long x = seed;
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >>> 7;
+            x ^= x << 17;
+            x += i;
+        }
+        return x;
+    }
+
+    public static void main(String[] args) throws Exception {
+        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+        // Warm up and compile spinLoop, then size one call to ~150 ms.
+        int n = 1_000_000;
+        for (int k = 0; k < 200; k++) sink += spinLoop(n, k);
+        long t0 = System.nanoTime();
+        sink += spinLoop(50_000_000, 7);
+        long per50m = Math.max(1, System.nanoTime() - t0);
+        final int big = (int) Math.min(Integer.MAX_VALUE - 1L, 50_000_000L * 150_000_000L / per50m);
+        AtomicBoolean done = new AtomicBoolean();
+        AtomicLong loops = new AtomicLong();
+        Thread spinner = new Thread(() -> {
+            long s = 1;
+            while (!done.get()) {
+                s += spinLoop(big, s);
+                loops.incrementAndGet();
+            }
+            sink += s;
+        }, "spinner");
+        spinner.start();
+        System.out.println("ready n=" + big);
+        System.out.flush();
+        long requests = 0, sum = 0, max = 0;
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        while (System.nanoTime() < end) {
+            Thread.sleep(100);
+            long a = System.nanoTime();
+            sink += Thread.getAllStackTraces().size();
+            long d = System.nanoTime() - a;
+            requests++;
+            sum += d;
+            max = Math.max(max, d);
+        }
+        done.set(true);
+        spinner.join();
+        System.out.println("truth requests=" + requests + " request_ns=" + sum + " max_request_ns=" + max + " loops=" + loops.get());
+    }
+}
