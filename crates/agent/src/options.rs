@@ -445,7 +445,13 @@ impl Config {
             return Err(err("ttsp", "ttsp sets its own begin and end functions; give either ttsp or begin=/end="));
         }
         if (c.ttsp || c.begin.is_some() || c.end.is_some()) && c.cpu.is_none() {
-            let which = if c.ttsp { "ttsp" } else if c.begin.is_some() { "begin" } else { "end" };
+            let which = if c.ttsp {
+                "ttsp"
+            } else if c.begin.is_some() {
+                "begin"
+            } else {
+                "end"
+            };
             return Err(err(which, "triggers choose when CPU samples are kept: add event=cpu, itimer or ctimer"));
         }
         if c.ttsp && c.cpu.is_some() && !interval_given {

@@ -12,7 +12,6 @@ use jvmti_sys::JavaVM;
 
 use crate::heap::alloc::AllocSampler;
 use crate::heap::sources;
-use crate::trigger::gate;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::{self, sampler::LockSampler};
@@ -23,6 +22,7 @@ use crate::sampling::threads::Threads;
 use crate::sampling::{cpu, wall};
 use crate::source::{BuildContext, Recording, StartContext, Starter};
 use crate::symbols::Symbols;
+use crate::trigger::gate;
 
 /// Every kind of event source, in the order they start (and their profiles
 /// are listed): CPU, allocations, live objects (which need allocations).

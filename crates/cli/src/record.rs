@@ -322,7 +322,9 @@ mod tests {
         assert!(o(&["--ttsp", "--", "java"]).starts_with("start,event=cpu,ttsp,interval=1ms,"));
         let e = agent_options(&args(&["--begin", "f(int, long)", "--", "java"]), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
         assert!(e.contains("--begin function") && e.contains("comma"), "{e}");
-        assert!(o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,interval=10ms,"));
+        assert!(
+            o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,interval=10ms,")
+        );
         assert!(o(&["--event", "cpu", "--wall", "--lock", "--", "java"]).starts_with("start,event=cpu,lock,wall,"));
         let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");

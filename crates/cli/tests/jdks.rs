@@ -306,3 +306,16 @@ fn lock_profiling_on_every_supported_jdk() {
         check_lock_sites(&home.join("bin/java"), "0", version.lines().next().unwrap_or("?"));
     }
 }
+
+/// Time-to-safepoint profiling on 11, 21 and 25 (see `tests/ttsp.rs`):
+/// `record_safepoint_synchronized` takes no argument on 11 and a `long`
+/// later; both are found by name, and the JVM's own log (which reads
+/// "Stopping threads took" on 11) is the truth.
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn ttsp_on_every_supported_jdk() {
+    for home in extra_jdks() {
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        check_ttsp(&home.join("bin/java"), version.lines().next().unwrap_or("?"));
+    }
+}

@@ -55,7 +55,8 @@ fn loaded_objects() -> Vec<Loaded> {
     for line in maps.lines() {
         // start-end perms offset dev inode path
         let mut f = line.split_whitespace();
-        let (Some(range), Some(_perms), Some(offset), Some(_dev), Some(_inode), Some(path)) = (f.next(), f.next(), f.next(), f.next(), f.next(), f.next()) else {
+        let (Some(range), Some(_perms), Some(offset), Some(_dev), Some(_inode), Some(path)) = (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
             continue;
         };
         if !path.starts_with('/') || seen.contains(path) {
@@ -197,12 +198,7 @@ pub fn find(query: &str, kind: Kind) -> Result<Found, String> {
                 true
             } else if name.starts_with("_Z") && name.contains(last.as_str()) {
                 let d = demangle(name);
-                (wants_clone || !d.contains("[clone"))
-                    && if has_params {
-                        squash(&d) == q_full
-                    } else {
-                        squash(without_params(&d)) == q_base
-                    }
+                (wants_clone || !d.contains("[clone")) && if has_params { squash(&d) == q_full } else { squash(without_params(&d)) == q_base }
             } else {
                 false
             };
@@ -271,13 +267,18 @@ pub fn close_matches(query: &str, kind: Kind, n: usize) -> Vec<String> {
             }
         }
     }
-    let mut out: Vec<String> = contains.into_iter().collect();
-    out.sort_by_key(|s| (s.len(), s.clone()));
-    if out.is_empty() {
-        near.sort();
-        near.dedup_by(|a, b| a.1 == b.1);
-        out = near.into_iter().map(|(_, s)| s).collect();
-    }
+    // Rank by how far each whole name (without parameters) is from the
+    // query's, so `Class::begn` suggests `Class::begin()` before other
+    // classes' `begin`s; names much further away than a typo are left out
+    // when closer ones exist.
+    let q = squash(without_params(query)).to_lowercase();
+    let mut ranked: Vec<(usize, String)> =
+        contains.into_iter().chain(near.into_iter().map(|(_, s)| s)).map(|s| (edit_distance(&squash(without_params(&s)), &q), s)).collect();
+    ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.len().cmp(&b.1.len())).then(a.1.cmp(&b.1)));
+    ranked.dedup_by(|a, b| a.1 == b.1);
+    let typo = 2usize.max(q.len() / 3);
+    let close = ranked.iter().take_while(|(d, _)| *d <= typo).count();
+    let mut out: Vec<String> = ranked.into_iter().take(if close > 0 { close } else { 3 }).map(|(_, s)| s).collect();
     out.truncate(n);
     out
 }

@@ -52,6 +52,8 @@ pub struct Gate {
     kept: Mutex<Kept>,
     vtables: OnceLock<VtableNames>,
     stopped: Mutex<Option<Vec<usize>>>,
+    /// Whether the window was open when the triggers were removed.
+    open_at_stop: std::sync::atomic::AtomicBool,
 }
 
 static CURRENT: Mutex<Option<Arc<Gate>>> = Mutex::new(None);
@@ -127,6 +129,7 @@ pub fn start(config: &Config, start_wall_ns: u64) -> Result<Option<Arc<Gate>>, S
         kept: Mutex::new(Kept { cursor, records: Default::default(), dropped: 0, jfr_cursor: cursor }),
         vtables: OnceLock::new(),
         stopped: Mutex::new(None),
+        open_at_stop: Default::default(),
     });
     *lock(&CURRENT) = Some(gate.clone());
     Ok(Some(gate))
@@ -152,6 +155,7 @@ impl Gate {
         if let Some(left) = stopped.as_ref() {
             return left.clone();
         }
+        self.open_at_stop.store(traps::window_open(), std::sync::atomic::Ordering::Relaxed);
         let left = traps::disarm();
         self.collect();
         let mut current = lock(&CURRENT);
@@ -242,7 +246,7 @@ impl Gate {
         };
         let ms = |ns: u64| format!("{:.3}ms", ns as f64 / 1e6);
         format!(
-            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} dropped_records={dropped} code={restored}",
+            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} dropped_records={dropped} open_at_stop={} code={restored}",
             if self.ttsp { "safepoint" } else { "trigger" },
             if self.ttsp { "safepoints" } else { "windows" },
             if self.ttsp { "ttsp" } else { "window" },
@@ -253,6 +257,7 @@ impl Gate {
             ms(max.max(stats.ttsp_max_ns)),
             if self.ttsp { "ttsp" } else { "window" },
             ms(sum),
+            if self.open_at_stop.load(std::sync::atomic::Ordering::Relaxed) { "yes" } else { "no" },
         )
     }
 }

@@ -59,7 +59,8 @@ struct Step {
     armed: AtomicBool,
 }
 
-static STEPS: [Step; MAX_STEPS] = [const { Step { addr: AtomicUsize::new(0), orig: AtomicU8::new(0), action: AtomicU8::new(0), armed: AtomicBool::new(false) } }; MAX_STEPS];
+static STEPS: [Step; MAX_STEPS] =
+    [const { Step { addr: AtomicUsize::new(0), orig: AtomicU8::new(0), action: AtomicU8::new(0), armed: AtomicBool::new(false) } }; MAX_STEPS];
 static STEP_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// After the last step, arm the first again (otherwise the trigger fires once).
 static CYCLE: AtomicBool = AtomicBool::new(false);
@@ -445,3 +446,78 @@ pub fn window_open() -> bool {
     OPEN.load(Ordering::Relaxed)
 }
 // signal-safe: on
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[inline(never)]
+    extern "C" fn trap_target_open(x: u64) -> u64 {
+        std::hint::black_box(x).wrapping_mul(31).rotate_left(7)
+    }
+
+    #[inline(never)]
+    extern "C" fn trap_target_close(x: u64) -> u64 {
+        std::hint::black_box(x).wrapping_add(17).rotate_right(3)
+    }
+
+    fn bytes(f: usize) -> [u8; 16] {
+        // SAFETY: the first 16 bytes of a function of this binary (each is
+        // longer than that with its padding), mapped and readable.
+        unsafe { std::ptr::read_volatile(f as *const [u8; 16]) }
+    }
+
+    /// Threads call both functions nonstop while the triggers are armed and
+    /// removed 300 times at random moments (inside windows and out, and
+    /// while threads stand on a breakpoint): no thread crashes, every hit
+    /// is a step or a resumed trap, windows close in order, and the code is
+    /// byte for byte what it was.
+    #[test]
+    fn arm_and_disarm_while_threads_run_the_code() {
+        crate::sampling::signal::install_trap().unwrap();
+        let (open, close) = (trap_target_open as usize, trap_target_close as usize);
+        let (before_open, before_close) = (bytes(open), bytes(close));
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicU64::new(0));
+        let workers: Vec<_> = (0..3)
+            .map(|k| {
+                let (stop, calls) = (stop.clone(), calls.clone());
+                std::thread::spawn(move || {
+                    let mut x = k as u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = trap_target_open(x);
+                        x = trap_target_close(x);
+                        calls.fetch_add(1, Ordering::Relaxed);
+                    }
+                    std::hint::black_box(x);
+                })
+            })
+            .collect();
+        records::init(64);
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut windows = 0;
+        for _ in 0..300 {
+            records::reset_totals();
+            let steps = [PlannedStep { addr: open, action: Action::Open }, PlannedStep { addr: close, action: Action::Close }];
+            arm(&steps, true, false, JvmVariables::default()).unwrap();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            std::thread::sleep(std::time::Duration::from_micros(seed % 2000));
+            let left = disarm();
+            assert!(left.is_empty(), "bytes left patched at {left:x?}");
+            assert_eq!((bytes(open), bytes(close)), (before_open, before_close));
+            windows += records::totals().0;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.join().unwrap();
+        }
+        let (hits, resumed, _, failures) = counters();
+        eprintln!("{} calls, {windows} windows, last round: {hits} steps, {resumed} resumed traps", calls.load(Ordering::Relaxed));
+        assert_eq!(failures, 0);
+        assert!(windows > 300, "only {windows} windows closed in 300 rounds");
+        assert!(calls.load(Ordering::Relaxed) > 10_000);
+    }
+}

@@ -512,3 +512,82 @@ pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
         assert!(under_class as f64 >= 0.95 * est, "{label}: {site}: only {under_class} of {est:.0} ns under {class}\n{stacks:?}");
     }
 }
+
+/// Times to safepoint from a `-Xlog:safepoint` file, in ns, in order:
+/// "Reaching safepoint: N ns" (JDK 13 and later) or "Stopping threads
+/// took: S seconds" (JDK 11).
+pub fn jvm_safepoint_log(path: &Path) -> Vec<u64> {
+    let log = std::fs::read_to_string(path).expect("read the safepoint log");
+    let mut out = Vec::new();
+    for line in log.lines() {
+        if let Some(rest) = line.split("Reaching safepoint: ").nth(1) {
+            out.push(rest.split(' ').next().unwrap().parse::<u64>().unwrap());
+        } else if let Some(rest) = line.split("Stopping threads took: ").nth(1) {
+            let s: f64 = rest.split(' ').next().unwrap().parse().unwrap();
+            out.push((s * 1e9).round() as u64);
+        }
+    }
+    out
+}
+
+/// Share of the samples in a collapsed file whose stack holds `frame`.
+pub fn share_with(stacks: &[(Vec<String>, u64)], frame: &str) -> f64 {
+    samples_with(stacks, frame) as f64 / total(stacks).max(1) as f64
+}
+
+/// Time-to-safepoint profiling of `TtspLoop` on `java`: the samples name
+/// the loop that holds safepoints up (the plain CPU profile of the same
+/// program, for contrast, does much less), and the recorded safepoints
+/// agree with the JVM's own `-Xlog:safepoint` in number, total and longest.
+pub fn check_ttsp(java: &Path, label: &str) {
+    let s = Scratch::new("ttsp");
+    compile(&s.0, &["TtspLoop.java"]);
+    let run = |opts: &str, name: &str| {
+        let out = s.path(&format!("{name}.collapsed"));
+        let log = s.path(&format!("{name}.safepoints.log"));
+        let o = std::process::Command::new(java)
+            .current_dir(&s.0)
+            .arg(format!("-agentpath:{}={opts},file={}", agent().display(), out.display()))
+            .args(["-XX:-UseCountedLoopSafepoints", "-XX:LoopStripMiningIter=0"])
+            .arg(format!("-Xlog:safepoint:file={}", log.display()))
+            .args(["-cp", s.0.to_str().unwrap(), "TtspLoop", "3"])
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{label} {opts}: {err}");
+        (read_collapsed(&out), jvm_safepoint_log(&log), err)
+    };
+    let (ttsp, jvm, err) = run("ttsp", "ttsp");
+    let (plain, _, _) = run("interval=1ms", "plain");
+    let (in_window, in_plain) = (share_with(&ttsp, "TtspLoop.spinLoop"), share_with(&plain, "TtspLoop.spinLoop"));
+    eprintln!(
+        "{label}: TtspLoop.spinLoop holds {:.1}% of the ttsp samples ({} samples), {:.1}% of a plain CPU profile",
+        100.0 * in_window,
+        total(&ttsp),
+        100.0 * in_plain
+    );
+    assert!(total(&ttsp) >= 100, "{label}: {} ttsp samples\n{err}", total(&ttsp));
+    assert!(in_window >= 0.8, "{label}: the loop holds {:.1}% of the ttsp samples", 100.0 * in_window);
+    assert!(in_plain < in_window - 0.2, "{label}: the plain profile gives the loop {:.1}%, the ttsp one {:.1}%", 100.0 * in_plain, 100.0 * in_window);
+    // The busy threads reach each safepoint within microseconds of its
+    // request: a sample may catch one on its way, no more.
+    let quick = share_with(&ttsp, "TtspLoop.shortWork");
+    assert!(quick <= 0.05, "{label}: the threads that stop at once hold {:.1}% of the ttsp samples", 100.0 * quick);
+    let sp = summary_fields(&err, "[oxprof] safepoint summary:");
+    let ms = |k: &str| sp[k].trim_end_matches("ms").parse::<f64>().unwrap() * 1e6;
+    let count: usize = sp["safepoints"].parse().unwrap();
+    let (jvm_total, jvm_max) = (jvm.iter().sum::<u64>() as f64, *jvm.iter().max().unwrap() as f64);
+    eprintln!(
+        "{label}: {count} safepoints, ttsp total {:.1} ms, max {:.1} ms; the JVM's log: {}, {:.1} ms, {:.1} ms",
+        ms("ttsp_total") / 1e6,
+        ms("ttsp_max") / 1e6,
+        jvm.len(),
+        jvm_total / 1e6,
+        jvm_max / 1e6
+    );
+    assert!(count <= jvm.len() && count + 2 >= jvm.len(), "{label}: {count} safepoints recorded, {} in the JVM's log\n{err}", jvm.len());
+    assert!(jvm.len() >= 15, "{label}: only {} safepoints in 3 s", jvm.len());
+    assert!((ms("ttsp_total") / jvm_total - 1.0).abs() <= 0.1, "{label}: ttsp total {} vs the JVM's {jvm_total}", ms("ttsp_total"));
+    assert!((ms("ttsp_max") / jvm_max - 1.0).abs() <= 0.1, "{label}: ttsp max {} vs the JVM's {jvm_max}", ms("ttsp_max"));
+    assert_eq!(sp["code"], "restored", "{err}");
+}
