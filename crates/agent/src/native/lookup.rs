@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn finds_a_function_of_this_process_and_suggests_close_names() {
         let f = find("oxprof_lookup_test_target", Kind::Function).unwrap();
-        assert_eq!(f.addr, oxprof_lookup_test_target as usize);
+        assert_eq!(f.addr, oxprof_lookup_test_target as *const () as usize);
         let e = find("oxprof_lookup_test_targt", Kind::Function).unwrap_err();
         assert!(e.contains("close matches") && e.contains("oxprof_lookup_test_target"), "{e}");
         let e = find("no_such_function_anywhere_xyzzy", Kind::Function).unwrap_err();

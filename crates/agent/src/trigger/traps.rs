@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn arm_and_disarm_while_threads_run_the_code() {
         crate::sampling::signal::install_trap().unwrap();
-        let (open, close) = (trap_target_open as usize, trap_target_close as usize);
+        let (open, close) = (trap_target_open as *const () as usize, trap_target_close as *const () as usize);
         let (before_open, before_close) = (bytes(open), bytes(close));
         let stop = Arc::new(AtomicBool::new(false));
         let calls = Arc::new(AtomicU64::new(0));
