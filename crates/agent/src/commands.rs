@@ -41,7 +41,10 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
 /// One line saying what runs, since when, and how many samples.
 fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
     let Some(rec) = rec else { return "idle: profiling is not running".into() };
-    let parts: Vec<String> = rec.sources.iter().map(|s| s.status()).collect();
+    let mut parts: Vec<String> = rec.sources.iter().map(|s| s.status()).collect();
+    if let Some(g) = &rec.gate {
+        parts.push(g.status());
+    }
     format!(
         "running: {} for {:.1} s, {} samples, output {}",
         parts.join(" + "),

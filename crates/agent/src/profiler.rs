@@ -87,6 +87,7 @@ impl Profiler {
             }
             gate
         } else {
+            gate::forget();
             None
         };
         for start in STARTERS {

@@ -62,9 +62,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The gate of the running recording, if it has triggers.
+/// The gate of the running (or last stopped) recording, if it had triggers.
 pub fn current() -> Option<Arc<Gate>> {
     lock(&CURRENT).clone()
+}
+
+/// Forgets the last recording's gate (a recording without triggers starts).
+pub fn forget() {
+    *lock(&CURRENT) = None;
 }
 
 fn resolve(option: &'static str, name: &str) -> Result<Target, String> {
@@ -148,6 +153,17 @@ impl Gate {
         )
     }
 
+    /// Its part of the status line.
+    pub fn status(&self) -> String {
+        let (count, sum, _) = records::totals();
+        if self.ttsp {
+            format!("ttsp ({count} safepoints, {:.1} ms to reach them)", sum as f64 / 1e6)
+        } else {
+            let names: Vec<&str> = self.targets.iter().map(|t| t.found.name.as_str()).collect();
+            format!("triggers {} ({count} windows)", names.join(" → "))
+        }
+    }
+
     /// Removes the breakpoints (once); returns the addresses still patched
     /// afterwards (none unless something else wrote there).
     pub fn stop(&self) -> Vec<usize> {
@@ -158,10 +174,8 @@ impl Gate {
         self.open_at_stop.store(traps::window_open(), std::sync::atomic::Ordering::Relaxed);
         let left = traps::disarm();
         self.collect();
-        let mut current = lock(&CURRENT);
-        if current.as_ref().is_some_and(|g| std::ptr::eq(&**g, self)) {
-            *current = None;
-        }
+        // Stays `current` until the next recording's gate replaces it: the
+        // JFR stream's last drain comes after the stop.
         *stopped = Some(left.clone());
         left
     }

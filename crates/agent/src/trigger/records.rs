@@ -26,9 +26,11 @@ pub struct Record {
     pub threads: u64,
     /// Samples kept while the window was open.
     pub samples: u64,
+    /// The thread that opened the window (the VM thread under `ttsp`).
+    pub tid: u64,
 }
 
-const FIELDS: usize = 7;
+const FIELDS: usize = 8;
 
 struct Cell {
     seq: AtomicU64,
@@ -104,7 +106,7 @@ pub fn read_from(cursor: u64, out: &mut Vec<Record>) -> (u64, u64) {
             lost += 1;
             continue;
         }
-        out.push(Record { begin: v[0], sync: v[1], end: v[2], id: v[3], vtable: v[4], threads: v[5], samples: v[6] });
+        out.push(Record { begin: v[0], sync: v[1], end: v[2], id: v[3], vtable: v[4], threads: v[5], samples: v[6], tid: v[7] });
     }
     (end, lost)
 }
@@ -127,7 +129,7 @@ pub fn push(rec: &Record) {
     let i = r.written.load(Ordering::SeqCst);
     let Some(cell) = r.cells.get((i & r.mask) as usize) else { return };
     cell.seq.store(2 * i + 1, Ordering::SeqCst);
-    let v = [rec.begin, rec.sync, rec.end, rec.id, rec.vtable, rec.threads, rec.samples];
+    let v = [rec.begin, rec.sync, rec.end, rec.id, rec.vtable, rec.threads, rec.samples, rec.tid];
     for (slot, value) in cell.v.iter().zip(v) {
         slot.store(value, Ordering::Relaxed);
     }

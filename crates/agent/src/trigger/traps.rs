@@ -91,6 +91,7 @@ static WIN_SAMPLES: AtomicU64 = AtomicU64::new(0);
 static WIN_VTABLE: AtomicU64 = AtomicU64::new(0);
 static WIN_THREADS: AtomicU64 = AtomicU64::new(0);
 static WIN_ID: AtomicU64 = AtomicU64::new(0);
+static WIN_TID: AtomicU64 = AtomicU64::new(0);
 /// A Close step is followed by a Release step: the record is published then.
 static HAS_RELEASE: AtomicBool = AtomicBool::new(false);
 
@@ -198,6 +199,8 @@ fn act(action: u8) {
     if action == Action::Open as u8 {
         WIN_BEGIN.store(now, Ordering::SeqCst);
         WIN_SAMPLES.store(0, Ordering::SeqCst);
+        // SAFETY: gettid is a plain, always-successful, async-signal-safe syscall.
+        WIN_TID.store(unsafe { libc::syscall(libc::SYS_gettid) } as u64, Ordering::Relaxed);
         let op = read_jvm(CUR_OP_ADDR.load(Ordering::Relaxed));
         WIN_VTABLE.store(if op != 0 { read_jvm(op as usize) } else { 0 }, Ordering::Relaxed);
         WIN_THREADS.store(read_jvm(THREADS_ADDR.load(Ordering::Relaxed)) & 0xffff_ffff, Ordering::Relaxed);
@@ -227,6 +230,7 @@ fn publish(end: u64) {
         vtable: WIN_VTABLE.load(Ordering::Relaxed),
         threads: WIN_THREADS.load(Ordering::Relaxed),
         samples: WIN_SAMPLES.load(Ordering::Relaxed),
+        tid: WIN_TID.load(Ordering::Relaxed),
     });
 }
 
