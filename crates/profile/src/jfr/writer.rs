@@ -614,7 +614,9 @@ impl<W: Write> JfrWriter<W> {
         let header = self.header(size, cp_offset, meta_offset, duration, 0, flags);
         self.chunk.bytes[..HEADER_SIZE].copy_from_slice(&header);
         self.open = false;
-        self.pools = Pools::default();
+        // The pools go; the ids stay, so that a value keeps its id in the next chunk.
+        let ids = std::mem::take(&mut self.pools.ids);
+        self.pools = Pools { ids, ..Pools::default() };
         let written = self.out.write_all(&self.chunk.bytes).and_then(|()| self.out.flush());
         self.chunk.clear();
         if self.chunk.bytes.capacity() > 1 << 20 {
