@@ -13,8 +13,8 @@ pub mod jfr_read;
 pub mod leak;
 pub mod model;
 pub mod pprof;
-pub mod safepoint;
 mod pprof_proto;
+pub mod safepoint;
 pub mod state;
 pub mod units;
 
