@@ -215,7 +215,7 @@ impl Selection {
     }
 
     /// `--from` and `--to` as ns since the epoch.
-    fn range(&self, rec: &Recording) -> Result<(Option<i64>, Option<i64>), String> {
+    pub fn range(&self, rec: &Recording) -> Result<(Option<i64>, Option<i64>), String> {
         let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
         let from = self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?;
         let to = self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?;

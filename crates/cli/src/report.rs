@@ -60,16 +60,25 @@ pub struct Safepoints<'a> {
     pub list: Vec<Safepoint>,
     pub start_ns: u64,
     pub recording: Option<&'a Recording>,
+    /// The selected time range (`--from`, `--to`), ns since the epoch.
+    pub range: (Option<i64>, Option<i64>),
 }
 
 impl<'a> Safepoints<'a> {
     /// The safepoints of an input within the selection's time range.
     pub fn of(input: &'a Input, selection: &Selection) -> Result<Safepoints<'a>, String> {
-        let recording = match input {
-            Input::Jfr(rec) => Some(&**rec),
-            Input::Profile(_) => None,
+        let (recording, range) = match input {
+            Input::Jfr(rec) => (Some(&**rec), selection.range(rec)?),
+            Input::Profile(_) => (None, (None, None)),
         };
-        Ok(Safepoints { list: selection.safepoints(input)?, start_ns: input.start_ns(), recording })
+        Ok(Safepoints { list: selection.safepoints(input)?, start_ns: input.start_ns(), recording, range })
+    }
+
+    /// The recording's CPU samples within the time range.
+    fn cpu_samples(&self) -> u64 {
+        let (from, to) = self.range;
+        let in_range = |t: i64| from.is_none_or(|f| t >= f) && to.is_none_or(|to| t < to);
+        self.recording.map_or(0, |rec| rec.cpu.iter().filter(|s| in_range(s.time)).count() as u64)
     }
 }
 
@@ -383,14 +392,9 @@ fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::i
             }
         }
     }
-    if let (Some(w), Some(rec)) = (windows, sp.recording.filter(|rec| !rec.cpu.is_empty())) {
-        writeln!(
-            out,
-            "  CPU samples taken while threads were being stopped: {} of {} ({:.2}%)",
-            w.samples,
-            rec.cpu.len(),
-            pct(w.samples, rec.cpu.len() as u64)
-        )?;
+    let cpu = sp.cpu_samples();
+    if let Some(w) = windows.filter(|_| cpu > 0) {
+        writeln!(out, "  CPU samples taken while threads were being stopped: {} of {} ({:.2}%)", w.samples, cpu, pct(w.samples, cpu))?;
         if w.samples > 0 {
             writeln!(out, "  {:>8} {:>7}  innermost Java method", "samples", "share")?;
             for (name, n) in ranked(&w.all).into_iter().take(top) {
