@@ -380,7 +380,7 @@ fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::i
     )?;
     let windows = sp.recording.map(|rec| WindowMethods::of(rec, &sp.list));
     let slowest = safepoint::slowest(&sp.list, top);
-    writeln!(out, "  the {} slowest to reach, and the methods sampled meanwhile", slowest.len())?;
+    writeln!(out, "  the {} slowest to stop all threads, and what ran meanwhile", slowest.len())?;
     writeln!(out, "  {:>10} {:>10} {:>10} {:>8}  operation", "at (s)", "ttsp", "total", "samples")?;
     for s in slowest {
         let at = s.start_ns.saturating_sub(sp.start_ns) as f64 / 1e9;
