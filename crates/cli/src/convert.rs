@@ -1,6 +1,7 @@
 //! `oxprof convert IN -o OUT`: a JFR recording (the JDK's or oxprof's), a
 //! pprof file or collapsed stacks into an HTML flame graph, collapsed
-//! stacks, pprof or a text summary, with the shared selection filters.
+//! stacks, pprof or a text summary, with the shared selection filters. The
+//! HTML page and the text summary show the recording's safepoints too.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
-use oxprof_profile::{pprof, Counter, OutputFormat, Profile};
+use oxprof_profile::{pprof, Counter, Meta, OutputFormat, Profile};
 
 use crate::input::{self, Selection};
 use crate::report;
@@ -63,29 +64,41 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     // pprof carries states as labels, the text report as its state table.
     selection.show_state |= matches!(target, Target::Text | Target::Format(OutputFormat::Pprof));
     let input = input::load(&args.input)?;
-    let profiles = selection.profiles(&input)?;
-    if profiles.iter().all(|(_, p)| p.is_empty()) {
+    let safepoints = report::Safepoints::of(&input, &selection)?;
+    // HTML and text show safepoints: a recording of safepoints alone converts.
+    let shows_safepoints = matches!(target, Target::Text | Target::Format(OutputFormat::FlameGraph)) && !safepoints.list.is_empty();
+    let profiles = match selection.profiles(&input) {
+        Err(_) if shows_safepoints => Vec::new(),
+        p => p?,
+    };
+    if profiles.iter().all(|(_, p)| p.is_empty()) && !shows_safepoints {
         return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state and --threads)".into());
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
-    let written = write(&profiles, target, counter, &args.output)?;
+    let written = write(&profiles, &safepoints, target, counter, &args.output)?;
     for path in written {
         eprintln!("oxprof: wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn write(profiles: &[(&str, Profile)], target: Target, counter: Counter, out: &Path) -> Result<Vec<PathBuf>, String> {
-    let plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
+fn write(profiles: &[(&str, Profile)], safepoints: &report::Safepoints, target: Target, counter: Counter, out: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
     let mut written = Vec::new();
     match target {
         Target::Format(OutputFormat::FlameGraph) => {
+            if plain.is_empty() {
+                // Safepoints alone: a page of their table.
+                let mut only = Profile::new(Meta { title: "Safepoints".into(), start_ns: safepoints.start_ns, ..Meta::default() });
+                only.safepoints = safepoints.list.clone();
+                plain.push(only);
+            }
             let views: Vec<View> = plain.iter().map(|p| View::new(p, counter)).collect();
             emit(out, |w| flamegraph::write_html_multi(&views, &HtmlOptions { counter, ..HtmlOptions::default() }, w))?;
             written.push(out.to_path_buf());
         }
         Target::Text => {
-            emit(out, |w| report::write_report(profiles, 20, w))?;
+            emit(out, |w| report::write_report(profiles, safepoints, 20, w))?;
             written.push(out.to_path_buf());
         }
         Target::Format(format) => {

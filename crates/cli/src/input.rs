@@ -10,6 +10,7 @@ use clap::Args;
 use oxprof_profile::convert::{self, Options};
 use oxprof_profile::jfr_read::{self, Recording};
 use oxprof_profile::model::Meta;
+use oxprof_profile::safepoint::Safepoint;
 use oxprof_profile::{collapsed, pprof, FrameKind, Profile, ThreadState};
 use regex::Regex;
 
@@ -18,6 +19,17 @@ pub enum Input {
     Jfr(Box<Recording>),
     /// A pprof or collapsed profile: one profile, no timestamps.
     Profile(Box<Profile>),
+}
+
+impl Input {
+    /// When the recording started, ns since the epoch (0 when unknown).
+    pub fn start_ns(&self) -> u64 {
+        match self {
+            Input::Jfr(rec) if rec.start_ns != i64::MAX => rec.start_ns.max(0) as u64,
+            Input::Jfr(_) => 0,
+            Input::Profile(p) => p.meta.start_ns,
+        }
+    }
 }
 
 /// Which samples to take from an input, shared by convert, diff and report.
@@ -136,7 +148,7 @@ impl Selection {
         let all = !(self.cpu || self.wall || self.alloc || self.live || self.lock);
         match input {
             Input::Jfr(rec) => {
-                let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
+                let (from_ns, to_ns) = self.range(rec)?;
                 let opts = Options {
                     cpu: all || self.cpu,
                     wall: all || self.wall,
@@ -149,8 +161,8 @@ impl Selection {
                     threads: self.threads,
                     state: states.clone(),
                     show_state: self.show_state,
-                    from_ns: self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?,
-                    to_ns: self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?,
+                    from_ns,
+                    to_ns,
                     include: inc.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
                     exclude: exc.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
                 };
@@ -201,6 +213,26 @@ impl Selection {
             }
         }
     }
+
+    /// `--from` and `--to` as ns since the epoch.
+    pub fn range(&self, rec: &Recording) -> Result<(Option<i64>, Option<i64>), String> {
+        let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
+        let from = self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?;
+        let to = self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?;
+        Ok((from, to))
+    }
+
+    /// The safepoints of an input requested within `--from`/`--to`, in
+    /// time order: a JFR recording's, or those a profile carries.
+    pub fn safepoints(&self, input: &Input) -> Result<Vec<Safepoint>, String> {
+        match input {
+            Input::Jfr(rec) => {
+                let (from_ns, to_ns) = self.range(rec)?;
+                Ok(convert::safepoints(rec, &Options { from_ns, to_ns, ..Options::default() }))
+            }
+            Input::Profile(p) => Ok(p.safepoints.clone()),
+        }
+    }
 }
 
 /// The profile without its thread-state frames (pprof's `state` labels,
@@ -211,6 +243,7 @@ fn without_state_frames(p: &Profile) -> Profile {
         return p.clone();
     }
     let mut out = Profile::new(p.meta.clone());
+    out.safepoints = p.safepoints.clone();
     let map: Vec<Option<u32>> = p.frames().iter().map(|f| (f.kind != FrameKind::State).then(|| out.intern(f.clone()))).collect();
     for s in p.samples() {
         out.add(s.stack.iter().filter_map(|&f| map[f as usize]).collect(), s.samples, s.total);

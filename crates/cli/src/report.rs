@@ -1,8 +1,10 @@
 //! `oxprof report FILE`: a compact terminal summary of a recording: top
 //! methods by self and total time (CPU, wall clock), where wall time went
 //! by thread state (and per thread), top allocation sites (class and the
-//! frame that allocated it) and, from live-object samples, leak suspects.
-//! The same tables are `convert`'s `text` format.
+//! frame that allocated it), from live-object samples, leak suspects, and
+//! the safepoints: their times to safepoint, the slowest, and the methods
+//! sampled while threads were being stopped. The same tables are
+//! `convert`'s `text` format.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,9 +12,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 use oxprof_profile::flamegraph::format_quantity;
+use oxprof_profile::jfr_read::Recording;
+use oxprof_profile::safepoint::{self, Safepoint, SafepointStats};
 use oxprof_profile::{Counter, FrameKind, Profile, ThreadState};
 
-use crate::input::{self, Selection};
+use crate::input::{self, Input, Selection};
 
 /// Print top methods, top allocation sites and leak suspects
 #[derive(Args, Debug)]
@@ -34,17 +38,65 @@ pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
     let mut selection = args.selection.clone();
     selection.show_state = true; // for the state tables; the method tables skip them
     let input = input::load(&args.file)?;
-    let profiles = selection.profiles(&input)?;
+    let safepoints = Safepoints::of(&input, &selection)?;
+    let profiles = match selection.profiles(&input) {
+        // A recording of safepoints alone is still worth its section.
+        Err(_) if !safepoints.list.is_empty() => Vec::new(),
+        p => p?,
+    };
     let mut out = std::io::stdout().lock();
-    match write_report(&profiles, args.top, &mut out).and_then(|()| out.flush()) {
+    match write_report(&profiles, &safepoints, args.top, &mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
         _ => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// Writes the tables for every profile.
-pub fn write_report(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+/// What the Safepoints section shows: the safepoints in time order, when
+/// the recording started (times are shown from there) and, for a JFR
+/// recording, its CPU samples, whose times place them in the window of the
+/// safepoint they were taken in.
+pub struct Safepoints<'a> {
+    pub list: Vec<Safepoint>,
+    pub start_ns: u64,
+    pub recording: Option<&'a Recording>,
+    /// The selected time range (`--from`, `--to`), ns since the epoch.
+    pub range: (Option<i64>, Option<i64>),
+}
+
+impl<'a> Safepoints<'a> {
+    /// The safepoints of an input within the selection's time range.
+    pub fn of(input: &'a Input, selection: &Selection) -> Result<Safepoints<'a>, String> {
+        let (recording, range) = match input {
+            Input::Jfr(rec) => (Some(&**rec), selection.range(rec)?),
+            Input::Profile(_) => (None, (None, None)),
+        };
+        Ok(Safepoints { list: selection.safepoints(input)?, start_ns: input.start_ns(), recording, range })
+    }
+
+    /// The recording's CPU samples within the time range.
+    fn cpu_samples(&self) -> u64 {
+        let (from, to) = self.range;
+        let in_range = |t: i64| from.is_none_or(|f| t >= f) && to.is_none_or(|to| t < to);
+        self.recording.map_or(0, |rec| rec.cpu.iter().filter(|s| in_range(s.time)).count() as u64)
+    }
+}
+
+/// Writes the tables for every profile, then the Safepoints section when
+/// there are safepoints.
+pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    profile_tables(profiles, top, out)?;
+    if !safepoints.list.is_empty() {
+        if !profiles.is_empty() {
+            writeln!(out)?;
+        }
+        safepoint_section(safepoints, top, out)?;
+    }
+    Ok(())
+}
+
+/// The tables of every profile.
+fn profile_tables(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Write) -> std::io::Result<()> {
     for (i, (key, p)) in profiles.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
@@ -115,8 +167,7 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
             .map(|&f| p.frame(f))
             .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
             .collect();
-        let java = |f: &&&oxprof_profile::Frame| matches!(f.kind, FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java);
-        let leaf = if java_self { kept.iter().rev().find(java).or(kept.last()) } else { kept.last() };
+        let leaf = if java_self { kept.iter().rev().find(|f| is_java(f.kind)).or(kept.last()) } else { kept.last() };
         let frames: Vec<&str> = kept.iter().map(|f| f.name.as_str()).collect();
         if let Some(leaf) = leaf.map(|f| f.name.as_str()) {
             let e = self_of.entry(leaf).or_default();
@@ -143,6 +194,11 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
         }
     }
     Ok(())
+}
+
+/// Whether a frame is a Java method's.
+fn is_java(kind: FrameKind) -> bool {
+    matches!(kind, FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java)
 }
 
 /// A sample's thread state, from its state frame.
@@ -262,6 +318,89 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
     }
     if let (true, Some(u)) = (marked, unsure) {
         writeln!(out, "  ~ under {:.0}% of the total: this JVM's sampler may have put it off by half or more (see Accuracy)", 100.0 * u)?;
+    }
+    Ok(())
+}
+
+/// The CPU samples taken inside safepoint windows, counted by innermost
+/// Java method (the innermost frame when none is Java), per safepoint id
+/// and over all windows.
+struct WindowMethods<'r> {
+    by_safepoint: HashMap<u64, HashMap<&'r str, u64>>,
+    all: HashMap<&'r str, u64>,
+    samples: u64,
+}
+
+impl<'r> WindowMethods<'r> {
+    fn of(rec: &'r Recording, list: &[Safepoint]) -> WindowMethods<'r> {
+        let mut w = WindowMethods { by_safepoint: HashMap::new(), all: HashMap::new(), samples: 0 };
+        let mut names: HashMap<u32, &'r str> = HashMap::new();
+        for s in &rec.cpu {
+            let Some(i) = safepoint::window_of(list, s.time.max(0) as u64) else { continue };
+            let name = *names.entry(s.stack).or_insert_with(|| innermost_java(rec, s.stack));
+            *w.by_safepoint.entry(list[i].id).or_default().entry(name).or_default() += 1;
+            *w.all.entry(name).or_default() += 1;
+            w.samples += 1;
+        }
+        w
+    }
+}
+
+/// The innermost Java method of a recording's stack, else its innermost
+/// frame.
+fn innermost_java(rec: &Recording, stack: u32) -> &str {
+    let frames = rec.stacks.get(stack as usize).map_or(&[][..], Vec::as_slice);
+    let frame = |f: &u32| &rec.frames[*f as usize];
+    frames.iter().rev().map(frame).find(|f| is_java(f.kind)).or(frames.last().map(frame)).map_or("[no stack]", |f| f.name.as_str())
+}
+
+/// Rows of a (name, count) map, largest first, then by name.
+fn ranked<'m>(map: &HashMap<&'m str, u64>) -> Vec<(&'m str, u64)> {
+    let mut rows: Vec<(&str, u64)> = map.iter().map(|(k, v)| (*k, *v)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    rows
+}
+
+/// Safepoints: how many, their times to safepoint, the `top` slowest (when
+/// each started, its time to safepoint and total, the VM operation, the
+/// CPU samples taken while threads were being stopped and, from a JFR
+/// recording, the methods those samples were in), and which methods the
+/// samples inside all windows were in.
+fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let stats = SafepointStats::of(&sp.list);
+    let ns = |v: u64| format_quantity(v, "ns");
+    writeln!(
+        out,
+        "Safepoints ({}, time to safepoint p50 {}, p99 {}, max {}, total {})",
+        stats.count,
+        ns(stats.ttsp_p50_ns),
+        ns(stats.ttsp_p99_ns),
+        ns(stats.ttsp_max_ns),
+        ns(stats.ttsp_sum_ns)
+    )?;
+    let windows = sp.recording.map(|rec| WindowMethods::of(rec, &sp.list));
+    let slowest = safepoint::slowest(&sp.list, top);
+    writeln!(out, "  the {} slowest to stop all threads, and what ran meanwhile", slowest.len())?;
+    writeln!(out, "  {:>10} {:>10} {:>10} {:>8}  operation", "at (s)", "ttsp", "total", "samples")?;
+    for s in slowest {
+        let at = s.start_ns.saturating_sub(sp.start_ns) as f64 / 1e9;
+        let total = s.total_ns.map_or_else(|| "-".to_string(), ns);
+        writeln!(out, "  {at:>10.3} {:>10} {total:>10} {:>8}  {}", ns(s.ttsp_ns), s.samples, s.operation.as_deref().unwrap_or("-"))?;
+        if let Some(methods) = windows.as_ref().and_then(|w| w.by_safepoint.get(&s.id)) {
+            for (name, n) in ranked(methods).into_iter().take(3) {
+                writeln!(out, "  {:>32} {n:>8}    {name}", "")?;
+            }
+        }
+    }
+    let cpu = sp.cpu_samples();
+    if let Some(w) = windows.filter(|_| cpu > 0) {
+        writeln!(out, "  CPU samples taken while threads were being stopped: {} of {} ({:.2}%)", w.samples, cpu, pct(w.samples, cpu))?;
+        if w.samples > 0 {
+            writeln!(out, "  {:>8} {:>7}  innermost Java method", "samples", "share")?;
+            for (name, n) in ranked(&w.all).into_iter().take(top) {
+                writeln!(out, "  {n:>8} {:>6.2}%  {name}", pct(n, w.samples))?;
+            }
+        }
     }
     Ok(())
 }

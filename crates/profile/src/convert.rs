@@ -1,10 +1,12 @@
 //! Turning a JFR [`Recording`] into profiles of the model, one per kind
 //! (CPU, wall clock, allocation, live objects), with the converter's
 //! filters: thread roots, thread states (a filter and root frames), a time
-//! range and frame-name predicates.
+//! range and frame-name predicates. Every profile carries the recording's
+//! safepoints within the time range.
 
 use crate::jfr_read::Recording;
 use crate::model::{Frame, FrameKind, Meta, Profile};
+use crate::safepoint::Safepoint;
 use crate::state::ThreadState;
 
 /// The JDK's default `jdk.ExecutionSample` period, assumed when the
@@ -121,7 +123,18 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         b.flush(&mut p, agg);
         out.push(("live", p));
     }
+    let safepoints = safepoints(rec, opts);
+    for (_, p) in &mut out {
+        p.safepoints = safepoints.clone();
+    }
     out
+}
+
+/// The recording's safepoints requested within the time range of `opts`
+/// (all of them without one), in time order.
+pub fn safepoints(rec: &Recording, opts: &Options) -> Vec<Safepoint> {
+    let in_range = |t: u64| !matches!(opts.from_ns, Some(f) if (t as i64) < f) && !matches!(opts.to_ns, Some(to) if t as i64 >= to);
+    rec.safepoints.iter().filter(|s| in_range(s.start_ns)).cloned().collect()
 }
 
 /// A wall sample's weight as ticks of the wall clock (as the agent counts

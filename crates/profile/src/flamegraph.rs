@@ -25,12 +25,18 @@
 //!   varints: the node count, then `frame, value, child count` per node.
 //!   Node 0 is the root ("all").
 //!
+//! When a profile carries safepoints, the page shows them above the graph,
+//! once for all views (the first view's that has any): summary figures and
+//! a table of the slowest ([`SAFEPOINT_ROWS`]) by time to safepoint, which a
+//! click on a heading sorts.
+//!
 //! All JSON is escaped so that no `<` can appear inside a `<script>` element.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 
 use crate::model::{Counter, FrameKind, Profile};
+use crate::safepoint::{self, SafepointStats};
 
 const TEMPLATE: &str = include_str!("flamegraph.html");
 
@@ -39,6 +45,9 @@ const ROOT_NAME: &str = "all";
 
 /// Digits of the tree encoding: each holds 5 value bits and a continuation bit (32).
 const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// How many of the slowest safepoints the page's table lists.
+pub const SAFEPOINT_ROWS: usize = 50;
 
 /// Separates the encoded trees of successive views in `fg-tree`.
 const TREE_SEPARATOR: u8 = b'\n';
@@ -148,6 +157,7 @@ fn render_page<W: Write>(out: W, title: &str, page: &Page, views: &[View], mut h
         match key {
             "TITLE" => write_escaped_html(out, title),
             "TABS" | "SUBTITLES" => head(key, out),
+            "SAFEPOINTS" => write_safepoints(out, views),
             "EMPTY" => page.write_empty_notes(out),
             "CONFIG" => out.write_all(page.config_json(views).as_bytes()),
             "NAMES" => page.write_names_json(out),
@@ -353,6 +363,57 @@ fn write_subtitles<W: Write>(out: &mut W, views: &[View], opts: &HtmlOptions) ->
         out.write_all(b"</div>")?;
     }
     Ok(())
+}
+
+/// The Safepoints block: summary figures and the slowest safepoints of the
+/// first view's profile that has any (times from that profile's start);
+/// nothing when none has.
+fn write_safepoints<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
+    let Some(profile) = views.iter().map(|v| v.profile).find(|p| !p.safepoints.is_empty()) else { return Ok(()) };
+    let list = &profile.safepoints;
+    let stats = SafepointStats::of(list);
+    let ns = |v: u64| format_quantity(v, "ns");
+    let rows = safepoint::slowest(list, SAFEPOINT_ROWS);
+    let mut summary = format!(
+        "{} · time to safepoint p50 {} · p99 {} · max {} · total {}",
+        group_thousands(stats.count as u64),
+        ns(stats.ttsp_p50_ns),
+        ns(stats.ttsp_p99_ns),
+        ns(stats.ttsp_max_ns),
+        ns(stats.ttsp_sum_ns)
+    );
+    if rows.len() < list.len() {
+        summary.push_str(&format!(" · the {} slowest below", rows.len()));
+    }
+    out.write_all(b"<details class=\"safepoints\" open><summary><b>Safepoints</b> ")?;
+    write_escaped_html(out, &summary)?;
+    out.write_all(b"</summary><div class=\"sp-scroll\"><table id=\"sp-table\"><thead><tr>")?;
+    let heads = [
+        ("time (s)", "", "When the safepoint was requested, in seconds from the start of the profile"),
+        ("time to safepoint", " aria-sort=\"descending\"", "From the request until every thread had stopped"),
+        ("total", "", "From the request until the threads were let go"),
+        ("operation", " class=\"text\"", "The VM operation that asked for the safepoint"),
+        ("samples", "", "CPU samples taken while threads were being stopped"),
+    ];
+    for (label, attrs, title) in heads {
+        write!(out, "<th{attrs} title=\"")?;
+        write_escaped_html(out, title)?;
+        write!(out, "\">{label}</th>")?;
+    }
+    out.write_all(b"</tr></thead><tbody>")?;
+    for s in rows {
+        let at = s.start_ns.saturating_sub(profile.meta.start_ns);
+        write!(out, "<tr title=\"safepoint {}\"><td data-v=\"{at}\">{:.3}</td>", s.id, at as f64 / 1e9)?;
+        write!(out, "<td data-v=\"{}\">{}</td>", s.ttsp_ns, ns(s.ttsp_ns))?;
+        match s.total_ns {
+            Some(t) => write!(out, "<td data-v=\"{t}\">{}</td>", ns(t))?,
+            None => out.write_all(b"<td data-v=\"-1\">-</td>")?,
+        }
+        out.write_all(b"<td class=\"text\">")?;
+        write_escaped_html(out, s.operation.as_deref().unwrap_or("-"))?;
+        write!(out, "</td><td data-v=\"{0}\">{0}</td></tr>", s.samples)?;
+    }
+    out.write_all(b"</tbody></table></div></details>")
 }
 
 /// One node of the merged call tree.
@@ -820,6 +881,53 @@ mod tests {
         // Every `</script>` closes one of the template's own script elements.
         assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
         assert!(!page.contains("{{"), "unfilled placeholder");
+    }
+
+    /// The rows of the page's safepoint table: the text of each cell.
+    fn safepoint_rows(page: &str) -> Vec<Vec<String>> {
+        let Some(open) = page.find("<tbody>") else { return Vec::new() };
+        let body = &page[open + 7..open + page[open..].find("</tbody>").unwrap()];
+        let cell = |c: &str| {
+            let c = &c[c.rfind("<td").unwrap()..];
+            c[c.find('>').unwrap() + 1..].replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        };
+        body.split("</tr>").filter(|r| !r.is_empty()).map(|r| r.split("</td>").filter(|c| c.contains("<td")).map(cell).collect()).collect()
+    }
+
+    #[test]
+    fn safepoints_show_as_a_table_of_the_slowest() {
+        use crate::safepoint::Safepoint;
+        let mut p = Profile::new(Meta { start_ns: 1_000_000_000, ..Meta::default() });
+        p.add_frames([jit("busy")], 1, 1);
+        assert!(!html(&p, &HtmlOptions::default()).contains("id=\"sp-table\""), "no safepoints, no table");
+        p.safepoints = (0..60u64)
+            .map(|i| Safepoint {
+                id: i,
+                start_ns: 1_000_000_000 + i * 100_000_000,
+                ttsp_ns: 1_000 * (i + 1),
+                total_ns: (i % 2 == 0).then_some(5_000_000),
+                operation: Some(if i == 59 { "<Dump&Co>".into() } else { "G1CollectFull".into() }),
+                threads: None,
+                samples: i % 3,
+            })
+            .collect();
+        let page = html(&p, &HtmlOptions::default());
+        assert!(
+            page.contains("<b>Safepoints</b> 60 · time to safepoint p50 30.00 µs · p99 60.00 µs · max 60.00 µs · total 1.83 ms · the 50 slowest below"),
+            "{page}"
+        );
+        let rows = safepoint_rows(&page);
+        assert_eq!(rows.len(), SAFEPOINT_ROWS);
+        assert_eq!(rows[0], ["5.900", "60.00 µs", "-", "<Dump&Co>", "2"]);
+        assert_eq!(rows[1], ["5.800", "59.00 µs", "5.00 ms", "G1CollectFull", "1"]);
+        assert_eq!(rows[49][1], "11.00 µs");
+        assert!(page.contains("&lt;Dump&amp;Co&gt;") && !page.contains("<Dump"), "operation names are escaped");
+        // Every view of the page shares one table.
+        let q = p.clone();
+        assert_eq!(
+            html_multi(&[View::new(&p, Counter::Samples), View::new(&q, Counter::Total)], &HtmlOptions::default()).matches("id=\"sp-table\"").count(),
+            1
+        );
     }
 
     #[test]

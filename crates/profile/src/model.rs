@@ -237,12 +237,13 @@ impl Profile {
     }
 
     /// The same profile with line numbers dropped, so that frames of one
-    /// method merge (what flame graphs and collapsed stacks show).
+    /// method merge (what flame graphs and collapsed stacks show); the
+    /// safepoints stay.
     pub fn without_lines(&self) -> Profile {
         if !self.has_lines() {
             return self.clone();
         }
-        let mut out = Profile::new(self.meta.clone());
+        let mut out = Profile { meta: self.meta.clone(), safepoints: self.safepoints.clone(), ..Profile::default() };
         let map: Vec<u32> = self.frames.iter().map(|f| out.intern(Frame::new(f.name.clone(), f.kind))).collect();
         for s in &self.samples {
             out.add(s.stack.iter().map(|&f| map[f as usize]).collect(), s.samples, s.total);
@@ -291,7 +292,9 @@ mod tests {
         p.add_frames([main.clone(), Frame::new("A.f", FrameKind::Jit).with_line(4)], 2, 20);
         assert_eq!(p.samples().len(), 2);
         assert!(p.has_lines());
+        p.safepoints = vec![crate::safepoint::Safepoint { id: 3, ttsp_ns: 10, ..Default::default() }];
         let q = p.without_lines();
+        assert_eq!(q.safepoints, p.safepoints);
         assert!(!q.has_lines());
         assert_eq!(q.samples().len(), 1);
         assert_eq!(q.samples()[0].samples, 3);

@@ -26,6 +26,45 @@ pub struct Safepoint {
     pub samples: u64,
 }
 
+impl Safepoint {
+    /// When every thread had stopped (ns since the epoch): the end of the
+    /// window, from `start_ns`, in which samples show what kept threads from
+    /// stopping.
+    pub fn synced_ns(&self) -> u64 {
+        self.start_ns.saturating_add(self.ttsp_ns)
+    }
+
+    /// Whether `t` (ns since the epoch) falls inside the time to safepoint,
+    /// both ends included.
+    pub fn in_window(&self, t: u64) -> bool {
+        self.start_ns <= t && t <= self.synced_ns()
+    }
+}
+
+/// The index of the safepoint whose time to safepoint holds `t`, in
+/// safepoints sorted by `start_ns` (HotSpot runs one safepoint at a time, so
+/// their windows do not overlap).
+pub fn window_of(safepoints: &[Safepoint], t: u64) -> Option<usize> {
+    let after = safepoints.partition_point(|s| s.start_ns <= t);
+    let i = after.checked_sub(1)?;
+    safepoints[i].in_window(t).then_some(i)
+}
+
+/// Adds each sample time (ns since the epoch) that falls inside a
+/// safepoint's window to that safepoint's `samples`; `safepoints` sorted by
+/// `start_ns`.
+pub fn count_samples(safepoints: &mut [Safepoint], times: impl IntoIterator<Item = u64>) {
+    debug_assert!(safepoints.windows(2).all(|w| w[0].start_ns <= w[1].start_ns), "safepoints must be in time order");
+    if safepoints.is_empty() {
+        return;
+    }
+    for t in times {
+        if let Some(i) = window_of(safepoints, t) {
+            safepoints[i].samples += 1;
+        }
+    }
+}
+
 /// Summary figures over a set of safepoints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SafepointStats {
@@ -82,5 +121,25 @@ mod tests {
         assert_eq!(SafepointStats::of(&[]), SafepointStats::default());
         let top: Vec<u64> = slowest(&v, 3).iter().map(|s| s.id).collect();
         assert_eq!(top, vec![100, 99, 98]);
+        let one = SafepointStats::of(&[sp(1, 7)]);
+        assert_eq!((one.count, one.ttsp_p50_ns, one.ttsp_p99_ns, one.ttsp_max_ns, one.ttsp_sum_ns), (1, 7, 7, 7, 7));
+        let four: Vec<Safepoint> = [40, 10, 30, 20].iter().enumerate().map(|(i, &t)| sp(i as u64 + 1, t)).collect();
+        let s = SafepointStats::of(&four);
+        assert_eq!((s.ttsp_p50_ns, s.ttsp_p99_ns, s.ttsp_max_ns, s.ttsp_sum_ns), (20, 40, 40, 100));
+    }
+
+    #[test]
+    fn samples_fall_in_the_window_of_their_safepoint() {
+        // Windows [1000, 1100], [2000, 2000], [3000, 3500].
+        let mut v = vec![sp(1, 100), sp(2, 0), sp(3, 500)];
+        let at = |t: u64| window_of(&v, t);
+        assert_eq!(
+            [at(999), at(1000), at(1100), at(1101), at(2000), at(2001), at(3499), at(9000)],
+            [None, Some(0), Some(0), None, Some(1), None, Some(2), None]
+        );
+        assert_eq!(window_of(&[], 5), None);
+        count_samples(&mut v, [0, 1000, 1050, 1050, 1200, 2000, 3000, 3500, 3501]);
+        assert_eq!(v.iter().map(|s| s.samples).collect::<Vec<_>>(), [3, 1, 2]);
+        assert_eq!(v[2].synced_ns(), 3500);
     }
 }

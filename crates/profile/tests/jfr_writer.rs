@@ -201,3 +201,153 @@ fn wall_samples_and_states_read_back() {
     assert_eq!(p.frame(s.stack[1]).name, "com.example.Main.nap");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The JDK's own metadata of each named type, as `jfr metadata` prints it:
+/// from its `@Name("...")` line to the closing brace.
+fn metadata_blocks(file: &std::path::Path, names: &[&str]) -> Vec<String> {
+    let text = run_jfr(&["metadata", file.to_str().unwrap()]);
+    names
+        .iter()
+        .map(|name| {
+            let open = text.find(&format!("@Name(\"{name}\")")).unwrap_or_else(|| panic!("no {name} in the metadata of {}", file.display()));
+            let close = text[open..].find("\n}\n").unwrap_or_else(|| panic!("{name} has no closing brace"));
+            text[open..open + close + 2].to_string()
+        })
+        .collect()
+}
+
+/// Safepoints written by the agent's call: the JDK's tool prints the four
+/// events with the JDK's own type definitions and the right fields, and
+/// oxprof's reader joins them back into safepoints.
+#[test]
+fn safepoint_events_are_the_jdks_and_read_back() {
+    use oxprof_profile::jfr::SafepointEvent;
+    use oxprof_profile::jfr_read;
+    use oxprof_profile::safepoint::Safepoint;
+    let dir = std::env::temp_dir().join(format!("oxprof-jfr-safepoint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sp.jfr");
+    let t0: i64 = 5_000_000_000;
+    let wall0: i64 = 1_700_000_000_000_000_000;
+    let mut w = JfrWriter::new(std::fs::File::create(&path).unwrap());
+    w.begin_chunk(t0, wall0).unwrap();
+    w.thread(7, "VM Thread", None);
+    let dump = SafepointEvent {
+        id: 41,
+        begin_ticks: t0 + 1_000_000,
+        sync_ticks: t0 + 1_250_000,
+        end_ticks: Some(t0 + 3_000_000),
+        operation: Some("ThreadDump"),
+        threads: Some(12),
+        vm_tid: 7,
+    };
+    w.safepoint(&dump).unwrap();
+    // Still stopping threads when the recording ended: no end, no operation.
+    w.safepoint(&SafepointEvent {
+        id: 42,
+        begin_ticks: t0 + 10_000_000,
+        sync_ticks: t0 + 14_000_000,
+        end_ticks: None,
+        operation: None,
+        threads: None,
+        vm_tid: 7,
+    })
+    .unwrap();
+    // CPU samples: one inside safepoint 41's time to safepoint, one after it.
+    let spin = vec![frame("com.example.Spin", "loop", 9, FrameType::Jit)];
+    w.stack(1, &spin, false);
+    w.execution_sample(t0 + 1_100_000, 7, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 2_000_000, 7, 1, ThreadState::Running).unwrap();
+    w.end_chunk(t0 + 20_000_000, false).unwrap();
+    // A second chunk: the operation's pool starts afresh.
+    w.begin_chunk(t0 + 20_000_000, wall0 + 20_000_000).unwrap();
+    w.safepoint(&SafepointEvent {
+        id: 43,
+        begin_ticks: t0 + 21_000_000,
+        sync_ticks: t0 + 21_000_500,
+        end_ticks: Some(t0 + 40_000_000),
+        operation: Some("G1CollectFull"),
+        threads: Some(3),
+        vm_tid: 7,
+    })
+    .unwrap();
+    w.safepoint(&SafepointEvent {
+        id: 44,
+        operation: Some("ThreadDump"),
+        begin_ticks: t0 + 50_000_000,
+        sync_ticks: t0 + 50_000_100,
+        end_ticks: Some(t0 + 50_100_000),
+        ..dump
+    })
+    .unwrap();
+    w.end_chunk(t0 + 60_000_000, true).unwrap();
+    drop(w);
+
+    let summary = run_jfr(&["summary", path.to_str().unwrap()]);
+    let count = |name: &str| summary.lines().find_map(|l| l.split_whitespace().collect::<Vec<_>>().get(..2).filter(|v| v[0] == name).map(|v| v[1].to_string()));
+    assert_eq!(count("jdk.SafepointBegin").as_deref(), Some("4"), "{summary}");
+    assert_eq!(count("jdk.SafepointStateSynchronization").as_deref(), Some("4"), "{summary}");
+    assert_eq!(count("jdk.SafepointEnd").as_deref(), Some("3"), "{summary}");
+    assert_eq!(count("jdk.ExecuteVMOperation").as_deref(), Some("3"), "{summary}");
+
+    let printed =
+        run_jfr(&["print", "--events", "jdk.SafepointBegin,jdk.SafepointStateSynchronization,jdk.SafepointEnd,jdk.ExecuteVMOperation", path.to_str().unwrap()]);
+    let event = |name: &str, id: u64| -> String {
+        printed
+            .split("\n\n")
+            .find(|e| e.trim_start().starts_with(&format!("{name} {{")) && e.contains(&format!("safepointId = {id}\n")))
+            .unwrap_or_else(|| panic!("no {name} of safepoint {id} in\n{printed}"))
+            .to_string()
+    };
+    let begin = event("jdk.SafepointBegin", 41);
+    for field in ["duration = 0.250 ms", "totalThreadCount = 12", "jniCriticalThreadCount = 0", "eventThread = \"VM Thread\"", "startTime = 22:13:20.001"] {
+        assert!(begin.contains(field), "{field} in {begin}");
+    }
+    let sync = event("jdk.SafepointStateSynchronization", 41);
+    for field in ["duration = 0.250 ms", "initialThreadCount = 0", "runningThreadCount = 0", "iterations = 0"] {
+        assert!(sync.contains(field), "{field} in {sync}");
+    }
+    let end = event("jdk.SafepointEnd", 41);
+    // A zero-length event: `jfr print` leaves its duration out.
+    assert!(!end.contains("duration") && end.contains("startTime = 22:13:20.003"), "{end}");
+    let op = event("jdk.ExecuteVMOperation", 41);
+    for field in ["operation = \"ThreadDump\"", "safepoint = true", "blocking = true", "caller = N/A", "duration = 1.75 ms", "startTime = 22:13:20.001"] {
+        assert!(op.contains(field), "{field} in {op}");
+    }
+    assert!(event("jdk.ExecuteVMOperation", 43).contains("operation = \"G1CollectFull\""));
+    assert!(event("jdk.ExecuteVMOperation", 44).contains("operation = \"ThreadDump\""));
+    assert!(event("jdk.SafepointBegin", 42).contains("totalThreadCount = 0"));
+    assert!(!printed.contains("jdk.SafepointEnd {\n  startTime = 22:13:20.014"), "safepoint 42 has no end: {printed}");
+
+    // The type definitions are the JDK's own, annotation for annotation.
+    let jdk = dir.join("jdk.jfr");
+    let o =
+        Command::new(jfr_tool().with_file_name("java")).arg(format!("-XX:StartFlightRecording:filename={}", jdk.display())).arg("-version").output().unwrap();
+    assert!(o.status.success() && jdk.exists(), "java -XX:StartFlightRecording -version: {}", String::from_utf8_lossy(&o.stderr));
+    let types = ["jdk.SafepointBegin", "jdk.SafepointStateSynchronization", "jdk.SafepointEnd", "jdk.ExecuteVMOperation", "jdk.types.VMOperationType"];
+    for (ours, theirs) in metadata_blocks(&path, &types).iter().zip(metadata_blocks(&jdk, &types)) {
+        assert_eq!(*ours, theirs);
+    }
+
+    // oxprof's reader: joined by id, in time order.
+    let rec = jfr_read::read_file(&path, &mut |_, _| {}).unwrap();
+    let sp = |id, start, ttsp_ns, total_ns, operation: Option<&str>, threads, samples| Safepoint {
+        id,
+        start_ns: wall0 as u64 + start,
+        ttsp_ns,
+        total_ns,
+        operation: operation.map(str::to_string),
+        threads,
+        samples,
+    };
+    assert_eq!(
+        rec.safepoints,
+        [
+            sp(41, 1_000_000, 250_000, Some(2_000_000), Some("ThreadDump"), Some(12), 1),
+            sp(42, 10_000_000, 4_000_000, None, None, None, 0),
+            sp(43, 21_000_000, 500, Some(19_000_000), Some("G1CollectFull"), Some(3), 0),
+            sp(44, 50_000_000, 100, Some(100_000), Some("ThreadDump"), Some(12), 0),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

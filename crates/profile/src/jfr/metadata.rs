@@ -40,6 +40,7 @@ pub mod id {
     pub const REFERENCE: u64 = 46;
     pub const OLD_OBJECT_ARRAY: u64 = 47;
     pub const OLD_OBJECT_FIELD: u64 = 48;
+    pub const VM_OPERATION_TYPE: u64 = 49;
 
     pub const EXECUTION_SAMPLE: u64 = 101;
     pub const OBJECT_ALLOCATION_SAMPLE: u64 = 102;
@@ -51,6 +52,10 @@ pub mod id {
     pub const WALL_CLOCK_SAMPLE: u64 = 107;
     pub const JAVA_MONITOR_ENTER: u64 = 108;
     pub const THREAD_PARK: u64 = 109;
+    pub const SAFEPOINT_BEGIN: u64 = 110;
+    pub const SAFEPOINT_STATE_SYNCHRONIZATION: u64 = 111;
+    pub const SAFEPOINT_END: u64 = 112;
+    pub const EXECUTE_VM_OPERATION: u64 = 113;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -62,6 +67,10 @@ pub mod id {
     pub const MEMORY_ADDRESS: u64 = 207;
     pub const CONTENT_TYPE: u64 = 208;
     pub const NAME: u64 = 209;
+    pub const RELATIONAL: u64 = 210;
+    /// `jdk.types.SafepointId`: the relation joining the safepoint events.
+    pub const SAFEPOINT_ID: u64 = 211;
+    pub const TRANSITION_FROM: u64 = 212;
 }
 
 /// One node of the metadata element tree.
@@ -165,7 +174,20 @@ fn event(type_id: u64, name: &str, duration: bool, fields: Vec<F>, anns: Vec<Ele
 }
 
 fn event_thread() -> F {
-    F("eventThread", id::THREAD, true, false, vec![label("Event Thread")])
+    F("eventThread", id::THREAD, true, false, vec![label("Event Thread"), description("Thread in which event was committed in")])
+}
+
+/// `safepointId`, the key the JDK's safepoint events share (an unsigned
+/// long with the `jdk.types.SafepointId` relation).
+fn safepoint_id(about: Option<&str>) -> F {
+    let mut anns = vec![ann(id::UNSIGNED, None), ann(id::SAFEPOINT_ID, None), label("Safepoint Identifier")];
+    anns.extend(about.map(description));
+    F("safepointId", id::LONG, false, false, anns)
+}
+
+/// An int field with a label and a description.
+fn count(name: &'static str, label_text: &str, description_text: &str) -> F {
+    F(name, id::INT, false, false, vec![label(label_text), description(description_text)])
 }
 
 fn stack_trace() -> F {
@@ -191,6 +213,9 @@ fn types() -> Vec<Element> {
         annotation_type(DATA_AMOUNT, "jdk.jfr.DataAmount", Some(false), vec![content(), label("Data Amount")]),
         annotation_type(UNSIGNED, "jdk.jfr.Unsigned", None, vec![content(), label("Unsigned Value")]),
         annotation_type(MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", None, vec![content(), label("Memory Address")]),
+        annotation_type(RELATIONAL, "jdk.jfr.Relational", None, vec![label("Relation")]),
+        annotation_type(SAFEPOINT_ID, "jdk.types.SafepointId", None, vec![ann(RELATIONAL, None)]),
+        annotation_type(TRANSITION_FROM, "jdk.jfr.TransitionFrom", None, vec![label("Transition From")]),
         class(
             THREAD,
             "java.lang.Thread",
@@ -472,6 +497,81 @@ fn types() -> Vec<Element> {
                 F("address", LONG, false, false, vec![ann(MEMORY_ADDRESS, None), label("Address of Object Parked")]),
             ],
             vec![category(&["Java Application"]), label("Java Thread Park")],
+        ),
+        class(
+            VM_OPERATION_TYPE,
+            "jdk.types.VMOperationType",
+            None,
+            true,
+            vec![F("type", STRING, false, false, vec![label("Type")])],
+            vec![label("VM Operation Type")],
+        ),
+        // The JDK's safepoint events (JDK 17's definitions, field for field).
+        event(
+            SAFEPOINT_BEGIN,
+            "jdk.SafepointBegin",
+            true,
+            vec![
+                event_thread(),
+                safepoint_id(None),
+                count("totalThreadCount", "Total Threads", "The total number of threads at the start of safe point"),
+                count("jniCriticalThreadCount", "JNI Critical Threads", "The number of threads in JNI critical sections"),
+            ],
+            vec![category(&["Java Virtual Machine", "Runtime", "Safepoint"]), label("Safepoint Begin"), description("Safepointing begin")],
+        ),
+        event(
+            SAFEPOINT_STATE_SYNCHRONIZATION,
+            "jdk.SafepointStateSynchronization",
+            true,
+            vec![
+                event_thread(),
+                safepoint_id(None),
+                count("initialThreadCount", "Initial Threads", "The number of threads running at the beginning of state check"),
+                count("runningThreadCount", "Running Threads", "The number of threads still running"),
+                count("iterations", "Iterations", "Number of state check iterations"),
+            ],
+            vec![
+                category(&["Java Virtual Machine", "Runtime", "Safepoint"]),
+                label("Safepoint State Synchronization"),
+                description("Synchronize run state of threads"),
+            ],
+        ),
+        event(
+            SAFEPOINT_END,
+            "jdk.SafepointEnd",
+            true,
+            vec![event_thread(), safepoint_id(None)],
+            vec![category(&["Java Virtual Machine", "Runtime", "Safepoint"]), label("Safepoint End"), description("Safepointing end")],
+        ),
+        event(
+            EXECUTE_VM_OPERATION,
+            "jdk.ExecuteVMOperation",
+            true,
+            vec![
+                event_thread(),
+                F("operation", VM_OPERATION_TYPE, true, false, vec![label("Operation")]),
+                F("safepoint", BOOLEAN, false, false, vec![label("At Safepoint"), description("If the operation occured at a safepoint")]),
+                F(
+                    "blocking",
+                    BOOLEAN,
+                    false,
+                    false,
+                    vec![label("Caller Blocked"), description("If the calling thread was blocked until the operation was complete")],
+                ),
+                F(
+                    "caller",
+                    THREAD,
+                    true,
+                    false,
+                    vec![
+                        label("Caller"),
+                        description("Thread requesting operation. If non-blocking, will be set to 0 indicating thread is unknown"),
+                        ann(TRANSITION_FROM, None),
+                    ],
+                ),
+                safepoint_id(Some("The safepoint (if any) under which this operation was completed")),
+            ],
+            vec![category(&["Java Virtual Machine", "Runtime"]), label("VM Operation"), description("Execution of a VM Operation")],
         ),
         event(
             ACTIVE_SETTING,

@@ -7,4 +7,4 @@ pub mod encoding;
 pub mod metadata;
 pub mod writer;
 
-pub use writer::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState, WriterStats, TICKS_PER_SECOND};
+pub use writer::{FrameType, JfrFrame, JfrWriter, OldObject, SafepointEvent, ThreadState, WriterStats, TICKS_PER_SECOND};

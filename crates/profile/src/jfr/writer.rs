@@ -3,8 +3,9 @@
 //!
 //! A chunk is: a 68-byte header, events, one checkpoint event holding every
 //! constant pool the chunk's events refer to (threads, stack traces, frames,
-//! methods, classes, packages, symbols, frame types, thread states), and the
-//! metadata event. Pool keys are only valid inside their chunk, so each
+//! methods, classes, packages, symbols, frame types, thread states, VM
+//! operation types), and the metadata event. Pool keys are only valid
+//! inside their chunk, so each
 //! chunk is self-contained and pools are forgotten when it ends: memory is
 //! bounded by one chunk (the caller ends chunks at a size limit), not by the
 //! recording's length. A chunk is built in memory and appended to the output
@@ -124,6 +125,26 @@ pub struct OldObject<'a> {
     pub size: u64,
 }
 
+/// One safepoint for [`JfrWriter::safepoint`], in ticks of the writer's
+/// clock: the VM thread asked every thread to stop at `begin_ticks`, all
+/// had stopped at `sync_ticks`, and they were let go at `end_ticks` (when
+/// known).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SafepointEvent<'a> {
+    /// HotSpot's safepoint counter, or a sequence number.
+    pub id: u64,
+    pub begin_ticks: i64,
+    pub sync_ticks: i64,
+    pub end_ticks: Option<i64>,
+    /// The VM operation (`ThreadDump`, `G1CollectFull`, ...), when known.
+    pub operation: Option<&'a str>,
+    /// Java threads at the start, when known.
+    pub threads: Option<u32>,
+    /// The VM thread, the events' `eventThread` (name it with
+    /// [`JfrWriter::thread`]).
+    pub vm_tid: u64,
+}
+
 /// Constant ids that stay the same for the whole recording. The JDK's
 /// reader caches constants by id across chunks (a stack trace read in one
 /// chunk is reused in the next), so an id must mean the same value in every
@@ -134,6 +155,7 @@ struct Ids {
     packages: HashMap<String, u64>,
     classes: HashMap<String, u64>,
     methods: HashMap<(u64, u64, u64), u64>,
+    vm_operations: HashMap<String, u64>,
 }
 
 /// The stable id of `key` in `map` (new ids count up from 1).
@@ -160,6 +182,8 @@ struct Pools {
     symbols: HashMap<String, u64>,
     symbol_entries: (u64, Buf),
     old_objects: (u64, Buf),
+    vm_operations: HashMap<String, u64>,
+    vm_operation_entries: (u64, Buf),
 }
 
 impl Pools {
@@ -214,6 +238,20 @@ impl Pools {
         b.varint(package);
         b.int(1); // modifiers: public
         b.boolean(false); // hidden
+        k
+    }
+
+    /// A VM operation's name in the `jdk.types.VMOperationType` pool.
+    fn vm_operation(&mut self, name: &str) -> u64 {
+        if let Some(&k) = self.vm_operations.get(name) {
+            return k;
+        }
+        let k = stable_id(&mut self.ids.vm_operations, name.to_string());
+        self.vm_operations.insert(name.to_string(), k);
+        let (n, b) = &mut self.vm_operation_entries;
+        *n += 1;
+        b.varint(k);
+        b.string(name);
         k
     }
 
@@ -466,6 +504,53 @@ impl<W: Write> JfrWriter<W> {
         self.emit()
     }
 
+    /// One safepoint as the JDK records it: `jdk.SafepointBegin` and
+    /// `jdk.SafepointStateSynchronization` from the request to the moment
+    /// every thread had stopped (the time to safepoint) and, when the end is
+    /// known, `jdk.SafepointEnd` (a zero-length event at the end) and
+    /// `jdk.ExecuteVMOperation` from the synchronisation to the end (at a
+    /// safepoint, blocking, caller unknown). Counts not known are 0.
+    pub fn safepoint(&mut self, e: &SafepointEvent) -> io::Result<()> {
+        let ttsp = e.sync_ticks.saturating_sub(e.begin_ticks).max(0);
+        let threads = e.threads.map_or(0, |t| t.min(i32::MAX as u32) as i32);
+        self.refer_thread(e.vm_tid);
+        // The start, duration, event thread and id every one of them opens with.
+        let head = |b: &mut Buf, event: u64, start: i64, duration: i64| {
+            b.clear();
+            b.varint(event);
+            b.long(start);
+            b.long(duration);
+            b.varint(e.vm_tid);
+            b.long(e.id as i64);
+        };
+        head(&mut self.body, id::SAFEPOINT_BEGIN, e.begin_ticks, ttsp);
+        self.body.int(threads); // totalThreadCount
+        self.body.int(0); // jniCriticalThreadCount
+        self.emit()?;
+        head(&mut self.body, id::SAFEPOINT_STATE_SYNCHRONIZATION, e.begin_ticks, ttsp);
+        self.body.int(0); // initialThreadCount
+        self.body.int(0); // runningThreadCount
+        self.body.int(0); // iterations
+        self.emit()?;
+        let Some(end) = e.end_ticks else { return Ok(()) };
+        let end = end.max(e.sync_ticks);
+        head(&mut self.body, id::SAFEPOINT_END, end, 0);
+        self.emit()?;
+        let operation = e.operation.map_or(0, |name| self.pools.vm_operation(name));
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::EXECUTE_VM_OPERATION);
+        b.long(e.sync_ticks);
+        b.long(end - e.sync_ticks);
+        b.varint(e.vm_tid);
+        b.varint(operation);
+        b.boolean(true); // safepoint
+        b.boolean(true); // blocking
+        b.varint(0); // caller: not known
+        b.long(e.id as i64);
+        self.emit()
+    }
+
     /// `jdk.ObjectAllocationSample`: `weight` bytes allocated as `class`.
     pub fn allocation_sample(&mut self, ticks: i64, tid: u64, stack: u64, class: &str, weight: u64) -> io::Result<()> {
         self.refer_thread(tid);
@@ -589,6 +674,7 @@ impl<W: Write> JfrWriter<W> {
         count += pool(&mut pools, id::PACKAGE, &p.package_entries);
         count += pool(&mut pools, id::SYMBOL, &p.symbol_entries);
         count += pool(&mut pools, id::OLD_OBJECT, &p.old_objects);
+        count += pool(&mut pools, id::VM_OPERATION_TYPE, &p.vm_operation_entries);
         let b = &mut self.body;
         b.clear();
         b.varint(1); // checkpoint event
@@ -614,7 +700,9 @@ impl<W: Write> JfrWriter<W> {
         let header = self.header(size, cp_offset, meta_offset, duration, 0, flags);
         self.chunk.bytes[..HEADER_SIZE].copy_from_slice(&header);
         self.open = false;
-        self.pools = Pools::default();
+        // The pools go; the ids stay, so that a value keeps its id in the next chunk.
+        let ids = std::mem::take(&mut self.pools.ids);
+        self.pools = Pools { ids, ..Pools::default() };
         let written = self.out.write_all(&self.chunk.bytes).and_then(|()| self.out.flush());
         self.chunk.clear();
         if self.chunk.bytes.capacity() > 1 << 20 {
@@ -635,6 +723,7 @@ impl<W: Write> JfrWriter<W> {
 /// Event type ids for [`JfrWriter::setting`].
 pub mod event_type {
     pub use super::id::{
-        EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, THREAD_PARK, WALL_CLOCK_SAMPLE,
+        EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, SAFEPOINT_BEGIN,
+        SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, THREAD_PARK, WALL_CLOCK_SAMPLE,
     };
 }

@@ -5,7 +5,7 @@
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, FastMap, LiveSample, LockSample, Recording, WallSample};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, LockSample, Recording, SafepointParts, WallSample};
 use crate::model::FrameKind;
 use crate::state::ThreadState;
 
@@ -57,8 +57,12 @@ impl Header {
 
     /// Nanoseconds since the epoch of a tick value of this chunk.
     pub fn ticks_to_ns(&self, ticks: i64) -> i64 {
-        let d = (ticks as i128 - self.start_ticks as i128) * 1_000_000_000 / self.ticks_per_second as i128;
-        self.start_nanos.saturating_add(d as i64)
+        self.start_nanos.saturating_add(self.span_ns(ticks as i128 - self.start_ticks as i128))
+    }
+
+    /// Nanoseconds of a span of `ticks` (a `duration`).
+    pub fn span_ns(&self, ticks: impl Into<i128>) -> i64 {
+        (ticks.into() * 1_000_000_000 / self.ticks_per_second as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 }
 
@@ -75,6 +79,10 @@ enum Interest {
     ActiveSetting,
     NativeSample,
     WallSample,
+    SafepointBegin,
+    SafepointSync,
+    SafepointEnd,
+    VmOperation,
 }
 
 impl Interest {
@@ -90,6 +98,10 @@ impl Interest {
             "oxprof.WallClockSample" => Interest::WallSample,
             "jdk.JavaMonitorEnter" => Interest::MonitorEnter,
             "jdk.ThreadPark" => Interest::ThreadPark,
+            "jdk.SafepointBegin" => Interest::SafepointBegin,
+            "jdk.SafepointStateSynchronization" => Interest::SafepointSync,
+            "jdk.SafepointEnd" => Interest::SafepointEnd,
+            "jdk.ExecuteVMOperation" => Interest::VmOperation,
             _ => return None,
         })
     }
@@ -413,8 +425,7 @@ impl<'a> Resolver<'a> {
                     let thread = self.thread(&ev, type_id, "eventThread");
                     let stack = self.stack(&ev, type_id);
                     let class = self.class_of(&ev, type_id, if park { "parkedClass" } else { "monitorClass" });
-                    let ticks = self.int(&ev, type_id, "duration").unwrap_or(0).max(0);
-                    let duration_ns = (self.header.ticks_to_ns(self.header.start_ticks + ticks) - self.header.start_nanos).max(0) as u64;
+                    let duration_ns = self.duration_ns(&ev, type_id);
                     self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park });
                 }
                 Interest::OldObject => {
@@ -427,6 +438,57 @@ impl<'a> Resolver<'a> {
                     let allocated = self.int(&ev, type_id, "allocationTime").map(|t| self.header.ticks_to_ns(t)).unwrap_or(time);
                     let bytes = self.int(&ev, type_id, "objectSize").unwrap_or(0).max(0) as u64;
                     self.rec.live.push(LiveSample { time, allocated, thread, stack, class, bytes });
+                }
+                Interest::SafepointBegin | Interest::SafepointSync | Interest::SafepointEnd | Interest::VmOperation => {
+                    self.safepoint(what, &ev, type_id, time);
+                }
+            }
+        }
+    }
+
+    /// An event's `duration` in nanoseconds (0 when it has none).
+    fn duration_ns(&self, ev: &Value, type_id: i64) -> u64 {
+        self.header.span_ns(self.int(ev, type_id, "duration").unwrap_or(0).max(0)).max(0) as u64
+    }
+
+    /// One of the four safepoint events, kept by `safepointId` until the
+    /// whole file is read (a safepoint's events may sit in two chunks).
+    /// VM operations count only when run at a safepoint.
+    fn safepoint(&mut self, what: Interest, ev: &Value, type_id: i64, time: i64) {
+        let Some(id) = self.int(ev, type_id, "safepointId") else { return };
+        let duration = self.duration_ns(ev, type_id);
+        let operation = match what {
+            Interest::VmOperation if self.int(ev, type_id, "safepoint") == Some(1) => match self.get(ev, type_id, "operation") {
+                Some((v @ Value::Obj(_), t)) => self.text(v, t, "type"),
+                Some((v @ Value::Str(_), _)) => self.string(v),
+                _ => None,
+            },
+            Interest::VmOperation => return,
+            _ => None,
+        };
+        let threads = match what {
+            Interest::SafepointBegin => self.int(ev, type_id, "totalThreadCount").filter(|&n| n > 0).map(|n| n.min(u32::MAX as i64) as u32),
+            _ => None,
+        };
+        let parts: &mut SafepointParts = self.rec.safepoint_parts.entry(id as u64).or_default();
+        match what {
+            Interest::SafepointBegin => {
+                parts.begin = Some((time, duration));
+                parts.threads = threads;
+            }
+            Interest::SafepointSync => parts.sync = Some((time, duration)),
+            Interest::SafepointEnd => parts.end = Some(time.saturating_add(duration as i64)),
+            _ => {
+                if let Some(op) = operation.filter(|op| !op.is_empty()) {
+                    match &mut parts.operation {
+                        // JDK 11 may run several operations at one safepoint.
+                        Some(ops) if !ops.split(", ").any(|o| o == op) => {
+                            ops.push_str(", ");
+                            ops.push_str(&op);
+                        }
+                        Some(_) => {}
+                        None => parts.operation = Some(op),
+                    }
                 }
             }
         }

@@ -6,9 +6,12 @@
 //! `jdk.NativeMethodSample` kept apart, allocation samples
 //! (`jdk.ObjectAllocationSample`, or on JDK 11
 //! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
-//! (`jdk.OldObjectSample`) and the sampling periods, with interned
-//! threads, classes, frames and stacks. Turning a recording into profiles
-//! is [`crate::convert`]'s job.
+//! (`jdk.OldObjectSample`), safepoints (`jdk.SafepointBegin`,
+//! `jdk.SafepointStateSynchronization`, `jdk.SafepointEnd` and
+//! `jdk.ExecuteVMOperation`, joined by `safepointId`, with the CPU samples
+//! taken while threads were being stopped counted) and the sampling
+//! periods, with interned threads, classes, frames and stacks. Turning a
+//! recording into profiles is [`crate::convert`]'s job.
 //!
 //! The format is read generically from each chunk's own metadata, so new
 //! fields in later JDKs are skipped rather than misread. Files are read one
@@ -69,6 +72,7 @@ use std::path::Path;
 pub use chunk::{java_class_name, MAGIC};
 
 use crate::model::FrameKind;
+use crate::safepoint::{self, Safepoint};
 use crate::state::ThreadState;
 
 /// The JDK's default `jdk.NativeMethodSample` period, assumed when the
@@ -142,6 +146,44 @@ pub struct LiveSample {
     pub bytes: u64,
 }
 
+/// What the safepoint events of one `safepointId` said, until the whole
+/// file is read: (start, duration) of `jdk.SafepointBegin` and of
+/// `jdk.SafepointStateSynchronization`, the end of `jdk.SafepointEnd`, all
+/// in ns since the epoch, and the VM operation run at it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SafepointParts {
+    pub begin: Option<(i64, u64)>,
+    pub sync: Option<(i64, u64)>,
+    pub end: Option<i64>,
+    pub operation: Option<String>,
+    pub threads: Option<u32>,
+}
+
+impl SafepointParts {
+    /// The safepoint, when its begin or synchronisation was recorded (the
+    /// JDK's thresholds can drop them while keeping the end or the
+    /// operation): it starts when the begin event does; its time to
+    /// safepoint ends with the synchronisation (else with the begin event,
+    /// whose duration then stands for it), its total with the end event.
+    fn join(self, id: u64) -> Option<Safepoint> {
+        let start = self.begin.or(self.sync)?.0;
+        let synced = match (self.sync, self.begin) {
+            (Some((at, d)), _) | (None, Some((at, d))) => at.saturating_add(d as i64),
+            (None, None) => return None,
+        };
+        let ns = |to: i64| to.saturating_sub(start).max(0) as u64;
+        Some(Safepoint {
+            id,
+            start_ns: start.max(0) as u64,
+            ttsp_ns: ns(synced),
+            total_ns: self.end.map(ns),
+            operation: self.operation,
+            threads: self.threads,
+            samples: 0,
+        })
+    }
+}
+
 /// Everything read from a JFR file.
 #[derive(Debug)]
 pub struct Recording {
@@ -162,6 +204,9 @@ pub struct Recording {
     pub alloc: Vec<AllocSample>,
     pub lock: Vec<LockSample>,
     pub live: Vec<LiveSample>,
+    /// The safepoints, in time order; `samples` counts the CPU samples
+    /// taken inside each one's time to safepoint.
+    pub safepoints: Vec<Safepoint>,
     /// The `period` setting of `jdk.ExecutionSample`, when recorded (and
     /// the samples are CPU samples).
     pub cpu_period_ns: Option<u64>,
@@ -184,6 +229,8 @@ pub struct Recording {
     pub warnings: Vec<String>,
     pub skipped_events: u64,
     pub missing_stacks: u64,
+    /// Safepoint events by `safepointId`, joined once every chunk is read.
+    pub(crate) safepoint_parts: FastMap<u64, SafepointParts>,
     frame_ids: FastMap<JfrFrame, u32>,
     stack_ids: FastMap<Vec<u32>, u32>,
     thread_ids: FastMap<String, u32>,
@@ -203,6 +250,7 @@ impl Default for Recording {
             alloc: Vec::new(),
             lock: Vec::new(),
             live: Vec::new(),
+            safepoints: Vec::new(),
             cpu_period_ns: None,
             wall_period_ns: None,
             native_period_ns: None,
@@ -214,6 +262,7 @@ impl Default for Recording {
             warnings: Vec::new(),
             skipped_events: 0,
             missing_stacks: 0,
+            safepoint_parts: FastMap::default(),
             frame_ids: FastMap::default(),
             stack_ids: FastMap::default(),
             thread_ids: FastMap::default(),
@@ -273,6 +322,9 @@ impl Recording {
             let period = self.native_period_ns.unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
             self.native.iter_mut().for_each(|s| (s.weight_ns, s.state) = (period, ThreadState::Native));
         }
+        self.safepoints = std::mem::take(&mut self.safepoint_parts).into_iter().filter_map(|(id, parts)| parts.join(id)).collect();
+        self.safepoints.sort_by_key(|s| (s.start_ns, s.id));
+        safepoint::count_samples(&mut self.safepoints, self.cpu.iter().map(|s| s.time.max(0) as u64));
     }
 }
 
