@@ -142,6 +142,9 @@ impl Profiler {
     pub fn stop(&self, env: Option<(Jvmti, Jni)>) -> Option<Recording> {
         let mut rec = self.lock().take()?;
         STATUS_GENERATION.fetch_add(1, Ordering::SeqCst);
+        if let Some(g) = &rec.gate {
+            g.stop_follower();
+        }
         for s in rec.sources.iter_mut() {
             s.stop(env);
         }

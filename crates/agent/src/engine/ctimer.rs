@@ -21,6 +21,19 @@ unsafe impl Send for CpuTimer {}
 // SAFETY: as above; we never mutate through a shared reference.
 unsafe impl Sync for CpuTimer {}
 
+impl CpuTimer {
+    /// Stops (`interval_ns` 0) or restarts the timer.
+    pub fn set_interval(&self, interval_ns: u64) -> io::Result<()> {
+        let ts = libc::timespec { tv_sec: (interval_ns / 1_000_000_000) as libc::time_t, tv_nsec: (interval_ns % 1_000_000_000) as libc::c_long };
+        let spec = libc::itimerspec { it_interval: ts, it_value: ts };
+        // SAFETY: re-arming (or disarming) the timer this value owns.
+        if unsafe { libc::timer_settime(self.id, 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
 impl Drop for CpuTimer {
     fn drop(&mut self) {
         // SAFETY: deleting the timer we created.

@@ -36,6 +36,14 @@ pub fn start(interval_ns: u64) -> io::Result<()> {
     set(interval_ns.max(1000))
 }
 
+/// Pauses (interval 0) or resumes ITIMER_PROF while oxprof owns it.
+pub fn set_interval(interval_ns: u64) -> io::Result<()> {
+    if !OURS.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    set(if interval_ns == 0 { 0 } else { interval_ns.max(1000) })
+}
+
 /// Disarms ITIMER_PROF. SIGPROFs the kernel sends on its own still count as
 /// oxprof's: one of this timer's can still be pending.
 pub fn stop() {

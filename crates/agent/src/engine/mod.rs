@@ -97,3 +97,14 @@ pub enum ThreadTimer {
     Perf(perf::PerfEvent),
     Ctimer(ctimer::CpuTimer),
 }
+
+impl ThreadTimer {
+    /// Pauses or resumes the thread's timer (triggers keep timers paused
+    /// outside their window, so a closed window costs no signal).
+    pub fn set_running(&self, on: bool, interval_ns: u64) -> io::Result<()> {
+        match self {
+            ThreadTimer::Perf(p) => p.set_enabled(on),
+            ThreadTimer::Ctimer(t) => t.set_interval(if on { interval_ns } else { 0 }),
+        }
+    }
+}

@@ -168,6 +168,19 @@ pub struct PerfEvent {
     ring: Option<Ring>,
 }
 
+impl PerfEvent {
+    /// Stops or resumes counting (and so sampling); a paused counter keeps
+    /// what was left of its period.
+    pub fn set_enabled(&self, on: bool) -> io::Result<()> {
+        let request = if on { PERF_EVENT_IOC_ENABLE } else { PERF_EVENT_IOC_DISABLE };
+        // SAFETY: ioctl on our own perf fd, no argument.
+        if unsafe { libc::ioctl(self.fd.as_raw_fd(), request as _, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
 impl Drop for PerfEvent {
     fn drop(&mut self) {
         // SAFETY: ioctl on our own perf fd; the fd is closed by OwnedFd after.

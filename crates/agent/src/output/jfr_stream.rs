@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oxprof_profile::jfr::writer::event_type;
-use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, ThreadState};
+use oxprof_profile::jfr::{FrameType, JfrFrame, JfrWriter, OldObject, SafepointEvent, ThreadState};
 use oxprof_profile::OutputFormat;
 use std::collections::HashMap;
 
@@ -115,6 +115,8 @@ struct Counts {
     live: u64,
     /// `jdk.JavaMonitorEnter` and `jdk.ThreadPark` events.
     lock: u64,
+    /// Safepoints timed by `ttsp` (four JDK events each).
+    safepoints: u64,
 }
 
 struct Inner {
@@ -410,10 +412,11 @@ impl Inner {
         let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} wall_samples={} lock_events={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} wall_samples={} lock_events={} safepoints={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.wall,
             c.lock,
+            c.safepoints,
             c.alloc,
             c.alloc_bytes,
             c.live,
@@ -524,6 +527,7 @@ impl Inner {
             }
         }
         self.drain_locks(agent, &cx);
+        self.drain_safepoints(agent);
         if self.failed.is_some() {
             return;
         }
@@ -579,6 +583,33 @@ impl Inner {
                 return self.fail(err);
             }
             self.counts.lock += 1;
+            self.rotate(agent);
+        }
+    }
+
+    /// Writes the safepoints `ttsp` timed since the last drain as the JDK's
+    /// own safepoint events (see `trigger/gate.rs`), on the VM thread.
+    fn drain_safepoints(&mut self, agent: &Agent) {
+        if self.failed.is_some() {
+            return;
+        }
+        let Some(gate) = crate::trigger::gate::current().filter(|g| g.ttsp) else { return };
+        for (r, operation) in gate.new_for_jfr() {
+            let vm_tid = r.tid as u32;
+            self.name_thread(agent, vm_tid);
+            let e = SafepointEvent {
+                id: r.id,
+                begin_ticks: r.begin as i64,
+                sync_ticks: r.sync as i64,
+                end_ticks: (r.end != 0).then_some(r.end as i64),
+                operation: operation.as_deref(),
+                threads: (r.threads != 0).then_some(r.threads as u32),
+                vm_tid: vm_tid as u64,
+            };
+            if let Err(err) = self.writer.safepoint(&e) {
+                return self.fail(err);
+            }
+            self.counts.safepoints += 1;
             self.rotate(agent);
         }
     }

@@ -177,6 +177,11 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     ctx.set_cstack(config.cstack, kernel_stacks);
     engine::perf::set_kernel_stacks(kernel_stacks);
     signal::arm(ctx);
+    // Triggers armed before this source: timers run only inside their window.
+    let gate = crate::trigger::gate::current().filter(|g| !g.is_stopped());
+    if gate.is_some() {
+        cx.threads.set_paused(true);
+    }
     let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone() };
     let started = if engine.per_thread() {
         cx.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
@@ -190,6 +195,25 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
             return Err(format!("cannot start the {} engine: {e}", engine.short()));
         }
     };
+    if let Some(g) = gate {
+        let (threads, registry, interval) = (cx.threads.clone(), cx.threads.clone(), config.interval_ns);
+        let per_thread = engine.per_thread();
+        if !per_thread {
+            let _ = itimer::set_interval(0);
+        }
+        let apply: crate::trigger::gate::Apply = Box::new(move |open| {
+            if per_thread {
+                threads.set_paused(!open);
+            } else {
+                let _ = itimer::set_interval(if open { interval } else { 0 });
+            }
+        });
+        let delay = std::time::Duration::from_nanos((config.interval_ns / 4).min(250_000));
+        if let Err(e) = g.follow(delay, move || registry.exclude(threads::current_tid()), apply) {
+            source.stop(None);
+            return Err(e);
+        }
+    }
     let line = format!(
         "started {} profiling: engine {} ({}), interval {}, {}",
         event.name(),

@@ -33,6 +33,8 @@ struct Inner {
     /// opposed to hidden JVM threads such as JIT compilers).
     java_visible: std::collections::HashSet<u32>,
     timer_errors: u64,
+    /// Timers are kept paused (triggers: outside their window).
+    paused: bool,
 }
 
 /// Shared registry; clone the `Arc` to share it with the watcher.
@@ -107,6 +109,9 @@ impl Threads {
         }
         match engine.start_thread(tid, interval) {
             Ok(t) => {
+                if inner.paused {
+                    let _ = t.set_running(false, interval);
+                }
                 inner.timers.insert(tid, t);
             }
             Err(e) => {
@@ -185,5 +190,15 @@ impl Threads {
         let mut inner = self.lock();
         inner.engine = None;
         inner.timers.clear();
+        inner.paused = false;
+    }
+
+    /// Pauses or resumes every thread's timer, and those of threads found
+    /// later. Returns how many timers were switched.
+    pub fn set_paused(&self, paused: bool) -> usize {
+        let mut inner = self.lock();
+        inner.paused = paused;
+        let Some((_, interval)) = inner.engine else { return 0 };
+        inner.timers.values().filter(|t| t.set_running(!paused, interval).is_ok()).count()
     }
 }

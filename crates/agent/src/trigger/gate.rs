@@ -54,7 +54,15 @@ pub struct Gate {
     stopped: Mutex<Option<Vec<usize>>>,
     /// Whether the window was open when the triggers were removed.
     open_at_stop: std::sync::atomic::AtomicBool,
+    /// The follower thread (see [`Gate::follow`]) and its stop flag.
+    follower: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stop_following: Arc<std::sync::atomic::AtomicBool>,
+    /// Timer switches the follower made (both ways).
+    switches: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// What the follower does when the window opens (`true`) or closes.
+pub type Apply = Box<dyn Fn(bool) + Send + 'static>;
 
 static CURRENT: Mutex<Option<Arc<Gate>>> = Mutex::new(None);
 
@@ -135,6 +143,9 @@ pub fn start(config: &Config, start_wall_ns: u64) -> Result<Option<Arc<Gate>>, S
         vtables: OnceLock::new(),
         stopped: Mutex::new(None),
         open_at_stop: Default::default(),
+        follower: Mutex::new(None),
+        stop_following: Default::default(),
+        switches: Default::default(),
     });
     *lock(&CURRENT) = Some(gate.clone());
     Ok(Some(gate))
@@ -151,6 +162,63 @@ impl Gate {
             what.join(", "),
             traps::write_method()
         )
+    }
+
+    /// Whether its triggers were removed.
+    pub fn is_stopped(&self) -> bool {
+        lock(&self.stopped).is_some()
+    }
+
+    /// Keeps the CPU engine's timers running only while the window is open,
+    /// so a closed window costs no signal at all: a thread (oxprof's own;
+    /// `on_start` runs on it first) waits for the trap handler's wake-up and
+    /// calls `apply(open)`. An opening is applied only if the window is
+    /// still open after `delay`: the many safepoints that are reached in
+    /// microseconds never switch the timers on (at a 1 ms interval they
+    /// would rarely have been sampled anyway). The handler still refuses
+    /// samples outside the window, so what is kept does not depend on how
+    /// quickly this thread follows.
+    pub fn follow(&self, delay: std::time::Duration, on_start: impl FnOnce() + Send + 'static, apply: Apply) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        let stop = self.stop_following.clone();
+        let switches = self.switches.clone();
+        let handle = std::thread::Builder::new()
+            .name("oxprof-trigger".into())
+            .spawn(move || {
+                on_start();
+                let mut applied = traps::window_open();
+                apply(applied);
+                while !stop.load(Ordering::SeqCst) {
+                    let seen = traps::window_seq();
+                    let open = traps::window_open();
+                    if open != applied {
+                        if open {
+                            std::thread::sleep(delay);
+                            if traps::window_seq() != seen {
+                                continue; // closed (or reopened) meanwhile: look again
+                            }
+                        }
+                        apply(open);
+                        applied = open;
+                        switches.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    traps::wait_for_move(seen, std::time::Duration::from_millis(200));
+                }
+            })
+            .map_err(|e| format!("cannot start the trigger thread: {e}"))?;
+        *lock(&self.follower) = Some(handle);
+        Ok(())
+    }
+
+    /// Stops the follower thread (before the engine stops: it must not
+    /// switch a stopped engine's timers back on).
+    pub fn stop_follower(&self) {
+        self.stop_following.store(true, std::sync::atomic::Ordering::SeqCst);
+        traps::wake_waiters();
+        if let Some(h) = lock(&self.follower).take() {
+            let _ = h.join();
+        }
     }
 
     /// Its part of the status line.
@@ -172,6 +240,7 @@ impl Gate {
             return left.clone();
         }
         self.open_at_stop.store(traps::window_open(), std::sync::atomic::Ordering::Relaxed);
+        self.stop_follower();
         let left = traps::disarm();
         self.collect();
         // Stays `current` until the next recording's gate replaces it: the
@@ -253,6 +322,7 @@ impl Gate {
         let dropped = lock(&self.kept).dropped;
         let kept_samples: u64 = list.iter().map(|s| s.samples).sum();
         let left = lock(&self.stopped).clone();
+        let switches = self.switches.load(std::sync::atomic::Ordering::Relaxed);
         let restored = match left {
             None => "armed".to_string(),
             Some(l) if l.is_empty() => "restored".to_string(),
@@ -260,7 +330,7 @@ impl Gate {
         };
         let ms = |ns: u64| format!("{:.3}ms", ns as f64 / 1e6);
         format!(
-            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} dropped_records={dropped} open_at_stop={} code={restored}",
+            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} timer_switches={switches} dropped_records={dropped} open_at_stop={} code={restored}",
             if self.ttsp { "safepoint" } else { "trigger" },
             if self.ttsp { "safepoints" } else { "windows" },
             if self.ttsp { "ttsp" } else { "window" },

@@ -27,7 +27,7 @@
 //! The sample handler asks [`sample_allowed`] first: when triggers gate the
 //! recording, only samples taken while the window is open are kept.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::hotspot::safemem;
 use crate::sampling::event_log::now_ticks;
@@ -76,6 +76,10 @@ static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 /// Samples are kept only while the window is open.
 static GATED: AtomicBool = AtomicBool::new(false);
 static OPEN: AtomicBool = AtomicBool::new(false);
+/// Bumped at every opening and closing, and the futex word the follower
+/// thread (`gate.rs`: pauses the engine's timers while the window is closed)
+/// waits on.
+static WINDOW_SEQ: AtomicU32 = AtomicU32::new(0);
 /// Samples refused because the window was closed.
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 /// Breakpoint hits taken (steps acted on) and traps only resumed.
@@ -194,6 +198,14 @@ fn arm_step(s: &Step) -> bool {
     ok
 }
 
+/// Tells the follower thread the window opened or closed: a futex wake,
+/// one async-signal-safe system call.
+fn window_moved() {
+    WINDOW_SEQ.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: FUTEX_WAKE on a static word; no memory is written.
+    unsafe { libc::syscall(libc::SYS_futex, WINDOW_SEQ.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX) };
+}
+
 fn act(action: u8) {
     let now = now_ticks();
     if action == Action::Open as u8 {
@@ -205,8 +217,10 @@ fn act(action: u8) {
         WIN_VTABLE.store(if op != 0 { read_jvm(op as usize) } else { 0 }, Ordering::Relaxed);
         WIN_THREADS.store(read_jvm(THREADS_ADDR.load(Ordering::Relaxed)) & 0xffff_ffff, Ordering::Relaxed);
         OPEN.store(true, Ordering::SeqCst);
+        window_moved();
     } else if action == Action::Close as u8 {
         OPEN.store(false, Ordering::SeqCst);
+        window_moved();
         WIN_SYNC.store(now, Ordering::SeqCst);
         WIN_ID.store(read_jvm(COUNTER_ADDR.load(Ordering::Relaxed)), Ordering::Relaxed);
         if !HAS_RELEASE.load(Ordering::Relaxed) {
@@ -445,9 +459,27 @@ pub fn disarm() -> Vec<usize> {
     left
 }
 
-/// Whether the window is open now (for status lines).
+/// Whether the window is open now.
 pub fn window_open() -> bool {
-    OPEN.load(Ordering::Relaxed)
+    OPEN.load(Ordering::SeqCst)
+}
+
+/// The window's change counter (see [`wait_for_move`]).
+pub fn window_seq() -> u32 {
+    WINDOW_SEQ.load(Ordering::SeqCst)
+}
+
+/// Waits until the window moved past `seen` (or `timeout` passed).
+pub fn wait_for_move(seen: u32, timeout: std::time::Duration) {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    // SAFETY: FUTEX_WAIT on a static word with a relative timeout; returns
+    // at once if the word no longer holds `seen`.
+    unsafe { libc::syscall(libc::SYS_futex, WINDOW_SEQ.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, seen, &ts as *const libc::timespec) };
+}
+
+/// Wakes a thread in [`wait_for_move`] without moving the window (stop).
+pub fn wake_waiters() {
+    window_moved();
 }
 // signal-safe: on
 
