@@ -33,25 +33,23 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
             release_freed_memory();
             written
         }
-        Some(Command::Status) => Ok(vec![agent.profiler.with_recording(|rec| status_line(agent, rec))]),
+        Some(Command::Status) => Ok(vec![agent.profiler.with_recording(status_line)]),
         None => Ok(vec!["oxprof agent loaded; profiling is not running".into()]),
     }
 }
 
 /// One line saying what runs, since when, and how many samples.
-fn status_line(agent: &Agent, rec: Option<&Recording>) -> String {
+fn status_line(rec: Option<&Recording>) -> String {
     let Some(rec) = rec else { return "idle: profiling is not running".into() };
     let mut parts: Vec<String> = rec.sources.iter().map(|s| s.status()).collect();
     if let Some(g) = &rec.gate {
         parts.push(g.status());
     }
-    format!(
-        "running: {} for {:.1} s, {} samples, output {}",
-        parts.join(" + "),
-        rec.started.elapsed().as_secs_f64(),
-        agent.profiler.recorded(),
-        rec.config.file.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "oxprof-<pid>.html in the JVM's working directory".into())
-    )
+    let output = match rec.config.file.as_deref() {
+        Some(p) => p.display().to_string(),
+        None => format!("{} in the JVM's working directory", crate::output::default_path(rec.config.output_format()).display()),
+    };
+    format!("running: {} for {:.1} s, output {output}", parts.join(" + "), rec.started.elapsed().as_secs_f64())
 }
 
 /// Builds and writes a recording's profiles. A command's `file=`/format

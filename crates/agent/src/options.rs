@@ -393,10 +393,13 @@ impl Config {
                     } else {
                         c.end = Some(v);
                     }
+                    // Triggers choose when CPU samples are kept: they ask for CPU.
+                    cpu_asked = true;
                     profiling_option = true;
                 }
                 "ttsp" => {
                     c.ttsp = parse_flag(item, value)?;
+                    cpu_asked |= c.ttsp;
                     profiling_option |= c.ttsp;
                 }
                 "ann" => c.annotate = parse_flag(item, value)?,
@@ -443,16 +446,6 @@ impl Config {
         }
         if c.ttsp && (c.begin.is_some() || c.end.is_some()) {
             return Err(err("ttsp", "ttsp sets its own begin and end functions; give either ttsp or begin=/end="));
-        }
-        if (c.ttsp || c.begin.is_some() || c.end.is_some()) && c.cpu.is_none() {
-            let which = if c.ttsp {
-                "ttsp"
-            } else if c.begin.is_some() {
-                "begin"
-            } else {
-                "end"
-            };
-            return Err(err(which, "triggers choose when CPU samples are kept: add event=cpu, itimer or ctimer"));
         }
         if c.ttsp && c.cpu.is_some() && !interval_given {
             // Safepoints are reached in microseconds to milliseconds: the
@@ -553,10 +546,11 @@ mod tests {
         assert!(e.contains("'ttsp'") && e.contains("either ttsp or begin"), "{e}");
         let e = Config::parse("begin=").unwrap_err().to_string();
         assert!(e.contains("'begin' needs a value") && e.contains("native function"), "{e}");
-        let e = Config::parse("event=alloc,ttsp").unwrap_err().to_string();
-        assert!(e.contains("event=cpu, itimer or ctimer"), "{e}");
-        assert!(Config::parse("event=wall,end=f").is_err());
-        assert!(Config::parse("event=itimer,wall=50ms,end=f").is_ok());
+        // Triggers gate CPU samples, so they ask for CPU beside other events.
+        let c = Config::parse("event=alloc,ttsp").unwrap();
+        assert_eq!((c.cpu, c.alloc.is_some()), (Some(Event::Cpu), true));
+        assert_eq!(Config::parse("event=wall,end=f").unwrap().cpu, Some(Event::Cpu));
+        assert_eq!(Config::parse("event=itimer,wall=50ms,end=f").unwrap().cpu, Some(Event::Itimer));
     }
 
     #[test]

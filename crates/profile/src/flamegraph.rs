@@ -591,16 +591,21 @@ fn render_template<W: Write>(template: &str, out: &mut W, mut fill: impl FnMut(&
     out.write_all(rest.as_bytes())
 }
 
-/// `opts.title`, else the views' common non-blank `meta.title`, else "Flame graph".
+/// `opts.title`, else the views' distinct non-blank `meta.title`s joined
+/// ("CPU profile · Allocation profile"), else "Flame graph".
 fn page_title(views: &[View], opts: &HtmlOptions) -> String {
     if !opts.title.trim().is_empty() {
         return opts.title.clone();
     }
     let mut titles = views.iter().map(|v| v.profile.meta.title.as_str()).filter(|t| !t.trim().is_empty());
-    match titles.next() {
-        Some(first) if titles.all(|t| t == first) => first.to_string(),
-        _ => "Flame graph".to_string(),
+    let Some(first) = titles.next() else { return "Flame graph".to_string() };
+    let mut distinct = vec![first];
+    for t in titles {
+        if !distinct.contains(&t) {
+            distinct.push(t);
+        }
     }
+    distinct.join(" · ")
 }
 
 /// The metadata line: `opts.subtitle`, or one derived from `profile.meta`.
@@ -609,6 +614,7 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
         return opts.subtitle.clone();
     }
     let meta = &profile.meta;
+    let has = |key: &str| meta.extra.iter().any(|(k, _)| k == key);
     let mut parts = Vec::new();
     if !meta.event.is_empty() {
         parts.push(format!("event: {}", meta.event));
@@ -616,8 +622,11 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
     if !meta.engine.is_empty() {
         parts.push(format!("engine: {}", meta.engine));
     }
+    // An interval in bytes or of lock waits is a mean; the metadata may say
+    // so itself ("mean interval"), in which case it is shown once, here.
     if meta.interval > 0 {
-        parts.push(format!("interval: {}", format_quantity(meta.interval, &meta.total_unit)));
+        let label = if has("mean interval") { "mean interval" } else { "interval" };
+        parts.push(format!("{label}: {}", format_quantity(meta.interval, &meta.total_unit)));
     }
     let samples = profile.sum(Counter::Samples);
     parts.push(format!("{} samples", group_thousands(samples)));
@@ -628,10 +637,11 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
         parts.push(format!("duration: {}", format_quantity(meta.duration_ns, "ns")));
     }
     let failed = profile.samples_with_kind(FrameKind::Error);
-    if failed > 0 && samples > 0 {
+    if failed > 0 && samples > 0 && !has("failed walks") {
         parts.push(format!("failed walks: {:.2}%", 100.0 * failed as f64 / samples as f64));
     }
-    parts.extend(meta.extra.iter().map(|(k, v)| format!("{k}: {v}")));
+    // "samples" and "mean interval" are shown above already.
+    parts.extend(meta.extra.iter().filter(|(k, _)| k != "samples" && k != "mean interval").map(|(k, v)| format!("{k}: {v}")));
     parts.join(" · ")
 }
 
@@ -975,6 +985,29 @@ mod tests {
         assert!(script_body(&page, "fg-config").starts_with(&format!(r#"{{"unit":"ns","kinds":"{kinds}","#)));
     }
 
+    /// What the agent's metadata says itself (samples, mean interval,
+    /// failed walks with counts) is not said twice in the header.
+    #[test]
+    fn subtitle_says_each_figure_once() {
+        let meta = Meta {
+            title: "Allocation profile".into(),
+            event: "alloc".into(),
+            interval: 512 << 10,
+            total_unit: "bytes".into(),
+            extra: vec![
+                ("samples".into(), "7".into()),
+                ("mean interval".into(), "524288 bytes".into()),
+                ("failed walks".into(), "1 (14.29% of Java samples)".into()),
+            ],
+            ..Meta::default()
+        };
+        let mut p = Profile::new(meta);
+        p.add_frames([jit("main")], 6, 6 << 19);
+        p.add_frames([Frame::new("no_Java_frame", FrameKind::Error)], 1, 1 << 19);
+        let line = subtitle(&p, Counter::Samples, &HtmlOptions::default());
+        assert_eq!(line, "event: alloc · mean interval: 512.00 KiB · 7 samples · failed walks: 1 (14.29% of Java samples)");
+    }
+
     #[test]
     fn quantities_are_formatted_for_people() {
         assert_eq!(format_quantity(999, "ns"), "999 ns");
@@ -1065,10 +1098,10 @@ mod tests {
         assert!(config.contains(r#""views":[{"label":"CPU (samples)","unit":"samples"},{"label":"Allocations \u003cheap\u003e","unit":"bytes"}]"#), "{config}");
         assert_eq!(page.matches("aria-selected=\"true\"").count(), 1);
 
-        // A subtitle per view, only the first shown; the title is neither profile's.
+        // A subtitle per view, only the first shown; the title names both profiles.
         assert!(page.contains("<div class=\"sub\" data-view=\"0\">event: cpu · engine: perf_events · interval: 10.00 ms · 10 samples</div>"));
         assert!(page.contains("<div class=\"sub\" data-view=\"1\" hidden>event: alloc · interval: 512.00 KiB · 3 samples · total: 1.50 MiB</div>"));
-        assert!(page.contains("<h1>Flame graph</h1>"));
+        assert!(page.contains("<h1>CPU profile · Allocation profile</h1>"));
         assert!(!page.contains("No samples were recorded"));
         assert!(!page.contains("{{"));
         assert_eq!(page.matches("</script>").count(), page.matches("<script").count());
@@ -1127,10 +1160,12 @@ mod tests {
     }
 
     #[test]
-    fn page_title_is_the_option_or_the_common_profile_title() {
+    fn page_title_is_the_option_or_the_profiles_titles() {
         let (cpu, alloc) = cpu_and_alloc();
         let both = [View::new(&cpu, Counter::Samples), View::new(&alloc, Counter::Total)];
-        assert_eq!(page_title(&both, &HtmlOptions::default()), "Flame graph");
+        // A CPU + allocation page is not titled "CPU profile" on every tab.
+        assert_eq!(page_title(&both, &HtmlOptions::default()), format!("{} · {}", cpu.meta.title, alloc.meta.title));
+        assert_eq!(page_title(&[], &HtmlOptions::default()), "Flame graph");
         let opts = HtmlOptions { title: "My App".into(), ..HtmlOptions::default() };
         assert_eq!(page_title(&both, &opts), "My App");
         let same = [View::new(&cpu, Counter::Samples), View::new(&cpu, Counter::Total)];

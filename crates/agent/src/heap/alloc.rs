@@ -204,6 +204,10 @@ impl AllocSampler {
         self.tagging.store(can_tag, Ordering::Relaxed);
         self.callback_ns.store(0, Ordering::Relaxed);
         self.callbacks.store(0, Ordering::Relaxed);
+        // Walk counts are per recording, like the samples they describe.
+        for c in [&self.own_walks, &self.jvmti_walks, &self.checked, &self.mismatched] {
+            c.store(0, Ordering::Relaxed);
+        }
         self.callback_hist.0.iter().for_each(|b| b.store(0, Ordering::Relaxed));
         self.running.store(true, Ordering::Release);
         let scope = match filter {

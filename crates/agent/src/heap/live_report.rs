@@ -193,7 +193,7 @@ pub fn build(
         "live summary: tracked={} sites={} live_bytes={:.0} gcs={} forced_gc={} thinnings={} effective_interval={} memory={} budget={} sweep_ns_per_object={:.1}",
         report.tracked,
         report.sites.len(),
-        report.live_bytes(),
+        report.live_bytes().max(0.0), // an estimate of nothing prints 0, not -0
         report.gcs,
         report.forced_gc,
         report.thinnings,

@@ -36,7 +36,8 @@ impl EventSource for AllocSource {
     }
 
     fn status(&self) -> String {
-        format!("alloc (mean interval {} bytes)", self.interval)
+        let n = self.sampler.stored().map(|s| s.stats().recorded).unwrap_or(0);
+        format!("alloc (mean interval {} bytes): {n} samples", self.interval)
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

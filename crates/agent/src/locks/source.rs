@@ -54,7 +54,8 @@ impl EventSource for LockSource {
     }
 
     fn status(&self) -> String {
-        format!("lock (mean interval {})", fmt_interval(self.interval_ns))
+        let n = self.sampler.stored().map(|s| s.stats().recorded).unwrap_or(0);
+        format!("lock (mean interval {}): {n} samples", fmt_interval(self.interval_ns))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

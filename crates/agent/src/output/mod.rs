@@ -52,7 +52,9 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
         },
         OutputFormat::FlameGraph => {
             let views: Vec<View<'_>> = built.iter().map(|b| View { label: b.label.clone(), profile: &b.profile, counter: config.counter }).collect();
-            let title = built.first().map(|b| b.profile.meta.title.clone()).unwrap_or_default();
+            // `title=` set every profile's title; otherwise the page is
+            // titled after all of its tabs, not the first one.
+            let title = config.title.clone().unwrap_or_default();
             flamegraph::write_html_multi(&views, &HtmlOptions { title, counter: config.counter, ..HtmlOptions::default() }, out)
         }
         OutputFormat::Pprof => match built.first() {

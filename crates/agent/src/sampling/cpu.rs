@@ -231,7 +231,8 @@ impl EventSource for CpuSource {
     }
 
     fn status(&self) -> String {
-        format!("{} ({}, interval {})", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns))
+        let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
+        format!("{} ({}, interval {}): {n} samples", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

@@ -302,7 +302,8 @@ impl EventSource for WallSource {
     }
 
     fn status(&self) -> String {
-        format!("wall (interval {}, {} threads)", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed))
+        let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
+        format!("wall (interval {}, {} threads): {n} samples", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed))
     }
 
     /// Alone, wall samples are written as the JDK's `jdk.ExecutionSample`
