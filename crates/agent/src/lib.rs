@@ -498,6 +498,9 @@ unsafe extern "C" fn on_vm_death(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv) {
         if let Some(agent) = AGENT.get() {
             live_report::vm_dying();
             finish(agent, Jni(jni));
+            // No oxprof thread stays attached to the exiting JVM (its exit
+            // would wait 300 ms for an idle one in native code).
+            agent.profiler.alloc.live.shut_down();
         }
     })
 }

@@ -167,6 +167,10 @@ pub struct LiveTracker {
     gcs: AtomicU64,
     state: Mutex<State>,
     sweeper: OnceLock<Thread>,
+    /// The JVM is exiting: the sweeper detaches and ends ([`LiveTracker::shut_down`]).
+    exiting: AtomicBool,
+    /// The sweeper has detached from the JVM and ended.
+    sweeper_done: AtomicBool,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -291,6 +295,21 @@ impl LiveTracker {
         }
         self.enabled.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// At JVM exit (VMDeath, after the last report): ends the sweeper
+    /// thread, detached from the JVM, and waits up to a second for it. A
+    /// thread attached to the JVM and idle in native code makes HotSpot's
+    /// exit wait for it (`VM_Exit` gives such threads 300 ms to stop),
+    /// which every short-lived JVM paid.
+    pub fn shut_down(&self) {
+        let Some(t) = self.sweeper.get() else { return };
+        self.exiting.store(true, Ordering::SeqCst);
+        t.unpark();
+        let until = Instant::now() + Duration::from_secs(1);
+        while !self.sweeper_done.load(Ordering::SeqCst) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Stops tracking new samples; what is tracked stays for the report.
@@ -437,6 +456,13 @@ impl LiveTracker {
         };
         loop {
             std::thread::park_timeout(Duration::from_secs(1));
+            if self.exiting.load(Ordering::SeqCst) {
+                // SAFETY: `vm` is the agent's JavaVM; this thread attached
+                // itself above and holds no JNI reference any more.
+                unsafe { jvmti::detach(vm) };
+                self.sweeper_done.store(true, Ordering::SeqCst);
+                return;
+            }
             if !self.enabled() {
                 continue;
             }

@@ -227,7 +227,8 @@ impl<R: BufRead> KallsymsReader<R> {
 
 /// The kernel table read ahead for the running CPU recording.
 enum Prefetch {
-    Reading(JoinHandle<Option<SymbolTable>>),
+    /// The reading thread, and what it is told (see [`PREFETCH_DELAY`]).
+    Reading(JoinHandle<Option<SymbolTable>>, Arc<std::sync::atomic::AtomicU8>),
     /// `None`: the kernel hides its addresses (or the read failed).
     Read(Option<Arc<SymbolTable>>),
 }
@@ -238,23 +239,54 @@ fn prefetch_slot() -> MutexGuard<'static, Option<Prefetch>> {
     PREFETCH.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts reading `/proc/kallsyms` on a thread of its own (which first runs
-/// `on_thread_start`, so it can keep itself out of the profile), unless a
-/// table is already read or being read. Without a thread the dump reads it.
+/// How long the prefetch thread waits before reading. Reading
+/// `/proc/kallsyms` costs 60-80 ms of CPU (most of it the kernel formatting
+/// its lines); a JVM that lives less than this (`java -version`, build
+/// tools, CLIs) with no kernel frame to name never pays it, and one that
+/// dumps earlier with kernel frames reads the table then.
+const PREFETCH_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+/// What the prefetch thread is told: wait out the delay, read now, or give up.
+const WAIT: u8 = 0;
+const READ_NOW: u8 = 1;
+const CANCEL: u8 = 2;
+
+/// Starts reading `/proc/kallsyms`, [`PREFETCH_DELAY`] from now, on a
+/// thread of its own (which first runs `on_thread_start`, so it can keep
+/// itself out of the profile), unless a table is already read or being
+/// read. Without a thread the dump reads it.
 pub fn prefetch_kernel_table(on_thread_start: impl FnOnce() + Send + 'static) {
+    use std::sync::atomic::{AtomicU8, Ordering};
     let mut slot = prefetch_slot();
     if slot.is_some() {
         return;
     }
     let Some(reader) = KallsymsReader::open() else { return };
+    let told = Arc::new(AtomicU8::new(WAIT));
+    let told_thread = told.clone();
     let spawned = std::thread::Builder::new().name("oxprof-kallsyms".into()).spawn(move || {
         on_thread_start();
+        let until = std::time::Instant::now() + PREFETCH_DELAY;
+        while told_thread.load(Ordering::SeqCst) == WAIT {
+            let Some(left) = until.checked_duration_since(std::time::Instant::now()) else { break };
+            std::thread::park_timeout(left);
+        }
+        if told_thread.load(Ordering::SeqCst) == CANCEL {
+            return None;
+        }
         reader.parse()
     });
     match spawned {
-        Ok(handle) => *slot = Some(Prefetch::Reading(handle)),
+        Ok(handle) => *slot = Some(Prefetch::Reading(handle, told)),
         Err(e) => crate::log::debug(&format!("kernel symbols will be read at dump time: no thread ({e})")),
     }
+}
+
+/// Tells the prefetch thread `what` (unless it already started reading)
+/// and waits for it.
+fn finish_prefetch(handle: JoinHandle<Option<SymbolTable>>, told: &std::sync::atomic::AtomicU8, what: u8) -> Option<SymbolTable> {
+    let _ = told.compare_exchange(WAIT, what, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
+    handle.thread().unpark();
+    handle.join().ok().flatten()
 }
 
 /// The prefetched kernel table, waiting for its thread if it is still
@@ -262,7 +294,7 @@ pub fn prefetch_kernel_table(on_thread_start: impl FnOnce() + Send + 'static) {
 fn prefetched_kernel_table() -> Option<Option<Arc<SymbolTable>>> {
     let mut slot = prefetch_slot();
     let table = match slot.take()? {
-        Prefetch::Reading(handle) => handle.join().ok().flatten().map(Arc::new),
+        Prefetch::Reading(handle, told) => finish_prefetch(handle, &told, READ_NOW).map(Arc::new),
         Prefetch::Read(table) => table,
     };
     *slot = Some(Prefetch::Read(table.clone()));
@@ -272,8 +304,8 @@ fn prefetched_kernel_table() -> Option<Option<Arc<SymbolTable>>> {
 /// Drops the prefetched kernel table (after a recording's last dump).
 pub fn forget_kernel_table() {
     let taken = prefetch_slot().take();
-    if let Some(Prefetch::Reading(handle)) = taken {
-        let _ = handle.join();
+    if let Some(Prefetch::Reading(handle, told)) = taken {
+        finish_prefetch(handle, &told, CANCEL);
     }
 }
 
