@@ -12,6 +12,8 @@ apt_install() {
 command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
 # Go's pprof reads the pprof files the converter and agent write.
 command -v go >/dev/null || apt_install golang-go
+# Node runs the flame graph page's data functions (crates/profile/tests/flamegraph_js.rs).
+command -v node >/dev/null || apt_install nodejs
 
 # Other HotSpot runtimes (runtime only, no javac): test programs are compiled
 # with --release 11 by the machine's javac and run on each of them.

@@ -1,0 +1,87 @@
+//! The flame graph page's data functions (`<script id="fg-lib">`), run in
+//! Node on a page this crate wrote: one box per method by default, split by
+//! frame type on request.
+
+use std::process::Command;
+
+use oxprof_profile::flamegraph::{write_html, HtmlOptions};
+use oxprof_profile::{Frame, FrameKind, Meta, Profile};
+
+/// Node script: reads the page on stdin, decodes its tree, merges it, and
+/// prints each merged node (preorder) as `depth name value kinds`.
+const DRIVER: &str = r#"
+const fs = require('fs');
+const vm = require('vm');
+const page = fs.readFileSync(0, 'utf8');
+const block = (id) => page.match(new RegExp('<script[^>]*id="' + id + '"[^>]*>([\\s\\S]*?)</script>'))[1];
+const FG = vm.runInNewContext(block('fg-lib') + '; FG', {});
+const cfg = JSON.parse(block('fg-config'));
+const names = JSON.parse(block('fg-names'));
+const kindOf = (f) => cfg.kinds.charCodeAt(f) - 97;
+const split = FG.decodeTree(block('fg-tree').split('\n')[0], false);
+const merged = FG.mergeByName(split, (f) => names[f], kindOf);
+const out = [];
+for (const [name, tr] of [['split', split], ['merged', merged]]) {
+  out.push('# ' + name);
+  for (let i = 0; i < tr.count; i++) {
+    const kind = cfg.palette[kindOf(tr.frame[i])] ? cfg.palette[kindOf(tr.frame[i])].label : 'root';
+    const mix = tr.mix && tr.mix[i]
+      ? ' ' + Array.from(tr.mix[i]).sort((a, b) => b[1] - a[1]).map(([k, v]) => cfg.palette[k].label + '=' + v).join(',')
+      : '';
+    out.push(tr.depth[i] + ' ' + names[tr.frame[i]] + ' ' + tr.value[i] + ' ' + kind + mix);
+  }
+}
+console.log(out.join('\n'));
+"#;
+
+fn frame(name: &str, kind: FrameKind) -> Frame {
+    Frame::new(name.to_string(), kind)
+}
+
+#[test]
+fn one_box_per_method_coloured_by_its_main_type() {
+    let mut p = Profile::new(Meta { title: "CPU profile".into(), event: "cpu".into(), total_unit: "ns".into(), ..Meta::default() });
+    let main = frame("Main.main", FrameKind::Interpreted);
+    // Main.work: 60 samples JIT-compiled, 30 interpreted, 10 inlined, each
+    // calling Main.hash in its own type; one other method beside.
+    p.add_frames([main.clone(), frame("Main.work", FrameKind::Jit), frame("Main.hash", FrameKind::Jit)], 60, 60);
+    p.add_frames([main.clone(), frame("Main.work", FrameKind::Interpreted), frame("Main.hash", FrameKind::Interpreted)], 30, 30);
+    p.add_frames([main.clone(), frame("Main.work", FrameKind::Inlined)], 10, 10);
+    p.add_frames([main.clone(), frame("Main.other", FrameKind::Jit)], 5, 5);
+    let mut page = Vec::new();
+    write_html(&p, &HtmlOptions::default(), &mut page).unwrap();
+    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
+    let mut child = Command::new(&node)
+        .arg("-e")
+        .arg(DRIVER)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {node:?} (Node.js; scripts/test.sh installs it): {e}"));
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&page).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    let section = |name: &str| -> Vec<String> {
+        stdout.split(&format!("# {name}\n")).nth(1).unwrap().lines().take_while(|l| !l.starts_with('#')).map(str::to_string).collect()
+    };
+    let merged = section("merged");
+    let (jit, interpreted, inlined) = ("JIT-compiled", "interpreted", "inlined");
+    assert_eq!(
+        merged,
+        vec![
+            "0 all 105 root".to_string(),
+            format!("1 Main.main 105 {interpreted}"),
+            format!("2 Main.other 5 {jit}"),
+            format!("2 Main.work 100 {jit} {jit}=60,{interpreted}=30,{inlined}=10"),
+            format!("3 Main.hash 90 {jit} {jit}=60,{interpreted}=30"),
+        ],
+        "{stdout}"
+    );
+    // Split: Main.work is three boxes, Main.hash two.
+    let split = section("split");
+    assert_eq!(split.iter().filter(|l| l.contains(" Main.work ")).count(), 3, "{stdout}");
+    assert_eq!(split.iter().filter(|l| l.contains(" Main.hash ")).count(), 2, "{stdout}");
+}
