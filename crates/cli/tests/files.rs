@@ -145,3 +145,49 @@ fn a_log_file_planted_as_a_symlink_is_refused_and_existing_regular_files_are_reu
         assert_eq!((meta.mode() & 0o777, meta.nlink()), (0o600, 1), "{}", p.display());
     }
 }
+
+/// Unmounts a tmpfs when dropped.
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A full disk at exit: the previous profile at the chosen path is left
+/// whole (the new one is written beside it and renamed only once
+/// complete), the log says the write failed and where the profile went
+/// instead, and nothing recorded is lost. Needs root (mounts a 1 MiB tmpfs).
+#[test]
+#[ignore = "needs root; scripts/test.sh runs it when run as root"]
+fn a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback() {
+    let s = Scratch::new("full-disk");
+    compile(&s.0, &["Hot.java"]);
+    let full = s.path("full");
+    std::fs::create_dir(&full).unwrap();
+    let st = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"]).arg(&full).status().unwrap();
+    assert!(st.success(), "mount tmpfs (root needed)");
+    let _mount = Mount(full.clone());
+    let out = full.join("profile.html");
+    let previous = "<html>the previous profile, kept whole</html>\n";
+    std::fs::write(&out, previous).unwrap();
+    // Fill the rest: an HTML profile (about 100 KiB at least) cannot fit.
+    let filler = vec![0u8; 1 << 20];
+    let mut f = std::fs::File::create(full.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut f, &filler);
+    drop(f);
+    let cwd = s.path("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let o = run_java(&cwd, &format!("start,interval=2ms,file={}", out.display()), &[], &s.0, &["Hot", "0.5"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), previous, "the previous profile was damaged\n{err}");
+    let names: Vec<String> = std::fs::read_dir(&full).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 2, "a temporary file was left behind: {names:?}");
+    let line = err.lines().find(|l| l.contains(&format!("could not write the profile to {}", out.display()))).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("No space left on device"), "{line}");
+    let fallback = PathBuf::from(line.rsplit("wrote it to ").next().unwrap().trim_end_matches(" instead"));
+    assert_private_fallback(&fallback, &cwd);
+    assert!(std::fs::read_to_string(&fallback).unwrap().contains("Hot.sqrtSin"), "the fallback lacks the samples");
+}

@@ -69,6 +69,11 @@ pub fn open_new(path: &Path) -> io::Result<File> {
 /// `protected_regular`, a file of another user in a sticky world-writable
 /// directory such as /tmp, where anyone could have put it.
 pub fn open_existing(path: &Path, append: bool) -> io::Result<File> {
+    open_existing_with(path, append, !append)
+}
+
+/// [`open_existing`], truncating the file only if `truncate`.
+fn open_existing_with(path: &Path, append: bool, truncate: bool) -> io::Result<File> {
     let flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | if append { libc::O_APPEND } else { 0 };
     let file = match open_raw(path, flags) {
         Ok(f) => f,
@@ -103,10 +108,52 @@ pub fn open_existing(path: &Path, append: bool) -> io::Result<File> {
     // SAFETY: fcntl on a descriptor the File owns; clears O_NONBLOCK (if
     // that fails it stays set, which a regular file ignores).
     unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & libc::O_APPEND) };
-    if !append {
+    if truncate {
         file.set_len(0)?;
     }
     Ok(file)
+}
+
+/// Writes an output the user named (`file=`, the default name) with
+/// `write`. A new file is created (exclusively, 0600) and written in place.
+/// An existing regular file, accepted as [`open_existing`] accepts it, is
+/// never truncated: the output goes to a new file beside it (random name,
+/// 0600) that is renamed over it once complete, so a write that fails half
+/// way (a full disk, a quota) leaves the previous file whole. A character
+/// device (`/dev/null`) is written as it is. Returns whether something was
+/// there before; on an error nothing of this write is left behind except,
+/// for a new file, what fitted.
+pub fn write_chosen(path: &Path, write: impl Fn(File) -> io::Result<()>) -> io::Result<bool> {
+    let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let mut last = None;
+    // Between the two opens the file can vanish or appear: try again.
+    for _ in 0..3 {
+        match open_raw(path, create) {
+            Ok(f) => return write(f).map(|()| false),
+            Err(e) if is_errno(&e, libc::EEXIST) => {}
+            Err(e) => return Err(e),
+        }
+        let existing = match open_existing_with(path, false, false) {
+            Ok(f) => f,
+            Err(e) if is_errno(&e, libc::ENOENT) => {
+                last = Some(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if existing.metadata()?.file_type().is_char_device() {
+            return write(existing).map(|()| true);
+        }
+        drop(existing);
+        let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
+        let written = open_new(&tmp).and_then(|f| write(f)).and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return written.map(|()| true);
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::ENOENT)))
 }
 
 /// Opens a path the user chose (`file=`, the default output name, `log=`):
@@ -302,6 +349,37 @@ mod tests {
         // A new file is not reported as overwritten.
         let (_, existed) = open_chosen(&s.0.join("fresh"), false).unwrap();
         assert!(!existed);
+    }
+
+    /// An existing output is replaced whole or not at all: a write that
+    /// fails half way leaves the previous file as it was, and no temporary
+    /// file behind.
+    #[test]
+    fn an_existing_output_survives_a_failed_write() {
+        let s = Scratch::new("replace-fail");
+        let p = s.0.join("out.collapsed");
+        std::fs::write(&p, "the previous profile\n").unwrap();
+        let e = write_chosen(&p, |mut f| {
+            f.write_all(b"half of a new pro")?;
+            Err(io::Error::from_raw_os_error(libc::ENOSPC))
+        })
+        .unwrap_err();
+        assert!(is_errno(&e, libc::ENOSPC), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "the previous profile\n");
+        assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 1, "a temporary file was left");
+        // A write that succeeds replaces it, and says it was there.
+        assert!(write_chosen(&p, |mut f| f.write_all(b"new\n")).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n");
+        assert_eq!(mode(&p), 0o600);
+        // A new file is written in place and not reported as replaced.
+        assert!(!write_chosen(&s.0.join("fresh"), |mut f| f.write_all(b"x")).unwrap());
+        // A planted symbolic link is refused, its target untouched.
+        let target = s.0.join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = s.0.join("link");
+        symlink(&target, &link).unwrap();
+        assert!(write_chosen(&link, |mut f| f.write_all(b"x")).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }
 
     #[test]

@@ -71,7 +71,8 @@ fn write_to(file: File, built: &[&Built], config: &Config, format: OutputFormat)
     finish(w)
 }
 
-/// Writes with `write` to `wanted` (opened by [`files::open_output`]), or,
+/// Writes with `write` to `wanted` ([`files::write_chosen`]: an existing
+/// file is replaced only by a complete new one), or,
 /// when that fails, to a new file `stem.ext` in this process's private
 /// directory under the working directory, then under the temp directory.
 /// Returns the path written and, for a fallback, why `wanted` was not; or
@@ -82,8 +83,13 @@ fn write_with_fallback(
     ext: &str,
     write: impl Fn(File) -> std::io::Result<()>,
 ) -> Result<(PathBuf, Option<std::io::Error>), std::io::Error> {
-    let first_error = match files::open_output(wanted).and_then(&write) {
-        Ok(()) => return Ok((wanted.to_path_buf(), None)),
+    let first_error = match files::write_chosen(wanted, &write) {
+        Ok(existed) => {
+            if existed {
+                crate::log::info(&format!("overwriting the existing file {}", wanted.display()));
+            }
+            return Ok((wanted.to_path_buf(), None));
+        }
         Err(e) => e,
     };
     for base in files::fallback_bases() {

@@ -1,0 +1,83 @@
+//! JVM exit paths under the agent: System.exit from many threads at once,
+//! and SIGTERM while an attach dump runs. No crash, no hs_err file, and the
+//! recordings on disk are whole.
+
+mod common;
+
+use common::*;
+
+fn no_crash_report(dir: &std::path::Path) {
+    let crashes: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("hs_err")).collect();
+    assert!(crashes.is_empty(), "the JVM crashed: {:?}", crashes.iter().map(|e| e.path()).collect::<Vec<_>>());
+}
+
+/// `jfr summary` reads the file and counts `event` events.
+fn jfr_count(path: &std::path::Path, event: &str) -> u64 {
+    let o = std::process::Command::new(tool("jfr")).arg("summary").arg(path).output().unwrap();
+    assert!(o.status.success(), "jfr summary {}: {}", path.display(), text(&o.stderr));
+    text(&o.stdout)
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(event))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn system_exit_from_sixteen_threads_at_once() {
+    let s = Scratch::new("exit-many");
+    compile(&s.0, &["ManyExits.java"]);
+    for round in 0..3 {
+        let out = s.path(&format!("m{round}.jfr"));
+        let o = run_java(&s.0, &format!("start,event=cpu,interval=1ms,alloc,live,wall=10ms,lock,file={}", out.display()), &[], &s.0, &["ManyExits"]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "round {round}: {err}");
+        no_crash_report(&s.0);
+        assert!(err.contains("[oxprof] jfr summary:"), "round {round}: {err}");
+        assert!(jfr_count(&out, "jdk.ExecutionSample") > 0 && jfr_count(&out, "jdk.ObjectAllocationSample") > 0, "round {round}");
+    }
+}
+
+#[test]
+fn sigterm_during_an_attach_dump() {
+    let s = Scratch::new("exit-term");
+    compile(&s.0, &["ManyExits.java", "Hot.java"]);
+    for round in 0..4u64 {
+        let out = s.path(&format!("final{round}.html"));
+        let dump = s.path(&format!("dump{round}.html"));
+        let mut cmd = java_cmd([
+            format!("-agentpath:{}=start,event=cpu,interval=1ms,alloc,live,file={}", agent().display(), out.display()),
+            "-cp".into(),
+            s.0.to_string_lossy().into_owned(),
+            "Hot".into(),
+            "60".into(),
+        ]);
+        cmd.current_dir(&s.0);
+        let mut jvm = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let pid = jvm.id();
+        wait_for_cpu(pid, process_cpu_ms(pid), 1000, "Hot");
+        let dumper = oxprof_cmd()
+            .args(["attach", &pid.to_string(), "dump", "-o"])
+            .arg(&dump)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5 + round * 15));
+        // SAFETY: kill takes a pid and a signal by value.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let status = jvm.wait().unwrap();
+        let _ = dumper.wait_with_output();
+        let mut err = String::new();
+        std::io::Read::read_to_string(jvm.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(143), "round {round}: {err}");
+        no_crash_report(&s.0);
+        // The exit dump is whole: a page that names the hot method.
+        let page = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("round {round}: {}: {e}\n{err}", out.display()));
+        assert!(page.contains("Hot.sqrtSin") && page.trim_end().ends_with("</html>"), "round {round}: {err}");
+        // The attach dump, if it ran before the JVM went away, is whole too.
+        if let Ok(page) = std::fs::read_to_string(&dump) {
+            assert!(page.trim_end().ends_with("</html>"), "round {round}: a partial dump");
+        }
+    }
+}
