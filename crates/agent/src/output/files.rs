@@ -147,7 +147,7 @@ pub fn write_chosen(path: &Path, write: impl Fn(File) -> io::Result<()>) -> io::
         drop(existing);
         let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
         let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
-        let written = open_new(&tmp).and_then(|f| write(f)).and_then(|()| std::fs::rename(&tmp, path));
+        let written = open_new(&tmp).and_then(&write).and_then(|()| std::fs::rename(&tmp, path));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
