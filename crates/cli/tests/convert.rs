@@ -223,15 +223,22 @@ fn agent_pprof_is_read_by_go_pprof_with_go_sample_types() {
     let cum = pprof_top(&alloc, "-top -cum -focus=byte");
     assert!(cum.contains("Convert.allocBytes"), "{cum}");
 
-    // Live objects: inuse sample types, the retained int[] under Convert.main.
-    let live = s.path("live.pb.gz");
-    let o = run_java(&s.0, &format!("start,event=alloc,live,file={}", live.display()), &[], &s.0, &["Convert", "2"]);
+    // Allocations and live objects: one heap profile with Go's four sample
+    // types, inuse_space shown by default; the retained int[] leads what is
+    // in use, the churned byte[] what was allocated.
+    let heap = s.path("live.pb.gz");
+    let o = run_java(&s.0, &format!("start,event=alloc,live,file={}", heap.display()), &[], &s.0, &["Convert", "2"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let live = s.path("live.live.pb.gz");
-    let raw = pprof_top(&live, "-raw");
-    assert!(raw.contains("inuse_objects/count inuse_space/bytes"), "{raw}");
-    let top = pprof_top(&live, "-top");
+    assert!(!s.path("live.live.pb.gz").exists(), "live objects went to a file of their own");
+    let raw = pprof_top(&heap, "-raw");
+    assert!(raw.contains("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"), "{raw}");
+    let top = pprof_top(&heap, "-top");
+    assert!(top.contains("Type: inuse_space"), "{top}");
     assert_eq!(top_function(&top), "int[]", "{top}");
+    let inuse = pprof_top(&heap, "-top -sample_index=inuse_space");
+    assert_eq!(top_function(&inuse), "int[]", "{inuse}");
+    let allocated = pprof_top(&heap, "-top -sample_index=alloc_space");
+    assert_eq!(top_function(&allocated), "byte[]", "{allocated}");
 
     // oxprof reads its own pprof back.
     let back = s.path("back.collapsed");

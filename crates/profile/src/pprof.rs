@@ -1,7 +1,8 @@
 //! pprof output (gzipped `profile.proto`), readable by `go tool pprof`,
 //! Pyroscope and Grafana, and reading such files back into a [`Profile`].
 //!
-//! One pprof file holds one profile. Its two sample types are named as Go's
+//! One pprof file holds one profile (or, as Go's heap profiles do,
+//! allocations and live objects together: [`encode_parts`]). Its two sample types are named as Go's
 //! tools expect for the profile's event: CPU `samples/count` +
 //! `cpu/nanoseconds`, wall clock `samples/count` + `wall/nanoseconds`,
 //! allocation `alloc_objects/count` + `alloc_space/bytes`, live objects
@@ -97,62 +98,126 @@ impl Strings {
 
 /// Builds the protobuf message of a profile.
 pub fn encode(profile: &Profile) -> pb::Profile {
-    let kind = Kind::of(&profile.meta);
+    encode_parts(&[profile])
+}
+
+/// Builds one message from several profiles of the same run, each adding
+/// its two sample types (Go's heap profile: allocations and live objects,
+/// `alloc_objects alloc_space inuse_objects inuse_space`). Stacks equal in
+/// every part (by frame name, kind and line, and thread state) are one
+/// sample with all the values; a stack absent from a part has 0 there. The
+/// default sample type is the last part's second (`inuse_space`), as Go
+/// writes heap profiles; the period is the first part's.
+pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
+    let Some(first) = parts.first() else { return pb::Profile::default() };
     let mut strings = Strings::new();
-    let sample_type = kind.sample_types().iter().map(|(t, u)| pb::ValueType { r#type: strings.id(t), unit: strings.id(u) }).collect();
-    let (pt, pu) = kind.period_type();
+    let mut sample_type = Vec::new();
+    for p in parts {
+        for (t, u) in Kind::of(&p.meta).sample_types() {
+            sample_type.push(pb::ValueType { r#type: strings.id(t), unit: strings.id(u) });
+        }
+    }
+    let (pt, pu) = Kind::of(&first.meta).period_type();
     let period_type = Some(pb::ValueType { r#type: strings.id(pt), unit: strings.id(pu) });
 
     let mut functions: Vec<pb::Function> = Vec::new();
-    let mut function_ids: HashMap<&str, u64> = HashMap::new();
-    let mut locations = Vec::with_capacity(profile.frames().len());
-    for (i, frame) in profile.frames().iter().enumerate().filter(|(_, f)| f.kind != FrameKind::State) {
-        let function_id = *function_ids.entry(frame.name.as_str()).or_insert_with(|| {
-            let name = strings.id(&frame.name);
-            functions.push(pb::Function { id: functions.len() as u64 + 1, name, system_name: name, filename: 0, start_line: 0 });
-            functions.len() as u64
-        });
-        locations.push(pb::Location { id: i as u64 + 1, line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }], ..pb::Location::default() });
-    }
+    let mut function_ids: HashMap<String, u64> = HashMap::new();
+    let mut locations: Vec<pb::Location> = Vec::new();
+    let mut location_ids: HashMap<(String, FrameKind, u32), u64> = HashMap::new();
     let state_key = strings.id(STATE_LABEL);
-    let is_state = |f: u32| profile.frame(f).kind == FrameKind::State;
-    let mut sample = Vec::with_capacity(profile.samples().len());
-    for s in profile.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
-        let label = s
-            .stack
+    // (locations leaf first, state words) → values of every part.
+    let mut samples: Vec<(Vec<u64>, Vec<i64>, Vec<i64>)> = Vec::new();
+    let mut sample_ids: HashMap<(Vec<u64>, Vec<i64>), usize> = HashMap::new();
+    let width = 2 * parts.len();
+    for (k, p) in parts.iter().enumerate() {
+        // This part's frame ids → location ids (0 for a state frame).
+        let ids: Vec<u64> = p
+            .frames()
             .iter()
-            .filter(|&&f| is_state(f))
-            .map(|&f| {
-                let name = &profile.frame(f).name;
-                let word = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name);
-                pb::Label { key: state_key, str: strings.id(word), ..pb::Label::default() }
+            .map(|frame| {
+                if frame.kind == FrameKind::State {
+                    return 0;
+                }
+                let key = (frame.name.clone(), frame.kind, frame.line);
+                if let Some(&id) = location_ids.get(&key) {
+                    return id;
+                }
+                let function_id = *function_ids.entry(frame.name.clone()).or_insert_with(|| {
+                    let name = strings.id(&frame.name);
+                    functions.push(pb::Function { id: functions.len() as u64 + 1, name, system_name: name, filename: 0, start_line: 0 });
+                    functions.len() as u64
+                });
+                let id = locations.len() as u64 + 1;
+                locations.push(pb::Location { id, line: vec![pb::Line { function_id, line: frame.line as i64, column: 0 }], ..pb::Location::default() });
+                location_ids.insert(key, id);
+                id
             })
             .collect();
-        sample.push(pb::Sample {
-            location_id: s.stack.iter().rev().filter(|&&f| !is_state(f)).map(|&f| f as u64 + 1).collect(),
-            value: vec![s.samples as i64, s.total as i64],
-            label,
-        });
+        for s in p.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
+            let stack: Vec<u64> = s.stack.iter().rev().map(|&f| ids[f as usize]).filter(|&id| id != 0).collect();
+            let states: Vec<i64> = s
+                .stack
+                .iter()
+                .filter(|&&f| p.frame(f).kind == FrameKind::State)
+                .map(|&f| {
+                    let name = &p.frame(f).name;
+                    strings.id(name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name))
+                })
+                .collect();
+            let key = (stack, states);
+            let i = match sample_ids.get(&key) {
+                Some(&i) => i,
+                None => {
+                    samples.push((key.0.clone(), key.1.clone(), vec![0; width]));
+                    sample_ids.insert(key, samples.len() - 1);
+                    samples.len() - 1
+                }
+            };
+            samples[i].2[2 * k] += s.samples as i64;
+            samples[i].2[2 * k + 1] += s.total as i64;
+        }
     }
+    let sample = samples
+        .into_iter()
+        .map(|(location_id, states, value)| pb::Sample {
+            location_id,
+            value,
+            label: states.into_iter().map(|word| pb::Label { key: state_key, str: word, ..pb::Label::default() }).collect(),
+        })
+        .collect();
     let mut comment = Vec::new();
-    for text in [format!("oxprof: {}", profile.meta.title), format!("event: {}", profile.meta.event), format!("engine: {}", profile.meta.engine)] {
+    for text in [
+        format!("oxprof: {}", first.meta.title),
+        format!("event: {}", parts.iter().map(|p| p.meta.event.as_str()).collect::<Vec<_>>().join("+")),
+        format!("engine: {}", first.meta.engine),
+    ] {
         if !text.ends_with(": ") {
             comment.push(strings.id(&text));
         }
     }
+    let default_sample_type = if parts.len() > 1 { sample_type.last().map(|t| t.r#type).unwrap_or(0) } else { 0 };
     pb::Profile {
         sample_type,
         sample,
         location: locations,
         function: functions,
-        time_nanos: profile.meta.start_ns as i64,
-        duration_nanos: profile.meta.duration_ns as i64,
+        time_nanos: first.meta.start_ns as i64,
+        duration_nanos: parts.iter().map(|p| p.meta.duration_ns).max().unwrap_or(0) as i64,
         period_type,
-        period: profile.meta.interval as i64,
+        period: first.meta.interval as i64,
         comment,
+        default_sample_type,
         string_table: strings.table,
         ..pb::Profile::default()
     }
+}
+
+/// Writes several profiles of one run as one gzipped pprof file (see [`encode_parts`]).
+pub fn write_parts<W: Write>(parts: &[&Profile], out: W) -> io::Result<()> {
+    let bytes = encode_parts(parts).encode_to_vec();
+    let mut gz = GzEncoder::new(out, Compression::default());
+    gz.write_all(&bytes)?;
+    gz.finish()?.flush()
 }
 
 /// Writes the profile as gzipped pprof.
@@ -313,5 +378,33 @@ mod tests {
         assert_eq!(back.frame(hot.stack[1]).name, "Main.hot");
         assert_eq!(back.frame(hot.stack[1]).line, 12);
         assert!(read(b"\x1f\x8bgarbage").unwrap_err().contains("gzip"));
+    }
+
+    /// Allocations and live objects of one run in one message: Go's four
+    /// heap sample types, one sample per distinct stack with 0 where a
+    /// part has none, `inuse_space` the default.
+    #[test]
+    fn heap_parts_share_stacks_and_fill_absent_values_with_zero() {
+        let meta = |event: &str| Meta { event: event.into(), interval: 512 << 10, total_unit: "bytes".into(), ..Meta::default() };
+        let (main, churn, keep) = (Frame::new("Main.main", FrameKind::Jit), Frame::new("Main.churn", FrameKind::Jit), Frame::new("Main.keep", FrameKind::Jit));
+        let mut alloc = Profile::new(meta("alloc"));
+        alloc.add_frames([main.clone(), churn.clone(), Frame::new("byte[]", FrameKind::Alloc)], 10, 5_000_000);
+        alloc.add_frames([main.clone(), keep.clone(), Frame::new("int[]", FrameKind::Alloc)], 2, 1_000_000);
+        let mut live = Profile::new(meta("live"));
+        live.add_frames([main.clone(), keep.clone(), Frame::new("int[]", FrameKind::Alloc)], 2, 1_000_000);
+        let m = encode_parts(&[&alloc, &live]);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        let types: Vec<&str> = m.sample_type.iter().map(|t| s(t.r#type)).collect();
+        assert_eq!(types, ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]);
+        assert_eq!(s(m.default_sample_type), "inuse_space");
+        let leaf = |smp: &pb::Sample| {
+            let loc = &m.location[smp.location_id[0] as usize - 1];
+            s(m.function[loc.line[0].function_id as usize - 1].name).to_string()
+        };
+        let mut got: Vec<(String, Vec<i64>)> = m.sample.iter().map(|smp| (leaf(smp), smp.value.clone())).collect();
+        got.sort();
+        assert_eq!(got, vec![("byte[]".to_string(), vec![10, 5_000_000, 0, 0]), ("int[]".to_string(), vec![2, 1_000_000, 2, 1_000_000])]);
+        // One location per distinct frame, shared by both parts.
+        assert_eq!(m.location.len(), 5);
     }
 }

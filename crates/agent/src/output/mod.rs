@@ -57,9 +57,12 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             let title = config.title.clone().unwrap_or_default();
             flamegraph::write_html_multi(&views, &HtmlOptions { title, counter: config.counter, ..HtmlOptions::default() }, out)
         }
-        OutputFormat::Pprof => match built.first() {
-            Some(b) => pprof::write(&b.profile, out),
-            None => Ok(()),
+        // Allocations and live objects together are one heap profile (four
+        // sample types, as Go writes them); anything else is one profile.
+        OutputFormat::Pprof => match built {
+            [] => Ok(()),
+            [b] => pprof::write(&b.profile, out),
+            more => pprof::write_parts(&more.iter().map(|b| &b.profile).collect::<Vec<_>>(), out),
         },
         OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
     }
@@ -144,7 +147,9 @@ fn sibling(path: &Path, key: &str) -> PathBuf {
 /// them in one page; collapsed stacks and pprof write the first to the chosen
 /// file and each further one beside it (`profile.alloc.collapsed`,
 /// `profile.alloc.pb.gz`): one pprof file per kind is what Go's pprof and
-/// Pyroscope expect (one period type per file).
+/// Pyroscope expect (one period type per file), except that live objects
+/// join the allocations' file as Go's heap profiles have them
+/// (`alloc_objects alloc_space inuse_objects inuse_space`).
 pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, String> {
     let format = config.output_format();
     let wanted = config.file.clone().unwrap_or_else(|| default_path(format));
@@ -171,8 +176,21 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
         OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
-        OutputFormat::Collapsed | OutputFormat::Pprof => {
-            built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect()
+        OutputFormat::Collapsed => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
+        OutputFormat::Pprof => {
+            // The live profile joins the allocation profile's file.
+            let mut groups: Vec<(PathBuf, Vec<&Built>)> = Vec::new();
+            for b in built {
+                if b.key == "live" {
+                    if let Some(g) = groups.iter_mut().find(|(_, g)| g.first().is_some_and(|a| a.key == "alloc")) {
+                        g.1.push(b);
+                        continue;
+                    }
+                }
+                let path = if groups.is_empty() { wanted.clone() } else { sibling(&wanted, b.key) };
+                groups.push((path, vec![b]));
+            }
+            groups
         }
     };
     groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()
