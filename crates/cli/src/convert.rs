@@ -19,7 +19,7 @@ use crate::report;
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz). HTML shows all as tabs."
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs."
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
@@ -101,13 +101,33 @@ fn write(profiles: &[(&str, Profile)], safepoints: &report::Safepoints, target: 
             emit(out, |w| report::write_report(profiles, safepoints, 20, w))?;
             written.push(out.to_path_buf());
         }
-        Target::Format(format) => {
-            for (i, (key, p)) in profiles.iter().enumerate() {
-                let path = if i == 0 { out.to_path_buf() } else { input::sibling(out, key) };
-                match format {
-                    OutputFormat::Pprof => emit(&path, |w| pprof::write(p, w))?,
-                    _ => emit(&path, |w| collapsed::write(&plain[i], CollapsedOptions { counter, annotate: false }, w))?,
+        Target::Format(OutputFormat::Pprof) => {
+            // Live objects join the allocations' file, as Go's heap profiles have them.
+            let mut groups: Vec<(PathBuf, Vec<&Profile>)> = Vec::new();
+            let mut alloc_group = None;
+            for (key, p) in profiles {
+                if *key == "live" {
+                    if let Some(g) = alloc_group {
+                        let group: &mut (PathBuf, Vec<&Profile>) = &mut groups[g];
+                        group.1.push(p);
+                        continue;
+                    }
                 }
+                let path = if groups.is_empty() { out.to_path_buf() } else { input::sibling(out, key) };
+                if *key == "alloc" {
+                    alloc_group = Some(groups.len());
+                }
+                groups.push((path, vec![p]));
+            }
+            for (path, parts) in groups {
+                emit(&path, |w| pprof::write_parts(&parts, w))?;
+                written.push(path);
+            }
+        }
+        Target::Format(_) => {
+            for (i, (key, _)) in profiles.iter().enumerate() {
+                let path = if i == 0 { out.to_path_buf() } else { input::sibling(out, key) };
+                emit(&path, |w| collapsed::write(&plain[i], CollapsedOptions { counter, annotate: false }, w))?;
                 written.push(path);
             }
         }

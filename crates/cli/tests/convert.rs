@@ -239,6 +239,16 @@ fn agent_pprof_is_read_by_go_pprof_with_go_sample_types() {
     assert_eq!(top_function(&inuse), "int[]", "{inuse}");
     let allocated = pprof_top(&heap, "-top -sample_index=alloc_space");
     assert_eq!(top_function(&allocated), "byte[]", "{allocated}");
+    // The converter does the same from a recording.
+    let rec = s.path("heap.jfr");
+    let o = run_java(&s.0, &format!("start,event=alloc,live,file={}", rec.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let converted = s.path("converted.pb.gz");
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "--alloc", "--live", "-o", converted.to_str().unwrap()]);
+    assert!(!s.path("converted.live.pb.gz").exists());
+    let raw = pprof_top(&converted, "-raw");
+    assert!(raw.contains("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"), "{raw}");
+    assert_eq!(top_function(&pprof_top(&converted, "-top -sample_index=alloc_space")), "byte[]");
 
     // oxprof reads its own pprof back.
     let back = s.path("back.collapsed");
