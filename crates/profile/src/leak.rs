@@ -34,6 +34,24 @@ pub fn push_point(series: &mut Vec<Point>, p: Point) {
     series.push(p);
 }
 
+/// A growth series as text, `secs:bytes;secs:bytes` (how JFR's
+/// `oxprof.LiveSite` carries it). Numbers are written in the shortest form
+/// that reads back to the same value, so [`parse_series`] restores the
+/// series exactly and the score computed from it is the same.
+pub fn encode_series(series: &[Point]) -> String {
+    series.iter().map(|p| format!("{}:{}", p.secs, p.bytes)).collect::<Vec<_>>().join(";")
+}
+
+/// Reads [`encode_series`]'s text back; malformed points are skipped.
+pub fn parse_series(text: &str) -> Vec<Point> {
+    text.split(';')
+        .filter_map(|p| {
+            let (s, b) = p.split_once(':')?;
+            Some(Point { secs: s.trim().parse().ok()?, bytes: b.trim().parse().ok()? })
+        })
+        .collect()
+}
+
 /// One allocation site with its live objects.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Site {
@@ -370,6 +388,14 @@ mod tests {
         assert!(s.len() <= MAX_SERIES_POINTS);
         assert_eq!(s[0].secs, 0.0);
         assert_eq!(s.last().unwrap().secs, 9999.0);
+    }
+
+    #[test]
+    fn series_text_reads_back_exactly() {
+        let s: Vec<Point> = (0..50).map(|i| Point { secs: 0.1 * i as f64 + 1.0 / 3.0, bytes: 1e6 * (i as f64).sqrt() + 0.123456789 }).collect();
+        assert_eq!(parse_series(&encode_series(&s)), s);
+        assert!(parse_series("").is_empty());
+        assert_eq!(parse_series("1:2;bad;3:x;4:5"), [Point { secs: 1.0, bytes: 2.0 }, Point { secs: 4.0, bytes: 5.0 }]);
     }
 
     #[test]
