@@ -75,14 +75,22 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
         return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state and --threads)".into());
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
-    let written = write(&profiles, &safepoints, target, counter, &args.output)?;
+    let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };
+    let written = write(&profiles, &safepoints, leak.as_ref(), target, counter, &args.output)?;
     for path in written {
         eprintln!("oxprof: wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn write(profiles: &[(&str, Profile)], safepoints: &report::Safepoints, target: Target, counter: Counter, out: &Path) -> Result<Vec<PathBuf>, String> {
+fn write(
+    profiles: &[(&str, Profile)],
+    safepoints: &report::Safepoints,
+    leak: Option<&oxprof_profile::leak::LeakReport>,
+    target: Target,
+    counter: Counter,
+    out: &Path,
+) -> Result<Vec<PathBuf>, String> {
     let mut plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
     let mut written = Vec::new();
     match target {
@@ -98,7 +106,7 @@ fn write(profiles: &[(&str, Profile)], safepoints: &report::Safepoints, target: 
             written.push(out.to_path_buf());
         }
         Target::Text => {
-            emit(out, |w| report::write_report(profiles, safepoints, 20, w))?;
+            emit(out, |w| report::write_report(profiles, safepoints, leak, 20, w))?;
             written.push(out.to_path_buf());
         }
         Target::Format(OutputFormat::Pprof) => {

@@ -1,7 +1,9 @@
 //! `oxprof report FILE`: a compact terminal summary of a recording: top
 //! methods by self and total time (CPU, wall clock), where wall time went
 //! by thread state (and per thread), top allocation sites (class and the
-//! frame that allocated it), from live-object samples, leak suspects, and
+//! frame that allocated it), leak suspects (ranked as the agent's text leak
+//! report when the recording has oxprof's `oxprof.LiveSite` events, else
+//! live-object samples by site), and
 //! the safepoints: their times to safepoint, the slowest, and the methods
 //! sampled while threads were being stopped. The same tables are
 //! `convert`'s `text` format.
@@ -13,6 +15,7 @@ use std::path::PathBuf;
 use clap::Args;
 use oxprof_profile::flamegraph::format_quantity;
 use oxprof_profile::jfr_read::Recording;
+use oxprof_profile::leak::LeakReport;
 use oxprof_profile::safepoint::{self, Safepoint, SafepointStats};
 use oxprof_profile::{Counter, FrameKind, Profile, ThreadState};
 
@@ -44,8 +47,9 @@ pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
         Err(_) if !safepoints.list.is_empty() => Vec::new(),
         p => p?,
     };
+    let leak = leak_report(&input, &selection)?;
     let mut out = std::io::stdout().lock();
-    match write_report(&profiles, &safepoints, args.top, &mut out).and_then(|()| out.flush()) {
+    match write_report(&profiles, &safepoints, leak.as_ref(), args.top, &mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
         _ => {}
     }
@@ -82,10 +86,25 @@ impl<'a> Safepoints<'a> {
     }
 }
 
-/// Writes the tables for every profile, then the Safepoints section when
-/// there are safepoints.
-pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
-    profile_tables(profiles, top, out)?;
+/// The last leak report of a recording with `oxprof.LiveSite` events
+/// (before `--to`), ranked as the agent ranks its text report; `None` for
+/// other inputs.
+pub fn leak_report(input: &Input, selection: &Selection) -> Result<Option<LeakReport>, String> {
+    let Input::Jfr(rec) = input else { return Ok(None) };
+    let sites = rec.leak_sites(selection.range(rec)?.1);
+    if sites.is_empty() {
+        return Ok(None);
+    }
+    let mut report = LeakReport { sites, ..LeakReport::default() };
+    report.rank();
+    Ok(Some(report))
+}
+
+/// Writes the tables for every profile (the live one as `leak`'s ranking
+/// when there is one), then the Safepoints section when there are
+/// safepoints.
+pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, leak: Option<&LeakReport>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    profile_tables(profiles, leak, top, out)?;
     if !safepoints.list.is_empty() {
         if !profiles.is_empty() {
             writeln!(out)?;
@@ -96,7 +115,7 @@ pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, top: 
 }
 
 /// The tables of every profile.
-fn profile_tables(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakReport>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
     for (i, (key, p)) in profiles.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
@@ -109,7 +128,12 @@ fn profile_tables(profiles: &[(&str, Profile)], top: usize, out: &mut dyn Write)
                 sites(p, "Top allocation sites", "samples", top, unsure, out)?;
                 accuracy(p, out)?;
             }
-            "live" => sites(p, "Leak suspects (live objects by allocation site)", "objects", top, None, out)?,
+            "live" => match leak {
+                Some(leak) => leak_suspects(leak, top, out)?,
+                // Without oxprof's sites: one row per site of the samples
+                // (a JDK OldObjectSample is one sampled object).
+                None => sites(p, "Leak suspects (live objects by allocation site)", "samples", top, None, out)?,
+            },
             "lock" => {
                 methods_by(p, "Lock waits by method, self = innermost Java method", top, true, out)?;
                 writeln!(out)?;
@@ -285,6 +309,19 @@ fn accuracy(p: &Profile, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "  {k}: {v}")?;
     }
     Ok(())
+}
+
+/// Leak suspects from oxprof's leak-report sites, ranked and computed by the
+/// same code as the agent's text report.
+fn leak_suspects(leak: &LeakReport, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let samples: u64 = leak.sites.iter().map(|s| s.tracked).sum();
+    writeln!(
+        out,
+        "Leak suspects ({} sites, {} live, {samples} samples; ranked as the text leak report: score = recent growth x steadiness (R^2) x old share)",
+        leak.sites.len(),
+        oxprof_profile::leak::fmt_bytes(leak.live_bytes())
+    )?;
+    leak.write_table(top, &mut *out)
 }
 
 /// Rows of (allocated class, allocating frame): samples and total. Rows

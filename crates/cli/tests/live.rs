@@ -301,3 +301,86 @@ fn exit_report_never_hangs_on_a_concurrent_collector() {
         }
     }
 }
+
+/// One row of `oxprof report`'s leak table: class, allocating method,
+/// score and live bytes as printed, estimated objects, samples.
+#[derive(Debug)]
+struct TableRow {
+    class: String,
+    method: String,
+    score: String,
+    live: String,
+    objects: f64,
+    samples: u64,
+}
+
+/// The rows of the "Leak suspects" table of `oxprof report`.
+fn leak_table(report: &str) -> Vec<TableRow> {
+    let section = report.split("Leak suspects").nth(1).unwrap_or_else(|| panic!("no Leak suspects section: {report}"));
+    let mut lines = section.lines().skip(1);
+    let header = lines.next().unwrap();
+    assert!(header.contains(" objects ") && header.contains(" samples "), "{header}");
+    lines
+        .take_while(|l| l.starts_with("  ") && l.contains("  <-  "))
+        .map(|l| {
+            let (left, method) = l.split_once("  <-  ").unwrap();
+            let w: Vec<&str> = left.split_whitespace().collect();
+            TableRow {
+                class: w.last().unwrap().to_string(),
+                method: method.trim().to_string(),
+                score: format!("{} {}", w[1], w[2]),
+                live: format!("{} {}", w[3], w[4]),
+                objects: w[6].parse().unwrap(),
+                samples: w[7].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// A JFR recording carries the leak report's sites as `oxprof.LiveSite`:
+/// `oxprof report` on it ranks them as the text report of the same dump
+/// does, with the same scores, and its objects are estimates beside the
+/// samples behind them.
+#[test]
+fn report_on_a_jfr_recording_ranks_leak_suspects_as_the_text_report() {
+    let s = Scratch::new("live-jfr-report");
+    compile(&s.0, &["LeakChurn.java"]);
+    let rec = s.path("x.jfr");
+    let agent_opt = format!("-agentpath:{}=start,event=alloc,alloc=64k,live,file={}", agent().display(), rec.display());
+    let mut jvm = RunningJvm::spawn(java_cmd([agent_opt.as_str(), "-Xmx256m", "-cp", s.0.to_str().unwrap(), "LeakChurn", "forever", "4096"]), &s.0, "ready");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // One dump writes the report into the recording (its chunk ends there)
+    // and, asked for a .txt, the text report of the same sites.
+    let txt = s.path("x.txt");
+    let o = oxprof_cmd().arg("attach").arg(jvm.pid().to_string()).args(["dump", "-o", txt.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Killed: the dump's report is the recording's last.
+    let _ = jvm.child.kill();
+    let _ = jvm.child.wait();
+    let report_txt = std::fs::read_to_string(&txt).unwrap();
+    let sites = report_sites(&report_txt);
+    assert_eq!(sites[0].method, "LeakChurn.leakSite", "{report_txt}");
+    let o = oxprof_cmd().arg("report").arg(&rec).args(["--top", "20"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let shown = text(&o.stdout);
+    eprintln!("{shown}");
+    let rows = leak_table(&shown);
+    assert_eq!(rows.len(), sites.len(), "{shown}\n{report_txt}");
+    for (row, site) in rows.iter().zip(&sites) {
+        let score = site.text.lines().next().unwrap().rsplit("score ").next().unwrap().trim();
+        assert_eq!((row.class.as_str(), row.method.as_str(), row.score.as_str()), (site.class.as_str(), site.method.as_str(), score), "{shown}\n{report_txt}");
+        let live_txt: Vec<&str> = site.text.split("live ").nth(1).unwrap().split_whitespace().take(2).collect();
+        assert_eq!(row.live, live_txt.join(" "));
+    }
+    let top = &rows[0];
+    assert!(top.score != "0 B", "{shown}");
+    // 1-KiB arrays sampled every 64 KiB on average: each sample stands for dozens.
+    assert!(top.samples > 10 && top.objects > 10.0 * top.samples as f64, "{top:?}");
+    // JDK tools still read the recording.
+    let p = Command::new(tool("jfr")).args(["summary"]).arg(&rec).output().unwrap();
+    let summary = text(&p.stdout);
+    assert!(p.status.success() && summary.contains("oxprof.LiveSite") && summary.contains("jdk.OldObjectSample"), "{summary}");
+    let p = Command::new(tool("jfr")).args(["print", "--events", "oxprof.LiveSite"]).arg(&rec).output().unwrap();
+    let printed = text(&p.stdout);
+    assert!(p.status.success() && printed.contains("LeakChurn.leakSite") && printed.contains("growth = \""), "{printed}");
+}

@@ -34,6 +34,24 @@ pub fn push_point(series: &mut Vec<Point>, p: Point) {
     series.push(p);
 }
 
+/// A growth series as text, `secs:bytes;secs:bytes` (how JFR's
+/// `oxprof.LiveSite` carries it). Numbers are written in the shortest form
+/// that reads back to the same value, so [`parse_series`] restores the
+/// series exactly and the score computed from it is the same.
+pub fn encode_series(series: &[Point]) -> String {
+    series.iter().map(|p| format!("{}:{}", p.secs, p.bytes)).collect::<Vec<_>>().join(";")
+}
+
+/// Reads [`encode_series`]'s text back; malformed points are skipped.
+pub fn parse_series(text: &str) -> Vec<Point> {
+    text.split(';')
+        .filter_map(|p| {
+            let (s, b) = p.split_once(':')?;
+            Some(Point { secs: s.trim().parse().ok()?, bytes: b.trim().parse().ok()? })
+        })
+        .collect()
+}
+
 /// One allocation site with its live objects.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Site {
@@ -228,11 +246,12 @@ impl LeakReport {
             writeln!(out)?;
             writeln!(
                 out,
-                "#{} {}  live {} ({share:.1}%), {:.0} objects  score {}",
+                "#{} {}  live {} ({share:.1}%), {:.0} objects ({} samples)  score {}",
                 i + 1,
                 s.class(),
                 fmt_bytes(s.live_bytes),
                 s.live_objects,
+                s.tracked,
                 fmt_bytes(s.leak_score())
             )?;
             writeln!(
@@ -263,6 +282,47 @@ impl LeakReport {
         if self.sites.len() > top {
             let rest: f64 = self.sites.iter().skip(top).map(|s| s.live_bytes).sum();
             writeln!(out, "\n... {} more sites holding {}", self.sites.len() - top, fmt_bytes(rest))?;
+        }
+        Ok(())
+    }
+}
+
+impl LeakReport {
+    /// The ranked sites as a table, one row each (call [`LeakReport::rank`]
+    /// first): rank, leak score, estimated live bytes and their share,
+    /// estimated objects, tracked samples, the recent growth rate and its
+    /// R^2, the old share, the mean age, then the class and the frame that
+    /// allocated it. The same figures as [`LeakReport::write_text`], in
+    /// the same order.
+    pub fn write_table<W: Write>(&self, top: usize, mut out: W) -> io::Result<()> {
+        let total = self.live_bytes();
+        writeln!(
+            out,
+            "  {:>3} {:>10} {:>10} {:>7} {:>9} {:>8} {:>12} {:>5} {:>4} {:>7}  class  <-  allocated in",
+            "#", "score", "live", "share", "objects", "samples", "growth/s", "R^2", "old", "age"
+        )?;
+        for (i, s) in self.sites.iter().take(top).enumerate() {
+            let t = s.trend();
+            let share = if total > 0.0 { 100.0 * s.live_bytes / total } else { 0.0 };
+            let site = s.frames.iter().rev().nth(1).map_or("[no stack]", |f| f.name.as_str());
+            writeln!(
+                out,
+                "  {:>3} {:>10} {:>10} {share:>6.2}% {:>9.0} {:>8} {:>12} {:>5.2} {:>3.0}% {:>6.1}s  {}  <-  {site}",
+                i + 1,
+                fmt_bytes(s.leak_score()),
+                fmt_bytes(s.live_bytes),
+                s.live_objects,
+                s.tracked,
+                fmt_signed_bytes(t.slope),
+                t.r2,
+                100.0 * s.old_share,
+                s.mean_age_secs,
+                s.class()
+            )?;
+        }
+        if self.sites.len() > top {
+            let rest: f64 = self.sites.iter().skip(top).map(|s| s.live_bytes).sum();
+            writeln!(out, "  ... {} more sites holding {}", self.sites.len() - top, fmt_bytes(rest))?;
         }
         Ok(())
     }
@@ -344,6 +404,14 @@ mod tests {
         r.write_text(10, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("#1 byte[]") && text.contains("Leak.run") && text.contains("Ranking:"), "{text}");
+        assert!(text.contains("objects (10 samples)"), "{text}");
+        // The table: the same order and scores, objects and samples apart.
+        let mut table = Vec::new();
+        r.write_table(10, &mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        let rows: Vec<&str> = table.lines().skip(1).collect();
+        assert!(rows[0].ends_with("byte[]  <-  Leak.run") && rows[1].ends_with("<-  Cache.run") && rows[2].ends_with("<-  Young.run"), "{table}");
+        assert!(rows[0].contains(&fmt_bytes(r.sites[0].leak_score())) && rows[0].contains(" 39062       10 "), "{table}");
         let p = r.to_profile();
         assert_eq!(p.sum(crate::Counter::Total), 580_000_000);
     }
@@ -370,6 +438,14 @@ mod tests {
         assert!(s.len() <= MAX_SERIES_POINTS);
         assert_eq!(s[0].secs, 0.0);
         assert_eq!(s.last().unwrap().secs, 9999.0);
+    }
+
+    #[test]
+    fn series_text_reads_back_exactly() {
+        let s: Vec<Point> = (0..50).map(|i| Point { secs: 0.1 * i as f64 + 1.0 / 3.0, bytes: 1e6 * (i as f64).sqrt() + 0.123456789 }).collect();
+        assert_eq!(parse_series(&encode_series(&s)), s);
+        assert!(parse_series("").is_empty());
+        assert_eq!(parse_series("1:2;bad;3:x;4:5"), [Point { secs: 1.0, bytes: 2.0 }, Point { secs: 4.0, bytes: 5.0 }]);
     }
 
     #[test]

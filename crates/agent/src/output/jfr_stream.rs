@@ -6,7 +6,8 @@
 //! a daemon, drains the logs every [`DRAIN_PERIOD`], resolves the stacks it
 //! has not written in the current chunk, and appends `jdk.ExecutionSample`
 //! (with the sampled thread's state), wall-clock samples and
-//! `jdk.ObjectAllocationSample` events to the file. Wall-clock samples are
+//! `jdk.ObjectAllocationSample` events to the file; leak reports add
+//! `jdk.OldObjectSample` and oxprof's `oxprof.LiveSite` per site. Wall-clock samples are
 //! the JDK's `jdk.ExecutionSample` (`jdk.NativeMethodSample` in native
 //! code), one per interval they stand for, when no CPU source runs, so JFR
 //! tools show them as they are; beside CPU samples they are oxprof's own
@@ -330,8 +331,11 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     Ok(vec![inner.summary(&stream.path, None)])
 }
 
-/// Adds the live-object report to the current chunk: one
-/// `jdk.OldObjectSample` per allocation site, standing for the site's
+/// Adds the live-object report to the current chunk: per allocation site,
+/// oxprof's own `oxprof.LiveSite` (everything the site's leak score is
+/// computed from, so `oxprof report` ranks as the text report does; all
+/// events of one report share one time, and a later report replaces it)
+/// and one `jdk.OldObjectSample` for JDK tools, standing for the site's
 /// tracked live objects. `allocationTime` is now minus their mean age,
 /// `objectSize` the site's estimated live bytes (the field JDK 21+ define),
 /// and the description gives the estimated object count. JFR's own sampler
@@ -362,6 +366,9 @@ pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
             size: site.live_bytes.max(0.0).round() as u64,
         };
         if let Err(e) = inner.writer.old_object_sample(now, tid as u64, id, &object) {
+            return inner.fail(e);
+        }
+        if let Err(e) = inner.writer.live_site(now, tid as u64, id, site) {
             return inner.fail(e);
         }
         n += 1;

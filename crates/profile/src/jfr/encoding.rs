@@ -73,6 +73,11 @@ impl Buf {
         self.varint(v as i64 as u64);
     }
 
+    /// A double: 8 bytes, big-endian, never compressed (as the JDK writes it).
+    pub fn double(&mut self, v: f64) {
+        self.bytes.extend_from_slice(&v.to_be_bytes());
+    }
+
     pub fn boolean(&mut self, v: bool) {
         self.bytes.push(v as u8);
     }

@@ -20,6 +20,7 @@ pub mod id {
     pub const BOOLEAN: u64 = 22;
     pub const STRING: u64 = 23;
     pub const SHORT: u64 = 24;
+    pub const DOUBLE: u64 = 25;
 
     pub const THREAD: u64 = 30;
     pub const THREAD_GROUP: u64 = 31;
@@ -56,6 +57,8 @@ pub mod id {
     pub const SAFEPOINT_STATE_SYNCHRONIZATION: u64 = 111;
     pub const SAFEPOINT_END: u64 = 112;
     pub const EXECUTE_VM_OPERATION: u64 = 113;
+    /// `oxprof.LiveSite`, oxprof's own event: one leak-report site.
+    pub const LIVE_SITE: u64 = 114;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -203,6 +206,7 @@ fn types() -> Vec<Element> {
         class(BOOLEAN, "boolean", None, false, vec![], vec![]),
         class(STRING, "java.lang.String", None, false, vec![], vec![]),
         class(SHORT, "short", None, false, vec![], vec![]),
+        class(DOUBLE, "double", None, false, vec![], vec![]),
         annotation_type(CONTENT_TYPE, "jdk.jfr.ContentType", None, vec![]),
         annotation_type(LABEL, "jdk.jfr.Label", Some(false), vec![]),
         annotation_type(DESCRIPTION, "jdk.jfr.Description", Some(false), vec![]),
@@ -470,6 +474,63 @@ fn types() -> Vec<Element> {
                 F("objectSize", LONG, false, false, vec![ann(DATA_AMOUNT, Some("BYTES")), label("Object Size")]),
             ],
             vec![category(&["Java Virtual Machine", "Profiling"]), label("Old Object Sample"), description("A potential memory leak")],
+        ),
+        event(
+            LIVE_SITE,
+            "oxprof.LiveSite",
+            false,
+            vec![
+                event_thread(),
+                stack_trace(),
+                F("objectClass", CLASS, true, false, vec![label("Object Class")]),
+                F(
+                    "liveBytes",
+                    DOUBLE,
+                    false,
+                    false,
+                    vec![ann(DATA_AMOUNT, Some("BYTES")), label("Live Bytes"), description("Estimated live bytes of the site")],
+                ),
+                F("liveObjects", DOUBLE, false, false, vec![label("Live Objects"), description("Estimated live objects of the site")]),
+                F("samples", LONG, false, false, vec![label("Samples"), description("Tracked (sampled) live objects behind the estimates")]),
+                F(
+                    "meanAge",
+                    LONG,
+                    false,
+                    false,
+                    vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Mean Age"), description("Mean age of the tracked live objects")],
+                ),
+                F("meanGcsSurvived", DOUBLE, false, false, vec![label("Mean GCs Survived")]),
+                F("oldShare", DOUBLE, false, false, vec![label("Old Share"), description("Share of tracked live objects that survived at least 2 GCs (0..1)")]),
+                F(
+                    "growth",
+                    STRING,
+                    false,
+                    false,
+                    vec![
+                        label("Growth Series"),
+                        description("Live bytes after each GC, oldest first: secs:bytes;secs:bytes (seconds since the recording started)"),
+                    ],
+                ),
+                F(
+                    "pathToRoot",
+                    STRING,
+                    false,
+                    false,
+                    vec![label("Path To GC Root"), description("Reference chain from a GC root to one instance, root first, one step a line")],
+                ),
+                F(
+                    "score",
+                    DOUBLE,
+                    false,
+                    false,
+                    vec![ann(DATA_AMOUNT, Some("BYTES")), label("Leak Score"), description("Recent growth x steadiness (R^2) x old share; 0 when not growing")],
+                ),
+            ],
+            vec![
+                category(&["Java Virtual Machine", "Profiling"]),
+                label("Live Allocation Site"),
+                description("oxprof's live objects of one allocation site at a leak report, with the inputs of its leak score"),
+            ],
         ),
         event(
             JAVA_MONITOR_ENTER,

@@ -598,6 +598,35 @@ impl<W: Write> JfrWriter<W> {
         self.emit()
     }
 
+    /// `oxprof.LiveSite`: one site of a leak report with the inputs of its
+    /// leak score (see `docs/jfr.md`). The allocated class is the site's
+    /// leaf frame; `stack` holds the frames under it. A site without a
+    /// path to a GC root writes a null `pathToRoot`.
+    pub fn live_site(&mut self, ticks: i64, tid: u64, stack: u64, site: &crate::leak::Site) -> io::Result<()> {
+        self.refer_thread(tid);
+        let class = self.pools.class(site.class());
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::LIVE_SITE);
+        b.long(ticks);
+        b.varint(tid);
+        b.varint(stack + 1);
+        b.varint(class);
+        b.double(site.live_bytes);
+        b.double(site.live_objects);
+        b.long(site.tracked.min(i64::MAX as u64) as i64);
+        b.long((site.mean_age_secs.max(0.0) * 1e9).round() as i64);
+        b.double(site.mean_gcs_survived);
+        b.double(site.old_share);
+        b.string(&crate::leak::encode_series(&site.series));
+        match &site.path_to_root {
+            Some(path) => b.string(&path.join("\n")),
+            None => b.null_string(),
+        }
+        b.double(site.leak_score());
+        self.emit()
+    }
+
     /// `jdk.ActiveSetting`: a setting of event type `event_id` (one of the
     /// [`event_type`] ids).
     pub fn setting(&mut self, ticks: i64, tid: u64, event_id: u64, name: &str, value: &str) -> io::Result<()> {
@@ -723,7 +752,7 @@ impl<W: Write> JfrWriter<W> {
 /// Event type ids for [`JfrWriter::setting`].
 pub mod event_type {
     pub use super::id::{
-        EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE, SAFEPOINT_BEGIN,
-        SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, THREAD_PARK, WALL_CLOCK_SAMPLE,
+        EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, LIVE_SITE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE,
+        SAFEPOINT_BEGIN, SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, THREAD_PARK, WALL_CLOCK_SAMPLE,
     };
 }

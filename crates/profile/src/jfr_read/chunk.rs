@@ -5,7 +5,7 @@
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, FastMap, LiveSample, LockSample, Recording, SafepointParts, WallSample};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, LiveSiteEvent, LockSample, Recording, SafepointParts, WallSample};
 use crate::model::FrameKind;
 use crate::state::ThreadState;
 
@@ -76,6 +76,7 @@ enum Interest {
     AllocNewTlab,
     AllocOutsideTlab,
     OldObject,
+    LiveSite,
     ActiveSetting,
     NativeSample,
     WallSample,
@@ -93,6 +94,7 @@ impl Interest {
             "jdk.ObjectAllocationInNewTLAB" => Interest::AllocNewTlab,
             "jdk.ObjectAllocationOutsideTLAB" => Interest::AllocOutsideTlab,
             "jdk.OldObjectSample" => Interest::OldObject,
+            "oxprof.LiveSite" => Interest::LiveSite,
             "jdk.ActiveSetting" => Interest::ActiveSetting,
             "jdk.NativeMethodSample" => Interest::NativeSample,
             "oxprof.WallClockSample" => Interest::WallSample,
@@ -386,6 +388,40 @@ impl<'a> Resolver<'a> {
         field(self.meta, type_id, v, name)?.0.as_i64()
     }
 
+    /// A numeric field as a double (doubles, floats and integers).
+    fn float<'v>(&self, v: &'v Value, type_id: i64, name: &str) -> Option<f64>
+    where
+        'a: 'v,
+    {
+        match field(self.meta, type_id, v, name)?.0 {
+            Value::Float(f) => Some(*f),
+            Value::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
+    /// oxprof's `oxprof.LiveSite`: one leak-report site.
+    fn live_site(&mut self, ev: &Value, type_id: i64, time: i64) {
+        let stack = self.stack(ev, type_id);
+        let class = self.class_of(ev, type_id, "objectClass");
+        let f = |name: &str| self.float(ev, type_id, name).unwrap_or(0.0);
+        let site = LiveSiteEvent {
+            time,
+            stack,
+            class,
+            live_bytes: f("liveBytes"),
+            live_objects: f("liveObjects"),
+            samples: self.int(ev, type_id, "samples").unwrap_or(0).max(0) as u64,
+            mean_age_ns: self.int(ev, type_id, "meanAge").unwrap_or(0).max(0) as u64,
+            mean_gcs_survived: f("meanGcsSurvived"),
+            old_share: f("oldShare"),
+            growth: self.text(ev, type_id, "growth").unwrap_or_default(),
+            path_to_root: self.text(ev, type_id, "pathToRoot").filter(|p| !p.is_empty()),
+            score: f("score"),
+        };
+        self.rec.live_sites.push(site);
+    }
+
     fn resolve(mut self, events: Vec<(Interest, i64, Value)>) {
         for (what, type_id, ev) in events {
             let time = self.int(&ev, type_id, "startTime").map(|t| self.header.ticks_to_ns(t)).unwrap_or(self.header.start_nanos);
@@ -439,6 +475,7 @@ impl<'a> Resolver<'a> {
                     let bytes = self.int(&ev, type_id, "objectSize").unwrap_or(0).max(0) as u64;
                     self.rec.live.push(LiveSample { time, allocated, thread, stack, class, bytes });
                 }
+                Interest::LiveSite => self.live_site(&ev, type_id, time),
                 Interest::SafepointBegin | Interest::SafepointSync | Interest::SafepointEnd | Interest::VmOperation => {
                     self.safepoint(what, &ev, type_id, time);
                 }

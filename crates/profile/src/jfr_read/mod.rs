@@ -6,7 +6,8 @@
 //! `jdk.NativeMethodSample` kept apart, allocation samples
 //! (`jdk.ObjectAllocationSample`, or on JDK 11
 //! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
-//! (`jdk.OldObjectSample`), safepoints (`jdk.SafepointBegin`,
+//! (`jdk.OldObjectSample`), oxprof's leak-report sites
+//! (`oxprof.LiveSite`, rebuilt into [`crate::leak::Site`]s), safepoints (`jdk.SafepointBegin`,
 //! `jdk.SafepointStateSynchronization`, `jdk.SafepointEnd` and
 //! `jdk.ExecuteVMOperation`, joined by `safepointId`, with the CPU samples
 //! taken while threads were being stopped counted) and the sampling
@@ -146,6 +147,29 @@ pub struct LiveSample {
     pub bytes: u64,
 }
 
+/// One site of a leak report, as `oxprof.LiveSite` carries it (see
+/// `docs/jfr.md`): the inputs of the site's leak score.
+#[derive(Clone, Debug)]
+pub struct LiveSiteEvent {
+    /// When the report was written; every site of a report has this time.
+    pub time: i64,
+    pub stack: u32,
+    pub class: u32,
+    pub live_bytes: f64,
+    pub live_objects: f64,
+    /// Tracked (sampled) live objects.
+    pub samples: u64,
+    pub mean_age_ns: u64,
+    pub mean_gcs_survived: f64,
+    pub old_share: f64,
+    /// The growth series as text (`leak::encode_series`).
+    pub growth: String,
+    /// Steps from a GC root to one instance, one a line.
+    pub path_to_root: Option<String>,
+    /// The score the agent computed (the report recomputes it from the rest).
+    pub score: f64,
+}
+
 /// What the safepoint events of one `safepointId` said, until the whole
 /// file is read: (start, duration) of `jdk.SafepointBegin` and of
 /// `jdk.SafepointStateSynchronization`, the end of `jdk.SafepointEnd`, all
@@ -204,6 +228,8 @@ pub struct Recording {
     pub alloc: Vec<AllocSample>,
     pub lock: Vec<LockSample>,
     pub live: Vec<LiveSample>,
+    /// oxprof's leak-report sites, every report's (see [`Recording::leak_sites`]).
+    pub live_sites: Vec<LiveSiteEvent>,
     /// The safepoints, in time order; `samples` counts the CPU samples
     /// taken inside each one's time to safepoint.
     pub safepoints: Vec<Safepoint>,
@@ -250,6 +276,7 @@ impl Default for Recording {
             alloc: Vec::new(),
             lock: Vec::new(),
             live: Vec::new(),
+            live_sites: Vec::new(),
             safepoints: Vec::new(),
             cpu_period_ns: None,
             wall_period_ns: None,
@@ -296,6 +323,45 @@ impl Recording {
 
     pub(crate) fn intern_class(&mut self, name: &str) -> u32 {
         intern(&mut self.class_ids, &mut self.classes, name.to_string())
+    }
+
+    /// The sites of the last leak report written before `to_ns` (the whole
+    /// recording without it), rebuilt from `oxprof.LiveSite` events: the
+    /// agent writes every site at each report, so the last report is the
+    /// state of the heap then (a site missing from it had no live objects
+    /// left). Frames are root first with the allocated class last, as
+    /// [`crate::leak::Site`] holds them. Empty when the recording has no
+    /// such events (the JDK's own recordings, older oxprof files).
+    pub fn leak_sites(&self, to_ns: Option<i64>) -> Vec<crate::leak::Site> {
+        let before = |t: i64| to_ns.is_none_or(|to| t < to);
+        let Some(last) = self.live_sites.iter().map(|s| s.time).filter(|&t| before(t)).max() else { return Vec::new() };
+        self.live_sites
+            .iter()
+            .filter(|s| s.time == last)
+            .map(|s| {
+                let stack = self.stacks.get(s.stack as usize).map_or(&[][..], Vec::as_slice);
+                let mut frames: Vec<crate::model::Frame> = stack
+                    .iter()
+                    .map(|&f| {
+                        let f = &self.frames[f as usize];
+                        crate::model::Frame::new(f.name.clone(), f.kind).with_line(f.line)
+                    })
+                    .collect();
+                let class = self.classes.get(s.class as usize).map_or("[unknown class]", String::as_str);
+                frames.push(crate::model::Frame::new(class, FrameKind::Alloc));
+                crate::leak::Site {
+                    frames,
+                    live_bytes: s.live_bytes,
+                    live_objects: s.live_objects,
+                    tracked: s.samples,
+                    mean_age_secs: s.mean_age_ns as f64 / 1e9,
+                    mean_gcs_survived: s.mean_gcs_survived,
+                    old_share: s.old_share,
+                    series: crate::leak::parse_series(&s.growth),
+                    path_to_root: s.path_to_root.as_ref().map(|p| p.lines().map(str::to_string).collect()),
+                }
+            })
+            .collect()
     }
 
     /// Whether the recording holds no samples of any kind.
@@ -389,7 +455,7 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
         }
         // A corrupt chunk is reported and skipped: its header told where the next starts.
         let mut scratch = std::mem::take(&mut rec);
-        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len(), scratch.wall.len(), scratch.native.len());
+        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len(), scratch.wall.len(), scratch.native.len(), scratch.live_sites.len());
         match chunk::read_chunk(&buf, &mut scratch) {
             Ok(()) => scratch.chunks += 1,
             Err(e) => {
@@ -398,6 +464,7 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
                 scratch.live.truncate(before.2);
                 scratch.wall.truncate(before.3);
                 scratch.native.truncate(before.4);
+                scratch.live_sites.truncate(before.5);
                 scratch.warnings.push(format!("skipped chunk {n} at byte {offset}: {e}"));
             }
         }
