@@ -55,11 +55,25 @@ const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
 /// Allocation stacks get ids of their own beside the CPU stacks' slots.
 const ALLOC_STACK_BIT: u64 = 1 << 40;
 /// Lock-wait stacks get ids of their own too.
-const LOCK_STACK_BIT: u64 = 1 << 42;
+const LOCK_STACK_BIT: u64 = 1 << 43;
 /// Stack ids of live-object sites (one id space per site list).
 const LIVE_STACK_BIT: u64 = 1 << 41;
 /// Wall-clock stacks get ids of their own too.
 const WALL_STACK_BIT: u64 = 1 << 42;
+// Each id space its own bit (lock and wall stacks once shared one, so a
+// recording with both could give a lock event a wall sample's stack).
+const _: () = {
+    let bits = [ALLOC_STACK_BIT, LIVE_STACK_BIT, WALL_STACK_BIT, LOCK_STACK_BIT];
+    let mut i = 0;
+    while i < bits.len() {
+        let mut j = i + 1;
+        while j < bits.len() {
+            assert!(bits[i] & bits[j] == 0, "two JFR stack id spaces share a bit");
+            j += 1;
+        }
+        i += 1;
+    }
+};
 /// A slot whose state is not cached yet.
 const NO_STATE: u8 = u8::MAX;
 

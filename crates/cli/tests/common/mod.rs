@@ -609,12 +609,16 @@ pub fn check_ttsp(java: &Path, label: &str) {
         }
         let r = a as f64 / b as f64;
         worst = worst.max((r - 1.0).abs());
-        assert!((r - 1.0).abs() <= 0.1, "{label}: safepoint {i}: oxprof {a} ns, the JVM's log {b} ns\nours {ours:?}\nlog {jvm:?}");
+        // oxprof's clock starts at the function's entry, the JVM's a few
+        // statements later: on a loaded machine the VM thread can be
+        // descheduled in between (up to ~0.2 ms seen with every core busy),
+        // so a fixed 0.3 ms is allowed beside the 10%.
+        assert!(a.abs_diff(b) as f64 <= 0.1 * b as f64 + 300_000.0, "{label}: safepoint {i}: oxprof {a} ns, the JVM's log {b} ns\nours {ours:?}\nlog {jvm:?}");
         compared += 1;
     }
     let (sum_ours, sum_log) = (ours.iter().sum::<u64>() as f64, theirs.iter().sum::<u64>() as f64);
     eprintln!(
-        "{label}: {} safepoints ({} in the JVM's log); {compared} of a millisecond or more each within {:.2}% of the log; total {:.1} ms vs {:.1} ms",
+        "{label}: {} safepoints ({} in the JVM's log); {compared} of a millisecond or more, the worst {:.2}% from the log; total {:.1} ms vs {:.1} ms",
         ours.len(),
         jvm.len(),
         100.0 * worst,
@@ -622,4 +626,5 @@ pub fn check_ttsp(java: &Path, label: &str) {
         sum_log / 1e6
     );
     assert!(compared >= 10, "{label}: only {compared} safepoints of 1 ms or more");
+    assert!((sum_ours / sum_log - 1.0).abs() <= 0.02, "{label}: ttsp total {sum_ours} ns vs the JVM's {sum_log} ns");
 }
