@@ -121,7 +121,13 @@ pub const DEFAULT_INTERVAL_NS: u64 = 10_000_000;
 /// The default maximum Java stack depth.
 pub const DEFAULT_JSTACKDEPTH: usize = 2048;
 const MAX_JSTACKDEPTH: usize = 65_536;
-const MIN_INTERVAL_NS: u64 = 10_000;
+/// The shortest CPU interval: the signal handler takes 10-60 us per sample,
+/// and with the interval near that a thread spends its CPU in the handler;
+/// a system call that must run without a signal for longer than what is
+/// left (`clone` when creating a thread or process) is restarted forever.
+/// Measured: a program creating threads and processes hung at 50 us and
+/// 25 us with `cpu`, and ran (about twice slower) at 100 us.
+const MIN_INTERVAL_NS: u64 = 100_000;
 
 /// Everything the agent was asked to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -270,6 +276,7 @@ impl Config {
         let mut wall_event = false;
         let mut wall_given: Option<u64> = None;
         let mut interval_given = false;
+        let mut interval_item = String::new();
         let mut lock_event = false;
         let mut lock_given: Option<u64> = None;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -372,9 +379,7 @@ impl Config {
                 "interval" => {
                     interval_given = true;
                     c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
-                    if c.interval_ns < MIN_INTERVAL_NS {
-                        return Err(err(item, "interval must be at least 10us"));
-                    }
+                    interval_item = item.to_string();
                 }
                 "file" => {
                     c.file = Some(PathBuf::from(need("an output path such as profile.html")?));
@@ -446,6 +451,12 @@ impl Config {
         }
         if c.ttsp && (c.begin.is_some() || c.end.is_some()) {
             return Err(err("ttsp", "ttsp sets its own begin and end functions; give either ttsp or begin=/end="));
+        }
+        if c.cpu.is_some() && interval_given && c.interval_ns < MIN_INTERVAL_NS {
+            return Err(err(
+                &interval_item,
+                "the CPU interval must be at least 100us (shorter, threads spend their time in the signal handler and system calls such as clone() can be restarted forever)",
+            ));
         }
         if c.ttsp && c.cpu.is_some() && !interval_given {
             // Safepoints are reached in microseconds to milliseconds: the
@@ -654,7 +665,11 @@ mod tests {
         assert!(e.to_string().contains("cpu, itimer, ctimer, alloc, wall, lock"), "{e}");
         let e = Config::parse("interval=-5").unwrap_err();
         assert!(e.to_string().contains("interval=-5"), "{e}");
-        assert!(Config::parse("interval=1us").is_err());
+        let e = Config::parse("interval=50us").unwrap_err().to_string();
+        assert!(e.contains("'interval=50us'") && e.contains("at least 100us"), "{e}");
+        assert_eq!(Config::parse("interval=100us").unwrap().interval_ns, 100_000);
+        // A lock-only recording's interval is a waiting time: no CPU bound.
+        assert_eq!(Config::parse("event=lock,interval=20us").unwrap().lock, Some(20_000));
         assert!(Config::parse("jstackdepth=0").is_err());
         assert!(Config::parse("file=").is_err());
         assert!(Config::parse("format=pdf").is_err());
