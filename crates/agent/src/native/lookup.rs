@@ -173,6 +173,23 @@ fn kind_matches(kind: Kind, k: SymbolKind) -> bool {
     }
 }
 
+/// Calls `f(object, name, address in this process, size)` for every defined
+/// symbol of `kind` in every loaded object (`.symtab` and `.dynsym`).
+fn each_symbol(kind: Kind, mut f: impl FnMut(&Loaded, &str, usize, u64)) {
+    for obj in loaded_objects() {
+        let Some(file) = MappedFile::open(&obj.path) else { continue };
+        let Ok(elf) = object::File::parse(file.bytes()) else { continue };
+        for s in elf.symbols().chain(elf.dynamic_symbols()) {
+            if !kind_matches(kind, s.kind()) || !s.is_definition() || s.address() == 0 {
+                continue;
+            }
+            if let Ok(name) = s.name() {
+                f(&obj, name, (s.address() as usize).wrapping_add(obj.bias), s.size());
+            }
+        }
+    }
+}
+
 /// Looks `query` up in every loaded object. `Err` is one line for the
 /// user: not found (with close matches) or ambiguous (with the choices).
 pub fn find(query: &str, kind: Kind) -> Result<Found, String> {
@@ -186,30 +203,19 @@ pub fn find(query: &str, kind: Kind) -> Result<Found, String> {
     let q_full = squash(query);
     let last = last_component(query).to_string();
     let mut hits: Vec<Found> = Vec::new();
-    for obj in loaded_objects() {
-        let Some(file) = MappedFile::open(&obj.path) else { continue };
-        let Ok(elf) = object::File::parse(file.bytes()) else { continue };
-        for s in elf.symbols().chain(elf.dynamic_symbols()) {
-            if !kind_matches(kind, s.kind()) || !s.is_definition() || s.address() == 0 {
-                continue;
-            }
-            let Ok(name) = s.name() else { continue };
-            let found = if name == query {
-                true
-            } else if name.starts_with("_Z") && name.contains(last.as_str()) {
-                let d = demangle(name);
-                (wants_clone || !d.contains("[clone")) && if has_params { squash(&d) == q_full } else { squash(without_params(&d)) == q_base }
-            } else {
-                false
-            };
-            if found {
-                let addr = (s.address() as usize).wrapping_add(obj.bias);
-                if !hits.iter().any(|h| h.addr == addr) {
-                    hits.push(Found { addr, size: s.size(), name: demangle(name), object: obj.path.clone() });
-                }
-            }
+    each_symbol(kind, |obj, name, addr, size| {
+        let found = if name == query {
+            true
+        } else if name.starts_with("_Z") && name.contains(last.as_str()) {
+            let d = demangle(name);
+            (wants_clone || !d.contains("[clone")) && if has_params { squash(&d) == q_full } else { squash(without_params(&d)) == q_base }
+        } else {
+            false
+        };
+        if found && !hits.iter().any(|h| h.addr == addr) {
+            hits.push(Found { addr, size, name: demangle(name), object: obj.path.clone() });
         }
-    }
+    });
     match hits.len() {
         1 => Ok(hits.remove(0)),
         0 => {
@@ -242,31 +248,23 @@ pub fn close_matches(query: &str, kind: Kind, n: usize) -> Vec<String> {
     }
     let mut contains: BTreeSet<String> = BTreeSet::new();
     let mut near: Vec<(usize, String)> = Vec::new();
-    for obj in loaded_objects() {
-        let Some(file) = MappedFile::open(&obj.path) else { continue };
-        let Ok(elf) = object::File::parse(file.bytes()) else { continue };
-        for s in elf.symbols().chain(elf.dynamic_symbols()) {
-            if !kind_matches(kind, s.kind()) || !s.is_definition() || s.address() == 0 {
-                continue;
+    each_symbol(kind, |_, name, _, _| {
+        let ids = identifiers(name);
+        let Some(own) = ids.iter().rev().find(|id| !id.is_empty()) else { return };
+        if own.to_lowercase().contains(&last) {
+            if contains.len() < 200 {
+                let d = demangle(name);
+                if !d.contains("[clone") {
+                    contains.insert(d);
+                }
             }
-            let Ok(name) = s.name() else { continue };
-            let ids = identifiers(name);
-            let Some(own) = ids.iter().rev().find(|id| !id.is_empty()) else { continue };
-            if own.to_lowercase().contains(&last) {
-                if contains.len() < 200 {
-                    let d = demangle(name);
-                    if !d.contains("[clone") {
-                        contains.insert(d);
-                    }
-                }
-            } else if own.len().abs_diff(last.len()) <= 2 {
-                let d = edit_distance(own, &last);
-                if d <= 2 {
-                    near.push((d, demangle(name)));
-                }
+        } else if own.len().abs_diff(last.len()) <= 2 {
+            let d = edit_distance(own, &last);
+            if d <= 2 {
+                near.push((d, demangle(name)));
             }
         }
-    }
+    });
     // Rank by how far each whole name (without parameters) is from the
     // query's, so `Class::begn` suggests `Class::begin()` before other
     // classes' `begin`s; names much further away than a typo are left out

@@ -329,18 +329,10 @@ impl Gate {
             Some(l) => format!("NOT restored at {}", l.iter().map(|a| format!("0x{a:x}")).collect::<Vec<_>>().join(" ")),
         };
         let ms = |ns: u64| format!("{:.3}ms", ns as f64 / 1e6);
+        let (what, counted, t) = if self.ttsp { ("safepoint", "safepoints", "ttsp") } else { ("trigger", "windows", "window") };
+        let (p50, p99, longest, total) = (ms(stats.ttsp_p50_ns), ms(stats.ttsp_p99_ns), ms(max.max(stats.ttsp_max_ns)), ms(sum));
         format!(
-            "{} summary: {}={count} {}_p50={} {}_p99={} {}_max={} {}_total={} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} timer_switches={switches} dropped_records={dropped} open_at_stop={} code={restored}",
-            if self.ttsp { "safepoint" } else { "trigger" },
-            if self.ttsp { "safepoints" } else { "windows" },
-            if self.ttsp { "ttsp" } else { "window" },
-            ms(stats.ttsp_p50_ns),
-            if self.ttsp { "ttsp" } else { "window" },
-            ms(stats.ttsp_p99_ns),
-            if self.ttsp { "ttsp" } else { "window" },
-            ms(max.max(stats.ttsp_max_ns)),
-            if self.ttsp { "ttsp" } else { "window" },
-            ms(sum),
+            "{what} summary: {counted}={count} {t}_p50={p50} {t}_p99={p99} {t}_max={longest} {t}_total={total} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} timer_switches={switches} dropped_records={dropped} open_at_stop={} code={restored}",
             if self.open_at_stop.load(std::sync::atomic::Ordering::Relaxed) { "yes" } else { "no" },
         )
     }
