@@ -20,6 +20,7 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
     match config.command {
         Some(Command::Start) => crate::start(agent, config, jni),
         Some(Command::Stop) => {
+            output::intervals::stop_thread();
             let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
             let written = write_recording(agent, &rec, &config, jni, true);
             release_freed_memory();
@@ -45,6 +46,9 @@ fn status_line(rec: Option<&Recording>) -> String {
     if let Some(g) = &rec.gate {
         parts.push(g.status());
     }
+    if let Some(l) = output::intervals::status() {
+        parts.push(l);
+    }
     let output = match rec.config.file.as_deref() {
         Some(p) => p.display().to_string(),
         None => format!("{} in the JVM's working directory", crate::output::default_path(rec.config.output_format()).display()),
@@ -57,11 +61,32 @@ fn status_line(rec: Option<&Recording>) -> String {
 /// false, for dump) or finished (stop); a command naming another format
 /// also gets that format, from the same samples.
 pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
-    let result = build_and_write(agent, rec, command, jni, last);
+    let result = build_and_write(agent, rec, command, jni, if last { Cut::Last } else { Cut::Dump });
     if last {
         crate::native::symbols::forget_kernel_table();
+        output::intervals::forget();
     }
     result
+}
+
+/// Continuous profiling (`loop=`): writes the interval that ends now to its
+/// own file and starts the next (called by the interval thread).
+pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Result<Vec<String>, String> {
+    let result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
+    release_freed_memory();
+    result
+}
+
+/// Why profiles are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// `dump`: what was recorded so far (in the interval so far with
+    /// `loop=`); recording goes on.
+    Dump,
+    /// The end of an interval (`loop=`).
+    Interval,
+    /// `stop` or JVM exit.
+    Last,
 }
 
 /// Hands the dump's freed memory back to the system (after a command, not
@@ -79,13 +104,19 @@ fn release_freed_memory() {
     }
 }
 
-fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, last: bool) -> Result<Vec<String>, String> {
+fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, cut: Cut) -> Result<Vec<String>, String> {
     let started = std::time::Instant::now();
     let mut out = rec.config.clone();
     if rec.config.live.enabled {
         out.live = crate::heap::live_report::effective(&rec.config.live, command);
     }
-    let built = agent.profiler.build(rec, command, &agent.symbols, agent.vm_structs.as_ref(), agent.jvmti, jni);
+    let looping = output::intervals::is_active();
+    let ends_interval = looping && cut != Cut::Dump;
+    let ended_at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0), std::time::Instant::now());
+    let built = agent.profiler.build(rec, command, &agent.symbols, agent.vm_structs.as_ref(), agent.jvmti, jni, ends_interval);
+    if ends_interval {
+        rec.next_interval(ended_at.0, ended_at.1);
+    }
     crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     if command.file.is_some() {
         out.file = command.file.clone();
@@ -96,6 +127,12 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     if command.counter != out.counter && command.counter != Config::default().counter {
         out.counter = command.counter;
     }
+    // Each interval to its own file; a dump, to the interval's file so far.
+    // (At an interval's end and at JVM exit the command's options are the
+    // recording's own, whose `file=` is the pattern.)
+    if looping && (command.file.is_none() || command.file == rec.config.file) {
+        out.file = output::intervals::current_path().or(out.file);
+    }
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
     if let Some(g) = &rec.gate {
         lines.push(g.summary_line());
@@ -105,7 +142,21 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
         if let Some(report) = built.iter().find_map(|b| b.leak.as_deref()) {
             crate::output::jfr_stream::live_sites(agent, report);
         }
-        let streamed = if last { crate::output::jfr_stream::finish(agent, jni) } else { crate::output::jfr_stream::flush(agent, jni) };
+        let streamed = match cut {
+            Cut::Last => crate::output::jfr_stream::finish(agent, jni),
+            Cut::Dump => crate::output::jfr_stream::flush(agent, jni),
+            Cut::Interval => match output::intervals::advance() {
+                Some(next) => crate::output::jfr_stream::cut(agent, jni, &next).map(|(summary, path)| {
+                    output::intervals::written(std::slice::from_ref(&path));
+                    vec![summary, format!("profile written to {}", path.display())]
+                }),
+                None => Err("continuous profiling is not running".into()),
+            },
+        };
+        if let (Cut::Last, true, Ok(lines)) = (cut, looping, &streamed) {
+            let paths: Vec<std::path::PathBuf> = lines.iter().filter_map(|l| l.strip_prefix("profile written to ")).map(Into::into).collect();
+            output::intervals::written(&paths);
+        }
         match streamed {
             Ok(l) => lines.extend(l),
             Err(e) if out.output_format() == OutputFormat::Jfr => {
@@ -122,7 +173,8 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
     }
     if out.output_format() == OutputFormat::Jfr {
         if jfr {
-            if let Some(asked) = command.file.as_deref().filter(|f| !lines.iter().any(|l| l.ends_with(&*f.to_string_lossy()))) {
+            let own_pattern = looping && command.file == rec.config.file;
+            if let Some(asked) = command.file.as_deref().filter(|f| !own_pattern && !lines.iter().any(|l| l.ends_with(&*f.to_string_lossy()))) {
                 lines.push(format!("note: a JFR recording streams to the file chosen at start; {} was not written", asked.display()));
             }
             return Ok(lines);
@@ -134,7 +186,14 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, l
         out.file = Some(html);
         out.format = Some(OutputFormat::FlameGraph);
     }
-    for path in output::write_profiles(&built, &out)? {
+    let paths = output::write_profiles(&built, &out)?;
+    if ends_interval {
+        output::intervals::written(&paths);
+        if cut == Cut::Interval {
+            output::intervals::advance();
+        }
+    }
+    for path in paths {
         lines.push(format!("profile written to {}", path.display()));
     }
     crate::log::debug(&format!("profiles built and written in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));

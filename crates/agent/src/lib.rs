@@ -42,7 +42,7 @@ use crate::hotspot::vmstructs::{self, VmStructs};
 use crate::hotspot::{frames, javastack, javawalk, method_ids};
 use crate::jvmti::{Jni, Jvmti};
 use crate::options::Config;
-use crate::output::jfr_stream;
+use crate::output::{intervals, jfr_stream};
 use crate::profiler::Profiler;
 use crate::sampling::{signal, threads};
 use crate::symbols::Symbols;
@@ -379,9 +379,21 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if walks {
         init_java_walker(agent, jni);
     }
+    if intervals::is_active() {
+        return Err("continuous profiling (loop=) is already running; stop it first".into());
+    }
+    let first_interval = intervals::prepare(&config)?;
     let jfr = jfr_stream::wanted(&config);
     if jfr {
-        jfr_stream::prepare(agent, &config)?;
+        // With loop=, the recording streams to the first interval's file.
+        let mut streamed = config.clone();
+        if first_interval.is_some() {
+            streamed.file = first_interval.clone();
+        }
+        if let Err(e) = jfr_stream::prepare(agent, &streamed) {
+            intervals::forget();
+            return Err(e);
+        }
     }
     let mut lines = match agent.profiler.start(config, agent.vm, agent.asgct, (agent.jvmti, jni), agent.can_tag, agent.vm_structs.as_ref()) {
         Ok(lines) => lines,
@@ -389,11 +401,16 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
             if jfr {
                 jfr_stream::abort();
             }
+            intervals::forget();
             return Err(e);
         }
     };
     if jfr {
         jfr_stream::begin(agent);
+    }
+    if let Some(first) = first_interval {
+        intervals::begin(agent, commands::write_interval);
+        lines.push(intervals::started_line(&first));
     }
     // Why HotSpot's internals are not used on this JDK (once).
     if let Some(line) = walks.then(vmstructs::untold_refusal).flatten() {
@@ -460,6 +477,7 @@ fn continuation_entry(jvmti: Jvmti, jni: Jni) -> usize {
 /// Stops the recording and writes the profiles. Used at VM death.
 fn finish(agent: &Agent, jni: Jni) {
     let started = std::time::Instant::now();
+    intervals::stop_thread();
     let Some(rec) = agent.profiler.stop(Some((agent.jvmti, jni))) else { return };
     log::debug(&format!("recording stopped in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     match commands::write_recording(agent, &rec, &rec.config, jni, true) {

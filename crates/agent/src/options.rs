@@ -107,6 +107,8 @@ impl LogLevel {
 pub const EVENT_WORDS: &str = "cpu, itimer, ctimer, alloc, wall, lock";
 /// The default mean interval of lock profiling: 1 ms of waiting between samples.
 pub const DEFAULT_LOCK_INTERVAL_NS: u64 = 1_000_000;
+/// The shortest `loop=` interval: 1 s.
+pub const MIN_LOOP_NS: u64 = 1_000_000_000;
 /// The default CPU interval with `ttsp`: 1 ms.
 pub const DEFAULT_TTSP_INTERVAL_NS: u64 = 1_000_000;
 /// The default wall-clock sampling interval: 50 ms (async-profiler's).
@@ -184,6 +186,11 @@ pub struct Config {
     pub reply: Option<PathBuf>,
     /// Live objects and leak detection (see `live.rs`).
     pub live: LiveOptions,
+    /// Continuous profiling: cut the recording into intervals of this many
+    /// ns, each written as a file of its own (`loop=DURATION`).
+    pub loop_ns: Option<u64>,
+    /// Keep at most this many interval files, deleting the oldest (`keep=N`).
+    pub keep: Option<usize>,
 }
 
 /// Options of live-object tracking (`live`, `livemem`, `nogc`, `gcroots`).
@@ -242,6 +249,8 @@ impl Default for Config {
             command: None,
             reply: None,
             live: LiveOptions::default(),
+            loop_ns: None,
+            keep: None,
         }
     }
 }
@@ -265,7 +274,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, begin, end, ttsp, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, begin, end, ttsp, loop, keep, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -407,6 +416,19 @@ impl Config {
                     cpu_asked |= c.ttsp;
                     profiling_option |= c.ttsp;
                 }
+                "loop" => {
+                    let v = need("an interval such as 60s, 5m or 1h")?;
+                    let ns = parse_wall_duration_ns(v).map_err(|p| err(item, format!("{p}; loop=DURATION cuts the recording into files of that length")))?;
+                    if ns < MIN_LOOP_NS {
+                        return Err(err(item, "the loop interval must be at least 1s"));
+                    }
+                    c.loop_ns = Some(ns);
+                    profiling_option = true;
+                }
+                "keep" => {
+                    let v = need("a number of interval files such as 48")?;
+                    c.keep = Some(v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| err(item, "keep=N is the number of interval files kept (a whole number, at least 1)"))?);
+                }
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,
                 "total" if value.is_none() => c.counter = Counter::Total,
@@ -468,6 +490,9 @@ impl Config {
         }
         if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc || c.live.report_format) {
             return Err(err("live", "livemem, nogc, live_gc, gcroots and format=leaks need live object tracking: add live"));
+        }
+        if c.keep.is_some() && c.loop_ns.is_none() && c.start {
+            return Err(err("keep", "keep=N needs continuous profiling: add loop=DURATION"));
         }
         if c.alloc_threads.is_some() && c.alloc.is_none() {
             return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
@@ -623,6 +648,24 @@ mod tests {
             let e = Config::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with(expected), "{bad}: {e}");
             assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn loop_options() {
+        let c = Config::parse("event=cpu,alloc,live,loop=60s,file=/var/log/app/%p-%t.jfr,keep=48").unwrap();
+        assert_eq!((c.loop_ns, c.keep, c.start), (Some(60_000_000_000), Some(48), true));
+        assert_eq!(Config::parse("loop=5m").unwrap().loop_ns, Some(300_000_000_000));
+        assert_eq!(Config::parse("loop=10").unwrap().loop_ns, Some(10_000_000_000));
+        for (bad, expected) in [
+            ("loop=500ms", "invalid agent option 'loop=500ms': the loop interval must be at least 1s"),
+            ("loop=often", "invalid agent option 'loop=often': 'often' is not a duration"),
+            ("loop=", "invalid agent option 'loop=': 'loop' needs a value"),
+            ("loop=1m,keep=0", "invalid agent option 'keep=0': keep=N is the number of interval files kept"),
+            ("start,keep=3", "invalid agent option 'keep': keep=N needs continuous profiling"),
+        ] {
+            let e = Config::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{bad}: {e}");
         }
     }
 

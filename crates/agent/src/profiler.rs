@@ -112,7 +112,9 @@ impl Profiler {
         if let Some(path) = config.status.clone() {
             self.publish_status(path);
         }
-        *rec = Some(Recording { config, started: Instant::now(), start_wall_ns, sources, gate });
+        crate::sampling::interval::forget();
+        let started = Instant::now();
+        *rec = Some(Recording { config, started, start_wall_ns, sources, gate, interval_start: Mutex::new((start_wall_ns, started)) });
         Ok(lines)
     }
 
@@ -178,8 +180,20 @@ impl Profiler {
     /// Builds the profiles of a (stopped or running) recording, one per
     /// source, in start order. `command` holds the options of the command
     /// that asked (the start options at JVM exit).
-    pub fn build(&self, rec: &Recording, command: &Config, symbols: &Symbols, vm_structs: Option<&VmStructs>, jvmti: Jvmti, jni: Jni) -> Vec<Built> {
-        let cx = BuildContext { rec, command, symbols, jvmti, jni, threads: &self.threads, vm_structs };
+    /// With `close_interval`, the profiles hold the current interval
+    /// (`loop=`) and it ends here.
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        &self,
+        rec: &Recording,
+        command: &Config,
+        symbols: &Symbols,
+        vm_structs: Option<&VmStructs>,
+        jvmti: Jvmti,
+        jni: Jni,
+        close_interval: bool,
+    ) -> Vec<Built> {
+        let cx = BuildContext { rec, command, symbols, jvmti, jni, threads: &self.threads, vm_structs, close_interval };
         let mut built: Vec<Built> = rec.sources.iter().map(|s| s.build(&cx)).collect();
         if let Some(g) = rec.gate.as_ref().filter(|g| g.ttsp) {
             let safepoints = g.safepoints();

@@ -68,6 +68,9 @@ pub struct BuildContext<'a> {
     pub jni: Jni,
     pub threads: &'a Threads,
     pub vm_structs: Option<&'a VmStructs>,
+    /// Continuous profiling (`loop=`): this build ends the current interval,
+    /// so the next one counts from what it read (see `sampling::interval`).
+    pub close_interval: bool,
 }
 
 /// A started event source.
@@ -101,9 +104,22 @@ pub struct Recording {
     /// The triggers that choose when CPU samples are kept (`begin=`,
     /// `end=`, `ttsp`), armed before the sources started.
     pub gate: Option<Arc<crate::trigger::gate::Gate>>,
+    /// When the current interval began (`loop=`; the recording's start
+    /// until the first interval ends): wall-clock ns and the same instant.
+    pub interval_start: std::sync::Mutex<(u64, Instant)>,
 }
 
 impl Recording {
+    /// When the current interval began (the recording's start without `loop=`).
+    pub fn interval_start(&self) -> (u64, Instant) {
+        *self.interval_start.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The current interval ends now; the next begins.
+    pub fn next_interval(&self, wall_ns: u64, at: Instant) {
+        *self.interval_start.lock().unwrap_or_else(|e| e.into_inner()) = (wall_ns, at);
+    }
+
     /// The running source with this key.
     pub fn source(&self, key: &str) -> Option<&dyn EventSource> {
         self.sources.iter().find(|s| s.key() == key).map(|s| &**s)
@@ -117,8 +133,8 @@ impl Recording {
             engine: engine.to_string(),
             interval,
             total_unit: unit.to_string(),
-            start_ns: self.start_wall_ns,
-            duration_ns: self.started.elapsed().as_nanos() as u64,
+            start_ns: self.interval_start().0,
+            duration_ns: self.interval_start().1.elapsed().as_nanos() as u64,
             extra: Vec::new(),
         }
     }

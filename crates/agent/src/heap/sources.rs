@@ -89,7 +89,7 @@ impl AllocSource {
             mismatched,
             ..AllocStats::default()
         };
-        for t in store.snapshot() {
+        for t in crate::sampling::interval::read(store, cx.close_interval) {
             st.samples += t.samples;
             st.estimated_bytes += t.total;
             ids.clear();

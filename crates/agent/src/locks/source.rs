@@ -87,7 +87,7 @@ impl EventSource for LockSource {
         let mut ids = Vec::new();
         let (mut samples, mut total) = (0, 0);
         if let Some(store) = self.sampler.stored() {
-            for t in store.snapshot() {
+            for t in crate::sampling::interval::read(store, cx.close_interval) {
                 samples += t.samples;
                 total += t.total;
                 ids.clear();

@@ -155,7 +155,8 @@ struct Inner {
 }
 
 struct Stream {
-    path: PathBuf,
+    /// The file written now (a new one each interval with `loop=`).
+    path: Mutex<PathBuf>,
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -244,7 +245,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         failed: None,
     };
     *slot = Some(Arc::new(Stream {
-        path,
+        path: Mutex::new(path),
         inner: Mutex::new(inner),
         stop: Arc::new(AtomicBool::new(false)),
         thread: Mutex::new(None),
@@ -331,7 +332,7 @@ pub fn begin(agent: &'static Agent) {
 pub fn abort() {
     if let Some(stream) = lock(&STREAM).take() {
         detach_logs(&lock(&stream.inner));
-        let _ = std::fs::remove_file(&stream.path);
+        let _ = std::fs::remove_file(&*lock(&stream.path));
     }
 }
 
@@ -342,7 +343,8 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, false);
-    Ok(vec![inner.summary(&stream.path, None)])
+    let path = lock(&stream.path).clone();
+    Ok(vec![inner.summary(&path, None)])
 }
 
 /// Adds the live-object report to the current chunk: per allocation site,
@@ -417,12 +419,45 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
     *lock(&STREAM) = None;
+    let path = lock(&stream.path).clone();
     match &inner.failed {
-        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", stream.path.display())),
-        None => {
-            Ok(vec![inner.summary(&stream.path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", stream.path.display())])
+        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", path.display())),
+        None => Ok(vec![inner.summary(&path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", path.display())]),
+    }
+}
+
+/// Continuous profiling (`loop=`): the current file ends here as a whole
+/// recording of its own (everything logged so far, its last chunk closed)
+/// and the events logged from now on go to a new file at `next` (or a
+/// fallback beside it, as at start). Returns the summary line of the file
+/// ended and its path; an error when it could not be written whole (the
+/// next file is opened all the same).
+pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, PathBuf), String> {
+    let stream = current().ok_or("no JFR recording is running")?;
+    let mut inner = lock(&stream.inner);
+    inner.drain(agent, jni);
+    inner.end_chunk(agent, true);
+    let ended = lock(&stream.path).clone();
+    let result = match inner.failed.take() {
+        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", ended.display())),
+        None => Ok((inner.summary(&ended, None), ended.clone())),
+    };
+    match create(next) {
+        Ok((path, file)) => {
+            inner.writer = JfrWriter::new(file);
+            inner.counts = Counts::default();
+            inner.destination = path.display().to_string();
+            *lock(&stream.path) = path;
+            inner.begin_chunk();
+        }
+        Err(e) => {
+            // Nothing to write to: the events are drained and counted as
+            // lost until the next interval finds a file.
+            inner.failed = Some(e.clone());
+            log::error(&e);
         }
     }
+    result
 }
 
 impl Inner {

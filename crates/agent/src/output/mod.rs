@@ -1,6 +1,7 @@
 //! Output: writing a finished profile to disk without ever losing it
 //! (this file), opening files safely (`files`), and the streamed JFR
-//! recording (`jfr_stream`, `jfr_frames`). Uses `profiler`, `heap`,
+//! recording (`jfr_stream`, `jfr_frames`), continuous profiling's
+//! intervals (`intervals`). Uses `profiler`, `heap`,
 //! `sampling`, `native` (names), `jvmti`, `symbols`, `options`, `log`.
 //!
 //! Writing a finished profile to disk without ever losing it: when the chosen
@@ -15,6 +16,7 @@ use std::os::fd::IntoRawFd;
 use std::path::{Path, PathBuf};
 
 pub mod files;
+pub mod intervals;
 pub mod jfr_frames;
 pub mod jfr_stream;
 

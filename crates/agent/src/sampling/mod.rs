@@ -3,7 +3,8 @@
 //! timed events for JFR), its CPU-time accounting (`cputime`), and the
 //! registry of sampled threads and their timers (`threads`), each thread's
 //! wall-clock bookkeeping (`wall_table`), and the CPU and wall-clock event
-//! sources that arm the handler and build their profiles (`cpu`, `wall`);
+//! sources that arm the handler and build their profiles (`cpu`, `wall`),
+//! and what each store held when the last interval ended (`interval`);
 //! these never run in the handler. May use `engine`, `hotspot` and
 //! `native` (the handler calls their signal-safe parts); `cpu`, `wall` and
 //! `threads` also `options`, `log`, `output` and `source`.
@@ -11,6 +12,7 @@
 pub mod cpu;
 pub mod cputime;
 pub mod event_log;
+pub mod interval;
 pub mod signal;
 pub mod store;
 pub mod threads;

@@ -224,6 +224,9 @@ pub struct SampleStore {
     frame_capacity: usize,
     frame_cursor: AtomicUsize,
     published: AtomicUsize,
+    /// Bumped by every [`SampleStore::reset`], so that what was read of the
+    /// store before (an interval's baseline) is known to be stale.
+    generation: AtomicU64,
     recorded: AtomicU64,
     dropped: AtomicU64,
     /// Where each recorded sample is also logged with its time (JFR), or null.
@@ -320,6 +323,7 @@ impl SampleStore {
             frame_capacity: frame_capacity.max(1),
             frame_cursor: AtomicUsize::new(0),
             published: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
             recorded: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             log: AtomicPtr::new(std::ptr::null_mut()),
@@ -557,6 +561,20 @@ impl SampleStore {
         let taken = self.next_slot.load(Ordering::Acquire).min(self.slot_capacity);
         (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s))).collect()
     }
+
+    /// As [`SampleStore::snapshot`], each stack with its slot number.
+    pub fn snapshot_slots(&self) -> Vec<(u32, StoredTrace)> {
+        let taken = self.next_slot.load(Ordering::Acquire).min(self.slot_capacity);
+        (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s)).map(|t| (n as u32, t))).collect()
+    }
+
+    /// How full the store is: the larger of the slots' and the frame
+    /// arena's used share, 0.0 to 1.0.
+    pub fn fill(&self) -> f64 {
+        let slots = self.next_slot.load(Ordering::Relaxed).min(self.slot_capacity) as f64 / self.slot_capacity.max(1) as f64;
+        let frames = self.frame_cursor.load(Ordering::Relaxed).min(self.frame_capacity) as f64 / self.frame_capacity.max(1) as f64;
+        slots.max(frames)
+    }
     // signal-safe: on
 
     /// Empties the store. The caller guarantees no writer is running.
@@ -570,6 +588,12 @@ impl SampleStore {
         self.published.store(0, Ordering::Relaxed);
         self.recorded.store(0, Ordering::Relaxed);
         self.dropped.store(0, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times the store was emptied (see `generation`).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 }
 

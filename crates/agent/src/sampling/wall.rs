@@ -367,7 +367,7 @@ impl EventSource for WallSource {
 impl WallSource {
     fn profile(&self, cx: &BuildContext) -> (Profile, Summary) {
         let Some(store) = stored() else { return (Profile::default(), Summary::default()) };
-        let traces = store.snapshot();
+        let traces = crate::sampling::interval::read(store, cx.close_interval);
         crate::native::symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
         let config = &cx.rec.config;

@@ -1,0 +1,372 @@
+//! Continuous profiling (`loop=DURATION`): the recording is cut into
+//! consecutive intervals, each written as a complete file of its own (in
+//! any format) holding only that interval's samples; `keep=N` deletes the
+//! oldest. This module owns the interval thread, the file names (`%p` the
+//! process id, `%t` the interval's start time, `%n` its sequence number),
+//! the list of files kept, and the counters `status` reports.
+//!
+//! How an interval holds each sample once: the sample stores only add to
+//! counters while profiling runs, and each interval's profile is what they
+//! gained since the previous one ended (`sampling::interval`); a JFR
+//! recording drains its event logs into the old file and goes on in a new
+//! one (`jfr_stream::cut`). Live objects are state, not counts: every
+//! interval's file carries the leak report of all objects still alive, with
+//! each site's growth history.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::jvmti;
+use crate::log;
+use crate::options::Config;
+use crate::Agent;
+
+/// Counters for `status` and the log.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    /// Intervals ended (written, or handed to the uploader).
+    pub intervals: u64,
+    /// Files written.
+    pub written: u64,
+    /// Files deleted by `keep=`.
+    pub deleted: u64,
+    /// Intervals that could not be written whole.
+    pub failed: u64,
+    pub last_error: Option<String>,
+}
+
+struct State {
+    /// Sequence number of the interval in progress (from 0).
+    seq: u64,
+    /// Where the interval in progress goes.
+    path: PathBuf,
+    /// Files written, oldest first (for `keep=`).
+    files: VecDeque<PathBuf>,
+    counts: Counts,
+}
+
+/// The continuous recording in progress.
+pub struct Loop {
+    every: Duration,
+    pattern: PathBuf,
+    keep: Option<usize>,
+    state: Mutex<State>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Set while an interval is being cut (so `stop` can wait it out).
+    cutting: AtomicBool,
+}
+
+static LOOP: Mutex<Option<Arc<Loop>>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// `YYYYMMDD-HHMMSS` in local time (async-profiler's `%t`).
+fn timestamp(secs: i64) -> String {
+    // SAFETY: all-zero is a valid `tm`; localtime_r writes it from `t`
+    // and touches nothing else (reentrant, unlike localtime).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: both pointers are to live locals.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return secs.to_string();
+    }
+    format!("{:04}{:02}{:02}-{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// The file name of interval `seq` started at `secs`: `%p` → process id,
+/// `%t` → `YYYYMMDD-HHMMSS`, `%n` → `seq`, `%%` → `%`.
+pub fn expand(pattern: &Path, seq: u64, secs: i64) -> PathBuf {
+    let text = pattern.to_string_lossy();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('t') => out.push_str(&timestamp(secs)),
+            Some('n') => out.push_str(&seq.to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    PathBuf::from(out)
+}
+
+/// The pattern interval files are named after: `file=` or the default name,
+/// with `-%n` added before the extension when it names no `%t` or `%n`, so
+/// that intervals never overwrite each other.
+pub fn pattern(config: &Config) -> PathBuf {
+    let format = config.output_format();
+    let given = config.file.clone().unwrap_or_else(|| PathBuf::from(format!("oxprof-%p-%t.{}", format.extension())));
+    let text = given.to_string_lossy();
+    if text.contains("%t") || text.contains("%n") {
+        return given;
+    }
+    let name = given.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = format!(".{}", format.extension());
+    let renamed = match name.strip_suffix(&ext) {
+        Some(stem) => format!("{stem}-%n{ext}"),
+        None => match name.rsplit_once('.') {
+            Some((stem, e)) if !stem.is_empty() => format!("{stem}-%n.{e}"),
+            _ => format!("{name}-%n"),
+        },
+    };
+    given.with_file_name(renamed)
+}
+
+/// The log line saying where intervals go.
+pub fn started_line(first: &Path) -> String {
+    match current() {
+        Some(l) => format!(
+            "continuous profiling: an interval every {}s to {}{}, the first to {}",
+            l.every.as_secs_f64(),
+            l.pattern.display(),
+            l.keep.map(|k| format!(", keeping the last {k}")).unwrap_or_default(),
+            first.display()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Whether continuous profiling is running.
+pub fn is_active() -> bool {
+    lock(&LOOP).is_some()
+}
+
+/// Sets up continuous profiling for `config` (before sampling starts) and
+/// returns the first interval's file, which a JFR recording streams to.
+pub fn prepare(config: &Config) -> Result<Option<PathBuf>, String> {
+    let Some(every) = config.loop_ns else {
+        *lock(&LOOP) = None;
+        return Ok(None);
+    };
+    let pattern = pattern(config);
+    let path = expand(&pattern, 0, now_secs());
+    crate::output::check_writable(&path)?;
+    let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), counts: Counts::default() };
+    *lock(&LOOP) = Some(Arc::new(Loop {
+        every: Duration::from_nanos(every),
+        pattern,
+        keep: config.keep,
+        state: Mutex::new(state),
+        stop: Mutex::new(false),
+        wake: Condvar::new(),
+        thread: Mutex::new(None),
+        cutting: AtomicBool::new(false),
+    }));
+    Ok(Some(path))
+}
+
+fn current() -> Option<Arc<Loop>> {
+    lock(&LOOP).clone()
+}
+
+/// Where the interval in progress is written.
+pub fn current_path() -> Option<PathBuf> {
+    current().map(|l| lock(&l.state).path.clone())
+}
+
+/// The interval in progress ended: the next one starts now. Returns its
+/// file name.
+pub fn advance() -> Option<PathBuf> {
+    let l = current()?;
+    let mut st = lock(&l.state);
+    st.seq += 1;
+    st.counts.intervals += 1;
+    let mut path = expand(&l.pattern, st.seq, now_secs());
+    if path == st.path || st.files.contains(&path) {
+        // `%t` alone, two intervals in one second (a late cut): never
+        // replace an interval's file with the next.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let unique = match name.split_once('.') {
+            Some((stem, ext)) => format!("{stem}-{}.{ext}", st.seq),
+            None => format!("{name}-{}", st.seq),
+        };
+        path = path.with_file_name(unique);
+    }
+    st.path = path;
+    Some(st.path.clone())
+}
+
+/// Notes the files an interval was written to, and deletes the oldest past
+/// `keep=` (only files this recording wrote).
+pub fn written(paths: &[PathBuf]) {
+    let Some(l) = current() else { return };
+    let mut st = lock(&l.state);
+    for p in paths {
+        st.counts.written += 1;
+        if !st.files.contains(p) {
+            st.files.push_back(p.clone());
+        }
+    }
+    // Several files per interval (collapsed and pprof write one per kind):
+    // keep counts intervals, so it applies to files per kind.
+    let per_interval = paths.len().max(1);
+    let Some(keep) = l.keep.map(|k| k * per_interval) else { return };
+    while st.files.len() > keep {
+        let Some(old) = st.files.pop_front() else { break };
+        match std::fs::remove_file(&old) {
+            Ok(()) => st.counts.deleted += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn(&format!("keep={}: cannot delete {}: {e}", l.keep.unwrap_or(0), old.display())),
+        }
+    }
+}
+
+/// Notes an interval that could not be written whole.
+pub fn failed(error: &str) {
+    let Some(l) = current() else { return };
+    let mut st = lock(&l.state);
+    st.counts.failed += 1;
+    st.counts.last_error = Some(error.to_string());
+}
+
+/// The counters so far.
+pub fn counts() -> Option<Counts> {
+    current().map(|l| lock(&l.state).counts.clone())
+}
+
+/// The `status` part: `loop=60s interval 3 (intervals=3 files=3 deleted=0 failed=0)`.
+pub fn status() -> Option<String> {
+    let l = current()?;
+    let st = lock(&l.state);
+    let c = &st.counts;
+    let mut s = format!(
+        "loop={}s: interval {} to {} (ended={} files_written={} deleted={} failed={}",
+        l.every.as_secs_f64(),
+        st.seq,
+        st.path.display(),
+        c.intervals,
+        c.written,
+        c.deleted,
+        c.failed
+    );
+    if let Some(e) = &c.last_error {
+        s.push_str(&format!(" last_error={e}"));
+    }
+    s.push(')');
+    Some(s)
+}
+
+/// What ends an interval: writes it and starts the next (`commands::write_interval`).
+pub type Cut = fn(&'static Agent, &crate::source::Recording, crate::jvmti::Jni) -> Result<Vec<String>, String>;
+
+/// Starts the interval thread: at the end of each interval it calls `cut`.
+pub fn begin(agent: &'static Agent, cut: Cut) {
+    let Some(l) = current() else { return };
+    let vm = agent.vm as usize;
+    let me = l.clone();
+    let spawned = std::thread::Builder::new().name("oxprof-loop".into()).spawn(move || {
+        let vm = vm as *mut jvmti_sys::JavaVM;
+        // SAFETY: `vm` is the agent's JavaVM (`Agent::vm`).
+        let Some(jni) = (unsafe { jvmti::attach_daemon(vm, c"oxprof-loop") }) else {
+            log::error("the interval thread cannot attach to the JVM: loop= cannot cut intervals; the recording is written at stop");
+            return;
+        };
+        agent.profiler.threads.exclude(crate::sampling::threads::current_tid());
+        let mut next = Instant::now() + me.every;
+        loop {
+            {
+                let mut stop = lock(&me.stop);
+                while !*stop {
+                    let now = Instant::now();
+                    if now >= next {
+                        break;
+                    }
+                    stop = me.wake.wait_timeout(stop, next - now).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+                }
+                if *stop {
+                    break;
+                }
+                me.cutting.store(true, Ordering::SeqCst);
+            }
+            let started = Instant::now();
+            let result = agent.profiler.with_recording(|rec| rec.map(|rec| cut(agent, rec, jni)));
+            me.cutting.store(false, Ordering::SeqCst);
+            match result {
+                None => break, // the recording stopped
+                Some(Ok(lines)) => lines.iter().for_each(|line| log::debug(line)),
+                Some(Err(e)) => {
+                    log::error(&e);
+                    failed(&e);
+                }
+            }
+            log::debug(&format!("interval cut in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
+            // The next boundary from the schedule, not from now: intervals
+            // stay the asked length however long writing took, and a late
+            // cut (a stalled disk) does not shift every later one.
+            next += me.every;
+            let now = Instant::now();
+            if next <= now {
+                next = now + me.every;
+            }
+        }
+        // SAFETY: `vm` as above; this thread was attached above and `jni` is
+        // not used after this.
+        unsafe { jvmti::detach(vm) };
+    });
+    match spawned {
+        Ok(h) => *lock(&l.thread) = Some(h),
+        Err(e) => log::error(&format!("no interval thread ({e}): loop= cannot cut intervals; the recording is written at stop")),
+    }
+}
+
+/// Ends the interval thread (waiting for an interval being written); the
+/// last interval is written by the stop that follows. Keeps the counters and
+/// the pattern until [`forget`].
+pub fn stop_thread() {
+    let Some(l) = current() else { return };
+    *lock(&l.stop) = true;
+    l.wake.notify_all();
+    let handle = lock(&l.thread).take();
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+}
+
+/// Continuous profiling is over (after the last interval was written).
+pub fn forget() {
+    *lock(&LOOP) = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_expand_and_never_collide() {
+        let pid = std::process::id();
+        let p = expand(Path::new("/var/log/app/%p-%t.jfr"), 3, 0);
+        let s = p.to_string_lossy();
+        assert!(s.starts_with(&format!("/var/log/app/{pid}-19")) || s.starts_with(&format!("/var/log/app/{pid}-1970")), "{s}");
+        assert!(s.ends_with(".jfr") && s.len() == format!("/var/log/app/{pid}-19700101-000000.jfr").len(), "{s}");
+        assert_eq!(expand(Path::new("a-%n-%%-%q.html"), 7, 0), PathBuf::from("a-7-%-%q.html"));
+        let c = Config::parse("loop=10s,file=/tmp/x/profile.html").unwrap();
+        assert_eq!(pattern(&c), PathBuf::from("/tmp/x/profile-%n.html"));
+        let c = Config::parse("loop=10s,file=p.pb.gz").unwrap();
+        assert_eq!(pattern(&c), PathBuf::from("p-%n.pb.gz"));
+        let c = Config::parse("loop=10s,file=rec-%t.jfr").unwrap();
+        assert_eq!(pattern(&c), PathBuf::from("rec-%t.jfr"));
+        let c = Config::parse("loop=10s,jfr").unwrap();
+        assert_eq!(pattern(&c), PathBuf::from("oxprof-%p-%t.jfr"));
+    }
+}
