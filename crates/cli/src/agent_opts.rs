@@ -157,8 +157,26 @@ pub struct SampleArgs {
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
     pub alloc_threads: Option<String>,
+    /// Continuous profiling: cut the recording into intervals of DURATION
+    /// (at least 1s), each written to a file of its own; in the output
+    /// name %p is the process id, %t the interval's start time, %n its
+    /// number (-%n is added when the name has neither)
+    #[arg(long = "loop", value_name = "DURATION", value_parser = parse_loop)]
+    pub loop_every: Option<String>,
+    /// With --loop: keep only the last N interval files
+    #[arg(long, value_name = "N", requires = "loop_every", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: Option<u32>,
     #[command(flatten)]
     pub live: LiveArgs,
+}
+
+fn parse_loop(s: &str) -> Result<String, String> {
+    let ns = oxprof_profile::units::parse_wall_duration_ns(s)?;
+    if ns < 1_000_000_000 {
+        return Err("the loop interval must be at least 1s".into());
+    }
+    no_comma("loop interval", s)?;
+    Ok(s.to_string())
 }
 
 impl SampleArgs {
@@ -182,6 +200,12 @@ impl SampleArgs {
                 no_comma(&format!("--{key} function"), f)?;
                 opts.push(format!("{key}={f}"));
             }
+        }
+        if let Some(every) = &self.loop_every {
+            opts.push(format!("loop={every}"));
+        }
+        if let Some(n) = self.keep {
+            opts.push(format!("keep={n}"));
         }
         opts.extend(self.live.start_options()?);
         Ok(opts)
