@@ -72,9 +72,24 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
 /// Continuous profiling (`loop=`): writes the interval that ends now to its
 /// own file and starts the next (called by the interval thread).
 pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Result<Vec<String>, String> {
-    let result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
+    let mut result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
+    // Distinct stacks only accumulate: weeks of intervals need room.
+    if let Some(line) = agent.profiler.empty_full_stores(store_reset_fill(), || crate::output::jfr_stream::before_store_reset(agent, jni)) {
+        crate::log::info(&line);
+        if let Ok(lines) = result.as_mut() {
+            lines.push(line);
+        }
+    }
     release_freed_memory();
     result
+}
+
+/// A sample store fuller than this at the end of an interval is emptied
+/// (`Profiler::empty_full_stores`); `OXPROF_STORE_RESET_FILL` overrides it.
+const STORE_RESET_FILL: f64 = 0.5;
+
+fn store_reset_fill() -> f64 {
+    std::env::var("OXPROF_STORE_RESET_FILL").ok().and_then(|v| v.parse().ok()).unwrap_or(STORE_RESET_FILL)
 }
 
 /// Why profiles are written.

@@ -427,7 +427,12 @@ impl Config {
                 }
                 "keep" => {
                     let v = need("a number of interval files such as 48")?;
-                    c.keep = Some(v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| err(item, "keep=N is the number of interval files kept (a whole number, at least 1)"))?);
+                    c.keep = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|&n: &usize| n > 0)
+                            .ok_or_else(|| err(item, "keep=N is the number of interval files kept (a whole number, at least 1)"))?,
+                    );
                 }
                 "ann" => c.annotate = parse_flag(item, value)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,

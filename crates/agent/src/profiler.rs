@@ -171,6 +171,63 @@ impl Profiler {
         methods
     }
 
+    /// Every sample store that exists (CPU, wall, allocations, locks).
+    fn stores(&self) -> Vec<(&'static str, &'static crate::sampling::store::SampleStore)> {
+        [("cpu", cpu::stored()), ("wall", wall::stored()), ("alloc", self.alloc.stored()), ("lock", self.locks.stored())]
+            .into_iter()
+            .filter_map(|(k, s)| s.map(|s| (k, s)))
+            .collect()
+    }
+
+    /// Continuous profiling, after an interval was built: when a sample
+    /// store is more than `threshold` full (its distinct stacks only grow
+    /// while profiling runs), every store is emptied so that the next weeks
+    /// of intervals find room. Writers are turned away meanwhile (their
+    /// samples counted as dropped, typically for well under a millisecond),
+    /// `before` runs first (the JFR stream writes what its logs hold, whose
+    /// slots are about to change meaning), and what was recorded since the
+    /// interval's profile was built is put back, so the next interval loses
+    /// nothing. Returns a line for the log when stores were emptied.
+    pub fn empty_full_stores(&self, threshold: f64, before: impl FnOnce()) -> Option<String> {
+        let stores = self.stores();
+        let fullest = stores.iter().map(|(_, s)| s.fill()).fold(0.0, f64::max);
+        if fullest <= threshold {
+            return None;
+        }
+        let started = Instant::now();
+        let dropped_before: u64 = stores.iter().map(|(_, s)| s.stats().dropped).sum();
+        stores.iter().for_each(|(_, s)| s.pause());
+        before();
+        let mut kept = 0usize;
+        let mut lost = 0usize;
+        for (_, s) in &stores {
+            let carry = crate::sampling::interval::read(s, false);
+            let dropped = s.stats().dropped;
+            s.reset();
+            for t in &carry {
+                if s.restore(t) {
+                    kept += 1;
+                } else {
+                    lost += 1;
+                }
+            }
+            // `reset` cleared the counter: keep the store's drops counted.
+            s.add_dropped(dropped);
+        }
+        crate::sampling::wall_table::forget_slots();
+        let paused = started.elapsed();
+        stores.iter().for_each(|(_, s)| s.resume());
+        let dropped_after: u64 = stores.iter().map(|(_, s)| s.stats().dropped).sum();
+        Some(format!(
+            "sample stores emptied (the fullest was {:.0}% full): {} stacks since the interval carried over{}, writers paused {:.2} ms, {} samples dropped meanwhile",
+            fullest * 100.0,
+            kept,
+            if lost > 0 { format!(", {lost} lost") } else { String::new() },
+            paused.as_secs_f64() * 1e3,
+            dropped_after.saturating_sub(dropped_before)
+        ))
+    }
+
     /// Samples recorded so far, CPU and allocation (for status lines).
     pub fn recorded(&self) -> u64 {
         let cpu = cpu::stored().map(|s| s.stats().recorded).unwrap_or(0);

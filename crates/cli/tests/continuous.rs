@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-/// The interval files in `dir` whose names start with `prefix`, ordered by
-/// the number after it (`prefix<N>.ext`).
+/// The interval files in `dir` named `prefix<N>.ext` (one extension, so
+/// `r-3.wall.collapsed` is not `r-3.collapsed`), ordered by N.
 fn numbered(dir: &Path, prefix: &str) -> Vec<(u64, PathBuf)> {
     let mut v: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| {
             let p = e.ok()?.path();
             let name = p.file_name()?.to_str()?.to_string();
-            let n: u64 = name.strip_prefix(prefix)?.split('.').next()?.parse().ok()?;
+            let (n, ext) = name.strip_prefix(prefix)?.split_once('.')?;
+            let n: u64 = n.parse().ok().filter(|_| !ext.contains('.'))?;
             Some((n, p))
         })
         .collect();
@@ -139,4 +140,32 @@ fn keep_status_dump_and_stop_during_a_loop() {
     assert_eq!(numbered(&s.0, "k-").len(), 2);
     let status = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "status"]).output().unwrap();
     assert!(text(&status.stdout).contains("idle") || text(&status.stderr).contains("idle"), "{}", text(&status.stdout));
+}
+
+#[test]
+fn stores_emptied_between_intervals_lose_no_sample() {
+    // Every interval empties the stores (as a weeks-long recording does
+    // when they fill): CPU and wall-clock intervals still add up.
+    let s = Scratch::new("loop-reset");
+    compile(&s.0, &["CpuBurn.java"]);
+    let pattern = s.path("r-%n.collapsed");
+    let opts = format!("start,event=cpu,interval=1ms,wall=10ms,total,loop=1s,file={}", pattern.display());
+    let o = run_java_env(&s.0, &[("OXPROF_STORE_RESET_FILL", "0")], &opts, &[], &s.0, &["CpuBurn", "4"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let emptied = err.lines().filter(|l| l.contains("sample stores emptied")).count();
+    assert!(emptied >= 3, "stores emptied {emptied} times\n{err}");
+    let truth = cpu_ns(&text(&o.stdout));
+    let cpu: u64 = numbered(&s.0, "r-").iter().map(|(_, f)| samples_with(&read_collapsed(f), "CpuBurn.spin")).sum();
+    let ratio = cpu as f64 / truth;
+    eprintln!("with the stores emptied {emptied} times: CpuBurn.spin {ratio:.3} of the program's CPU time");
+    assert!((0.93..=1.05).contains(&ratio), "CPU intervals add up to {ratio:.3}\n{err}");
+    // Wall clock: the main thread's time in all intervals (collapsed files
+    // of the second profile are `r-N.wall.collapsed`), about the run's length.
+    let mut wall_files: Vec<PathBuf> =
+        std::fs::read_dir(&s.0).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.to_string_lossy().ends_with(".wall.collapsed")).collect();
+    wall_files.sort();
+    assert!(wall_files.len() >= 4, "{wall_files:?}");
+    let main_wall: u64 = wall_files.iter().map(|f| samples_with(&read_collapsed(f), "CpuBurn.main")).sum();
+    assert!(main_wall as f64 >= 0.9 * truth, "main thread's wall time {main_wall} ns in the intervals, CPU alone {truth:.0} ns");
 }

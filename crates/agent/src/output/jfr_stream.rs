@@ -426,6 +426,18 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     }
 }
 
+/// The sample stores are about to be emptied (writers are paused): writes
+/// every event logged so far and ends the chunk, whose stack pool is keyed
+/// by the slots that change meaning, and forgets the states cached per slot.
+pub fn before_store_reset(agent: &Agent, jni: Jni) {
+    let Some(stream) = current() else { return };
+    let mut inner = lock(&stream.inner);
+    inner.drain(agent, jni);
+    inner.end_chunk(agent, false);
+    inner.cpu_states = States::default();
+    inner.wall_states = States::default();
+}
+
 /// Continuous profiling (`loop=`): the current file ends here as a whole
 /// recording of its own (everything logged so far, its last chunk closed)
 /// and the events logged from now on go to a new file at `next` (or a

@@ -25,7 +25,7 @@
 //! module guarantees that).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::sampling::event_log::{now_ticks, Event, EventLog};
@@ -227,6 +227,11 @@ pub struct SampleStore {
     /// Bumped by every [`SampleStore::reset`], so that what was read of the
     /// store before (an interval's baseline) is known to be stale.
     generation: AtomicU64,
+    /// Writers inside `record_slot`/`add_to_slot` now, and whether new ones
+    /// are turned away (counted as dropped) so the store can be emptied
+    /// while profiling runs ([`SampleStore::pause`]).
+    writers: AtomicUsize,
+    paused: AtomicBool,
     recorded: AtomicU64,
     dropped: AtomicU64,
     /// Where each recorded sample is also logged with its time (JFR), or null.
@@ -324,6 +329,8 @@ impl SampleStore {
             frame_cursor: AtomicUsize::new(0),
             published: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
+            writers: AtomicUsize::new(0),
+            paused: AtomicBool::new(false),
             recorded: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             log: AtomicPtr::new(std::ptr::null_mut()),
@@ -359,27 +366,61 @@ impl SampleStore {
     /// event log is attached, the sample is also logged there with its time
     /// and thread. Async-signal-safe, like [`SampleStore::record`].
     pub fn record_slot(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
-        let slot = self.insert(tid, frames, weight)?;
-        let log = self.log.load(Ordering::Acquire);
-        if !log.is_null() {
-            // SAFETY: an attached log is leaked ('static) and never freed.
-            unsafe { &*log }.push(slot, weight);
+        if !self.enter() {
+            return None;
         }
-        Some(slot)
+        let slot = self.insert(tid, frames, weight);
+        if let Some(slot) = slot {
+            let log = self.log.load(Ordering::Acquire);
+            if !log.is_null() {
+                // SAFETY: an attached log is leaked ('static) and never freed.
+                unsafe { &*log }.push(slot, weight);
+            }
+        }
+        self.leave();
+        slot
+    }
+
+    /// A writer comes in; false (the sample counted as dropped) while the
+    /// store is paused. Dekker-style with [`SampleStore::pause`]: the writer
+    /// announces itself, then looks; the pauser closes, then waits.
+    fn enter(&self) -> bool {
+        self.writers.fetch_add(1, Ordering::SeqCst);
+        if self.paused.load(Ordering::SeqCst) {
+            self.writers.fetch_sub(1, Ordering::SeqCst);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn leave(&self) {
+        self.writers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Counts one more sample of `weight` for the stack in `slot` (a slot
     /// [`SampleStore::record_slot`] returned), as taken on thread `tid` now:
     /// a thread seen not to have run since that sample. Async-signal-safe.
-    pub fn add_to_slot(&self, slot: u32, tid: u32, weight: u64) -> bool {
-        let Some(s) = self.slot(slot as usize).filter(|s| s.state.load(Ordering::Acquire) == READY) else { return false };
-        self.count(s, weight);
-        let log = self.log.load(Ordering::Acquire);
-        if !log.is_null() {
-            // SAFETY: an attached log is leaked ('static) and never freed.
-            unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight });
+    /// `generation` is the store's [`SampleStore::generation`] read before
+    /// the slot was: a slot from before the store was emptied is refused.
+    pub fn add_to_slot(&self, slot: u32, generation: u64, tid: u32, weight: u64) -> bool {
+        if !self.enter() {
+            return false;
         }
-        true
+        let ok = match self.slot(slot as usize).filter(|s| s.state.load(Ordering::Acquire) == READY) {
+            Some(s) if self.generation.load(Ordering::SeqCst) == generation => {
+                self.count(s, weight);
+                let log = self.log.load(Ordering::Acquire);
+                if !log.is_null() {
+                    // SAFETY: an attached log is leaked ('static) and never freed.
+                    unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight });
+                }
+                true
+            }
+            _ => false,
+        };
+        self.leave();
+        ok
     }
 
     /// Also log every sample recorded from now on (`None` stops logging).
@@ -539,6 +580,11 @@ impl SampleStore {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts `n` samples lost.
+    pub fn add_dropped(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+    }
+
     // signal-safe: off (mapped before any handler records into it)
     /// The store kept in `cell`, mapped on first use with room for `slots`
     /// stacks and `frames` frames and kept for the process's life (a signal
@@ -560,6 +606,34 @@ impl SampleStore {
     pub fn snapshot(&self) -> Vec<StoredTrace> {
         let taken = self.next_slot.load(Ordering::Acquire).min(self.slot_capacity);
         (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s))).collect()
+    }
+
+    /// Turns new writers away (their samples counted as dropped) and waits
+    /// for those inside to leave: the store can then be read and emptied
+    /// while profiling runs. Must not be called from a writer.
+    pub fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+        while self.writers.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Lets writers in again.
+    pub fn resume(&self) {
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// Puts a stack back with its counters (after [`SampleStore::reset`],
+    /// what was recorded since the interval's profile was built). Not
+    /// logged for JFR. False when the store has no room.
+    pub fn restore(&self, t: &StoredTrace) -> bool {
+        let key = sample_key(t.tid, t.state);
+        let Some(n) = self.insert(key, &t.frames, t.total) else { return false };
+        if let Some(slot) = self.slot(n as usize) {
+            slot.samples.fetch_add(t.samples.saturating_sub(1), Ordering::Relaxed);
+            self.recorded.fetch_add(t.samples.saturating_sub(1), Ordering::Relaxed);
+        }
+        true
     }
 
     /// As [`SampleStore::snapshot`], each stack with its slot number.

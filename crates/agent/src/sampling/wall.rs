@@ -242,6 +242,9 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
             if !*java {
                 continue;
             }
+            // Read before the slot: a slot from before the store was
+            // emptied (continuous profiling) is then refused.
+            let generation = store.generation();
             match wall_table::last(tid) {
                 Some((NOT_JAVA, _)) => {
                     *java = false;
@@ -253,7 +256,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
                     DELTAS[(64 - d.leading_zeros() as usize).min(23)].fetch_add(1, Ordering::Relaxed);
                     if d <= slack {
                         if let Some(weight) = wall_table::take_weight(tid, seen_at).filter(|&w| w > 0) {
-                            store.add_to_slot(slot, tid, weight);
+                            store.add_to_slot(slot, generation, tid, weight);
                             stats.reused.fetch_add(1, Ordering::Relaxed);
                         }
                         continue;

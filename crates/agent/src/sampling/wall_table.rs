@@ -52,6 +52,18 @@ pub fn clear() {
         e.accounted_ns.store(0, Ordering::Relaxed);
     }
 }
+
+/// Forgets every thread's last sample slot (the store was emptied): each
+/// thread is signalled at its next turn instead of counted again. A thread
+/// owning its entry keeps it and its accounting.
+pub fn forget_slots() {
+    for e in &TABLE.0 {
+        let key = e.key.load(Ordering::Acquire);
+        if key != 0 && key as u32 != NOT_JAVA && key as u32 != NO_SLOT {
+            let _ = e.key.compare_exchange(key, key_tid(key) as u64 * (1 << 32) | NO_SLOT as u64, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+}
 // signal-safe: on
 
 /// The sampler takes `tid`'s entry, accounted from `since_ns`, unless the
