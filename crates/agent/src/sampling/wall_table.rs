@@ -60,7 +60,7 @@ pub fn forget_slots() {
     for e in &TABLE.0 {
         let key = e.key.load(Ordering::Acquire);
         if key != 0 && key as u32 != NOT_JAVA && key as u32 != NO_SLOT {
-            let _ = e.key.compare_exchange(key, key_tid(key) as u64 * (1 << 32) | NO_SLOT as u64, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = e.key.compare_exchange(key, ((key_tid(key) as u64) << 32) | NO_SLOT as u64, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 }
