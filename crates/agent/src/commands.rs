@@ -49,6 +49,7 @@ fn status_line(rec: Option<&Recording>) -> String {
     if let Some(l) = output::intervals::status() {
         parts.push(l);
     }
+    parts.push(crate::memory::describe());
     let output = match rec.config.file.as_deref() {
         Some(p) => p.display().to_string(),
         None => format!("{} in the JVM's working directory", crate::output::default_path(rec.config.output_format()).display()),

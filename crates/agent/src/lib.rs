@@ -6,8 +6,8 @@
 //! it is caught and logged.
 //!
 //! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
-//! `profiler` (the recording lifecycle) and `symbols` (Java method names) at
-//! the top; `sampling` (the signal handler and its lock-free stores),
+//! `profiler` (the recording lifecycle), `symbols` (Java method names) and
+//! `memory` (the agent's own heap use) at the top; `sampling` (the signal handler and its lock-free stores),
 //! `engine` (perf_events, ctimer, itimer), `hotspot` (HotSpot's internals and
 //! the own walks), `native` (native and kernel frames), `heap` (allocations,
 //! live objects, leaks) and `output` (files, JFR). Modules the signal handler
@@ -21,6 +21,7 @@ pub mod hotspot;
 pub mod jvmti;
 pub mod locks;
 pub mod log;
+pub mod memory;
 pub mod native;
 pub mod options;
 pub mod output;

@@ -288,6 +288,7 @@ impl Config {
         let mut interval_item = String::new();
         let mut lock_event = false;
         let mut lock_given: Option<u64> = None;
+        let mut live_gc_given = false;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
@@ -370,8 +371,14 @@ impl Config {
                         return Err(err(item, "livemem must be at least 64k"));
                     }
                 }
-                "nogc" if value.is_none() => c.live.force_gc = false,
-                "live_gc" => c.live.force_gc = parse_flag(item, value)?,
+                "nogc" if value.is_none() => {
+                    c.live.force_gc = false;
+                    live_gc_given = true;
+                }
+                "live_gc" => {
+                    c.live.force_gc = parse_flag(item, value)?;
+                    live_gc_given = true;
+                }
                 "gcroots" => {
                     c.live.gc_roots_ns = match value {
                         None => Some(DEFAULT_GC_ROOTS_NS),
@@ -495,6 +502,12 @@ impl Config {
         }
         if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc || c.live.report_format) {
             return Err(err("live", "livemem, nogc, live_gc, gcroots and format=leaks need live object tracking: add live"));
+        }
+        if c.live.enabled && c.loop_ns.is_some() && !live_gc_given {
+            // A full GC before every interval's leak report would cost a
+            // service a full collection a minute: intervals use what the
+            // collector found on its own (`live_gc=yes` asks for the GC).
+            c.live.force_gc = false;
         }
         if c.keep.is_some() && c.loop_ns.is_none() && c.start {
             return Err(err("keep", "keep=N needs continuous profiling: add loop=DURATION"));
@@ -660,6 +673,9 @@ mod tests {
     fn loop_options() {
         let c = Config::parse("event=cpu,alloc,live,loop=60s,file=/var/log/app/%p-%t.jfr,keep=48").unwrap();
         assert_eq!((c.loop_ns, c.keep, c.start), (Some(60_000_000_000), Some(48), true));
+        // No forced GC per interval unless asked for.
+        assert!(!c.live.force_gc);
+        assert!(Config::parse("alloc,live,loop=1m,live_gc=yes").unwrap().live.force_gc);
         assert_eq!(Config::parse("loop=5m").unwrap().loop_ns, Some(300_000_000_000));
         assert_eq!(Config::parse("loop=10").unwrap().loop_ns, Some(10_000_000_000));
         for (bad, expected) in [

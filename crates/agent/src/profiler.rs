@@ -126,7 +126,13 @@ impl Profiler {
         let started = Instant::now();
         let spawned = std::thread::Builder::new().name("oxprof-status".into()).spawn(move || {
             while STATUS_GENERATION.load(Ordering::SeqCst) == generation {
-                let line = format!("samples={} elapsed_ms={}\n", self.recorded(), started.elapsed().as_millis());
+                let line = format!(
+                    "samples={} elapsed_ms={} agent_heap_bytes={} agent_heap_peak_bytes={}\n",
+                    self.recorded(),
+                    started.elapsed().as_millis(),
+                    crate::memory::live_bytes(),
+                    crate::memory::peak_bytes()
+                );
                 if crate::output::files::replace(&path, line.as_bytes()).is_err() {
                     break;
                 }

@@ -310,7 +310,7 @@ pub fn begin(agent: &'static Agent, cut: Cut) {
                     failed(&e);
                 }
             }
-            log::debug(&format!("interval cut in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
+            log::debug(&format!("interval cut in {:.1} ms; {}", started.elapsed().as_secs_f64() * 1e3, crate::memory::describe()));
             // The next boundary from the schedule, not from now: intervals
             // stay the asked length however long writing took, and a late
             // cut (a stalled disk) does not shift every later one.
