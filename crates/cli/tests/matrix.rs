@@ -1,0 +1,111 @@
+//! The runtime configurations users run: every collector (G1, Parallel,
+//! Serial, ZGC, Shenandoah), the interpreter only (-Xint) and compile-first
+//! (-Xcomp), and virtual threads on JDK 21+, each with every event on at
+//! once (CPU at 1 ms, wall clock, locks, allocations, live objects). Each
+//! run must end normally, leave no hs_err file, and name the program's own
+//! sites in every profile.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const ALL_EVENTS: &str = "start,event=cpu,interval=1ms,wall=20ms,lock=1ms,alloc=64k,live";
+
+struct Run {
+    cpu: Vec<(Vec<String>, u64)>,
+    wall: Vec<(Vec<String>, u64)>,
+    alloc: Vec<(Vec<String>, u64)>,
+    lock: Vec<(Vec<String>, u64)>,
+    failed_pct: f64,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_matrix(java: &Path, dir: &Path, jvm_args: &[&str], program_args: &[&str], label: &str) -> Run {
+    let out = dir.join(format!("{}.collapsed", label.replace(['+', ':', '-', ' '], "_")));
+    let o = Command::new(java)
+        .current_dir(dir)
+        .arg(format!("-agentpath:{}={ALL_EVENTS},file={}", agent().display(), out.display()))
+        .args(jvm_args)
+        .arg("-cp")
+        .arg(dir)
+        .arg("Matrix")
+        .args(program_args)
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{label}: the JVM failed\n{stderr}");
+    let crash_files: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.to_string_lossy().contains("hs_err")).collect();
+    assert!(crash_files.is_empty(), "{label}: {crash_files:?}");
+    // With live tracking, the file asked for holds live objects and each
+    // other kind is beside it.
+    let sib = |key: &str| read_collapsed(&out.with_extension(format!("{key}.collapsed")));
+    let failed_pct = summary(&stderr).get("failed_pct").and_then(|v| v.parse().ok()).unwrap_or(100.0);
+    Run { cpu: sib("cpu"), wall: sib("wall"), alloc: sib("alloc"), lock: sib("lock"), failed_pct, stdout: text(&o.stdout), stderr }
+}
+
+fn check_sites(r: &Run, label: &str) {
+    let err = &r.stderr;
+    assert!(samples_with(&r.cpu, "Matrix.burn") > 200, "{label}: CPU samples in Matrix.burn: {}\n{err}", samples_with(&r.cpu, "Matrix.burn"));
+    assert!(r.failed_pct < 3.0, "{label}: {:.2}% of CPU samples failed\n{err}", r.failed_pct);
+    assert!(samples_with(&r.alloc, "Matrix.allocate") > 0, "{label}: no allocation sample in Matrix.allocate\n{err}");
+    assert!(samples_with(&r.lock, "Matrix.contend") > 0, "{label}: no lock sample in Matrix.contend\n{err}");
+    assert!(samples_with(&r.wall, "Matrix.contend") > 0, "{label}: no wall-clock sample of the contenders\n{err}");
+    eprintln!("{label}: CPU {} samples, {:.2}% failed; wall {}, alloc {}, lock {}", total(&r.cpu), r.failed_pct, total(&r.wall), total(&r.alloc), total(&r.lock));
+}
+
+#[test]
+fn every_collector_with_every_event_on() {
+    let s = Scratch::new("matrix-gc");
+    compile(&s.0, &["Matrix.java"]);
+    for gc in ["-XX:+UseG1GC", "-XX:+UseParallelGC", "-XX:+UseSerialGC", "-XX:+UseZGC", "-XX:+UseShenandoahGC"] {
+        let r = run_matrix(&java(), &s.0, &[gc, "-Xmx512m"], &["2"], gc);
+        check_sites(&r, gc);
+    }
+}
+
+#[test]
+fn interpreter_only_and_compile_first_with_every_event_on() {
+    let s = Scratch::new("matrix-modes");
+    compile(&s.0, &["Matrix.java"]);
+    for mode in ["-Xint", "-Xcomp"] {
+        let r = run_matrix(&java(), &s.0, &[mode], &["2"], mode);
+        check_sites(&r, mode);
+    }
+}
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn virtual_threads_with_every_event_on() {
+    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    let s = Scratch::new("matrix-virtual");
+    compile(&s.0, &["Matrix.java"]);
+    let mut tried = 0;
+    for home in std::env::split_paths(&jdks) {
+        let java = home.join("bin/java");
+        let version = text(&Command::new(&java).arg("-version").output().unwrap().stderr);
+        let major: u32 = version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0);
+        if major < 21 {
+            continue;
+        }
+        tried += 1;
+        let label = format!("JDK {major} virtual threads");
+        let r = run_matrix(&java, &s.0, &["-Xmx1g"], &["3", "virtual"], &label);
+        let started: u64 = r.stdout.lines().find_map(|l| l.strip_prefix("VIRTUAL ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
+        assert!(started >= 10_000, "{label}: {started} virtual threads");
+        check_sites(&r, &label);
+        // The virtual threads' own frames sit above their carrier's.
+        let work = samples_with(&r.cpu, "Matrix.work");
+        let mounted: u64 = r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && st.iter().any(|f| f == "java.lang.VirtualThread.run")).map(|(_, n)| n).sum();
+        let mut elsewhere: Vec<&(Vec<String>, u64)> =
+            r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && !st.iter().any(|f| f == "java.lang.VirtualThread.run")).collect();
+        elsewhere.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let shown: Vec<String> = elsewhere.iter().take(5).map(|(st, n)| format!("{n} ...{}", st[st.len().saturating_sub(12)..].join(";"))).collect();
+        assert!(mounted as f64 >= 0.9 * work as f64, "{label}: {mounted} of {work} Matrix.work samples under VirtualThread.run; others:\n{}", shown.join("\n"));
+    }
+    assert!(tried >= 2, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks})");
+}
