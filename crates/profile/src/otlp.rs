@@ -112,12 +112,70 @@ impl Resource {
         self.attributes.push((key.into(), value.into()));
         self
     }
+
+    /// The resource OpenTelemetry's environment variables describe:
+    /// `OTEL_RESOURCE_ATTRIBUTES` (`key=value,...`, values percent-encoded)
+    /// and `OTEL_SERVICE_NAME`, which wins over a `service.name` there;
+    /// without either the service is `unknown_service:<executable>`, as
+    /// the OpenTelemetry SDKs name it.
+    pub fn from_env(executable: &str) -> Resource {
+        Resource::from_vars(executable, |k| std::env::var(k).ok())
+    }
+
+    /// As [`Resource::from_env`], with the variables from `var`.
+    pub fn from_vars(executable: &str, var: impl Fn(&str) -> Option<String>) -> Resource {
+        let mut r = Resource::new(format!("unknown_service:{executable}"));
+        for item in var("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default().split(',') {
+            let Some((k, v)) = item.split_once('=') else { continue };
+            let (k, v) = (k.trim(), percent_decode(v.trim()));
+            if k.is_empty() {
+                continue;
+            }
+            if k == SERVICE_NAME {
+                r.service = v;
+            } else {
+                r.attributes.retain(|(key, _)| key != k);
+                r.attributes.push((k.to_string(), Value::Str(v)));
+            }
+        }
+        if let Some(name) = var("OTEL_SERVICE_NAME").filter(|n| !n.trim().is_empty()) {
+            r.service = name.trim().to_string();
+        }
+        r
+    }
+}
+
+/// `%XX` escapes decoded (an invalid escape stays as written).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The bytes of an `ExportProfilesServiceRequest` holding the profiles
 /// (uncompressed protobuf).
 pub fn encode(profiles: &[&Profile], resource: &Resource) -> Vec<u8> {
     request(profiles, resource).encode_to_vec()
+}
+
+/// Writes the request's bytes (uncompressed, as [`encode`]).
+pub fn write<W: std::io::Write>(profiles: &[&Profile], resource: &Resource, mut out: W) -> std::io::Result<()> {
+    out.write_all(&encode(profiles, resource))?;
+    out.flush()
 }
 
 /// `profile.frame.type` of a physical frame of this kind.
@@ -272,10 +330,34 @@ impl Dict {
         Some(pb::ValueType { type_strindex: self.string(t), unit_strindex: self.string(unit) })
     }
 
-    fn finish(self) -> pb::ProfilesDictionary {
+    /// The dictionary message. Locations are renumbered by how many stacks
+    /// use them, most used first: the stack table, the bulk of a request,
+    /// then spends one varint byte instead of two on the frames most
+    /// stacks share (indices below 128).
+    fn finish(mut self) -> pb::ProfilesDictionary {
+        let mut uses = vec![0u32; self.locations.len()];
+        for s in &self.stacks {
+            for &l in &s.location_indices {
+                uses[l as usize] += 1;
+            }
+        }
+        let mut order: Vec<usize> = (1..self.locations.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(uses[i]));
+        let mut new_index = vec![0i32; self.locations.len()];
+        let mut old = std::mem::take(&mut self.locations);
+        let mut locations = vec![std::mem::take(&mut old[0])];
+        for i in order {
+            new_index[i] = locations.len() as i32;
+            locations.push(std::mem::take(&mut old[i]));
+        }
+        for s in &mut self.stacks {
+            for l in &mut s.location_indices {
+                *l = new_index[*l as usize];
+            }
+        }
         pb::ProfilesDictionary {
             mapping_table: vec![pb::Mapping::default()],
-            location_table: self.locations,
+            location_table: locations,
             function_table: self.functions,
             // Zero-filled ids rather than empty ones, as the proto advises
             // for codecs that expect 16- and 8-byte ids.
@@ -770,6 +852,17 @@ mod tests {
         let empty = request(&[], &Resource::new("s"));
         assert!(empty.resource_profiles[0].scope_profiles[0].profiles.is_empty());
         assert_eq!(empty.dictionary.unwrap().string_table, [""]);
+    }
+
+    #[test]
+    fn resource_from_opentelemetry_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        assert_eq!(Resource::from_vars("java", vars(&[])), Resource::new("unknown_service:java"));
+        let r = Resource::from_vars("java", vars(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=shop, team=a%2Cb%3D ,bad,=x,team=c%20d")]));
+        assert_eq!(r, Resource::new("shop").with("team", "c d"));
+        let r = Resource::from_vars("java", vars(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=shop,k=%zz%41"), ("OTEL_SERVICE_NAME", "cart")]));
+        assert_eq!(r, Resource::new("cart").with("k", "%zzA"));
+        assert_eq!(percent_decode("a%2Cb%3D"), "a,b=");
     }
 
     #[test]
