@@ -8,7 +8,8 @@
 //! messages and fields oxprof writes or reads are here (a decoder skips
 //! the others: `ArrayValue`, `KeyValueList`, `EntityRef`).
 
-#![allow(clippy::derive_partial_eq_without_eq)]
+// Names as prost generates them from the .proto (`StringValue`, ...).
+#![allow(clippy::derive_partial_eq_without_eq, clippy::enum_variant_names)]
 
 /// The body of `POST /v1development/profiles`.
 #[derive(Clone, PartialEq, ::prost::Message)]
