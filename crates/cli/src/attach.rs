@@ -68,8 +68,8 @@ pub struct AttachArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Output format, overriding the extension: flamegraph, collapsed, pprof,
-    /// jfr, or leaks (the text leak report of --live)
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "leaks"])]
+    /// jfr, otlp, or leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "otlp", "leaks"])]
     pub format: Option<String>,
     /// How long to wait for the JVM at each step of the attach
     #[arg(long, default_value = "10s", value_parser = parse_wall)]

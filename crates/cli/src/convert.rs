@@ -1,6 +1,6 @@
 //! `oxprof convert IN -o OUT`: a JFR recording (the JDK's or oxprof's), a
 //! pprof file or collapsed stacks into an HTML flame graph, collapsed
-//! stacks, pprof or a text summary, with the shared selection filters. The
+//! stacks, pprof, an OTLP profiles payload or a text summary, with the shared selection filters. The
 //! HTML page and the text summary show the recording's safepoints too.
 
 use std::fs::File;
@@ -11,24 +11,24 @@ use std::process::ExitCode;
 use clap::Args;
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
-use oxprof_profile::{pprof, Counter, Meta, OutputFormat, Profile};
+use oxprof_profile::{otlp, pprof, Counter, Meta, OutputFormat, Profile};
 
 use crate::input::{self, Selection};
 use crate::report;
 
-/// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/text out
+/// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/OTLP/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs."
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES."
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub input: PathBuf,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof); - for stdout
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .otlp.pb); - for stdout
     #[arg(short, long)]
     pub output: PathBuf,
     /// Output format, overriding the extension
-    #[arg(long, value_parser = ["flamegraph", "html", "collapsed", "pprof", "text"])]
+    #[arg(long, value_parser = ["flamegraph", "html", "collapsed", "pprof", "otlp", "text"])]
     pub format: Option<String>,
     /// Widths show estimated totals (CPU time, bytes) instead of sample counts
     #[arg(long)]
@@ -50,19 +50,22 @@ fn target(args: &ConvertArgs) -> Result<Target, String> {
         Some(w) => OutputFormat::from_word(w).map(Target::Format).ok_or_else(|| format!("unknown format '{w}'")),
         None => OutputFormat::from_path(&args.output)
             .map(Target::Format)
-            .ok_or_else(|| format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz or .pprof, or --format", args.output.display())),
+            .ok_or_else(|| format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz, .pprof or .otlp.pb, or --format", args.output.display())),
     }
 }
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     let target = target(&args)?;
     if target == Target::Format(OutputFormat::Jfr) {
-        return Err("convert writes .html, .collapsed, .pb.gz/.pprof or --format text; JFR is written by the agent while recording (file=rec.jfr)".into());
+        return Err(
+            "convert writes .html, .collapsed, .pb.gz/.pprof, .otlp.pb or --format text; JFR is written by the agent while recording (file=rec.jfr)".into()
+        );
     }
     args.selection.check()?;
     let mut selection = args.selection.clone();
-    // pprof carries states as labels, the text report as its state table.
-    selection.show_state |= matches!(target, Target::Text | Target::Format(OutputFormat::Pprof));
+    // pprof carries states as labels, OTLP as attributes, the text report
+    // as its state table.
+    selection.show_state |= matches!(target, Target::Text | Target::Format(OutputFormat::Pprof | OutputFormat::Otlp));
     let input = input::load(&args.input)?;
     let safepoints = report::Safepoints::of(&input, &selection)?;
     // HTML and text show safepoints: a recording of safepoints alone converts.
@@ -131,6 +134,12 @@ fn write(
                 emit(&path, |w| pprof::write_parts(&parts, w))?;
                 written.push(path);
             }
+        }
+        Target::Format(OutputFormat::Otlp) => {
+            // One request: every kind shares its dictionary.
+            let resource = otlp::Resource::from_env("java");
+            emit(out, |w| otlp::write(&profiles.iter().map(|(_, p)| p).collect::<Vec<_>>(), &resource, w))?;
+            written.push(out.to_path_buf());
         }
         Target::Format(_) => {
             for (i, (key, _)) in profiles.iter().enumerate() {

@@ -33,8 +33,8 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     let format = OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph);
-    if format == OutputFormat::Pprof || format == OutputFormat::Jfr {
-        return Err("diff writes .html or .collapsed; pprof and JFR have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
+    if matches!(format, OutputFormat::Pprof | OutputFormat::Jfr | OutputFormat::Otlp) {
+        return Err("diff writes .html or .collapsed; pprof, JFR and OTLP have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }
     args.selection.check()?;
     let before = input::load(&args.before)?;

@@ -27,12 +27,12 @@ pub struct RecordArgs {
     /// [default: 10ms; 50ms with --event wall]
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .jfr)
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .jfr, .otlp.pb)
     #[arg(short, long, default_value = "profile.html")]
     pub output: PathBuf,
     /// Output format, overriding the extension: flamegraph, collapsed, pprof,
-    /// jfr, or leaks (the text leak report of --live)
-    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "leaks"])]
+    /// jfr, otlp, or leaks (the text leak report of --live)
+    #[arg(long, value_parser = ["flamegraph", "collapsed", "pprof", "jfr", "otlp", "leaks"])]
     pub format: Option<String>,
     /// One root frame per thread
     #[arg(long)]

@@ -420,3 +420,73 @@ fn bad_input_gives_one_line_errors_and_keeps_whole_chunks() {
         assert!(o.status.code() == Some(0) || o.status.code() == Some(2), "seed {seed}: {:?} {err}", o.status);
     }
 }
+
+/// Leaf frame totals of a model profile for a counter (thread and state
+/// roots are never leaves of a Java stack).
+fn model_leaves(p: &oxprof_profile::Profile, counter: oxprof_profile::Counter) -> HashMap<String, u64> {
+    let mut m = HashMap::new();
+    for s in p.samples() {
+        if let Some(&leaf) = s.stack.last() {
+            *m.entry(p.frame(leaf).name.clone()).or_insert(0) += oxprof_profile::Profile::value(s, counter);
+        }
+    }
+    m
+}
+
+/// The agent writes one OTLP request (CPU and allocations in one file,
+/// its resource from OpenTelemetry's variables), and the converter turns a
+/// JDK recording into a request whose CPU samples are those of the
+/// collapsed stacks of the same recording.
+#[test]
+fn agent_and_converter_write_otlp() {
+    use oxprof_profile::otlp;
+    use oxprof_profile::Counter;
+    let s = Scratch::new("otlp");
+    compile(&s.0, &["Convert.java"]);
+    let out = s.path("prof.otlp.pb");
+    let env = [("OTEL_SERVICE_NAME", "convert-test"), ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci")];
+    let o = run_java_env(&s.0, &env, &format!("start,event=cpu,alloc=64k,interval=5ms,threads,file={}", out.display()), &[], &s.0, &["Convert", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!s.path("prof.alloc.otlp.pb").exists(), "allocations went to a file of their own");
+    let got = otlp::decode(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(got.resource.service, "convert-test");
+    assert!(got.resource.attributes.contains(&("deployment.environment".into(), otlp::Value::Str("ci".into()))));
+    assert!(got.resource.attributes.iter().any(|(k, v)| k == "process.pid" && matches!(v, otlp::Value::Int(p) if *p > 0)));
+    let events: Vec<&str> = got.profiles.iter().map(|p| p.meta.event.as_str()).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1], "alloc");
+    let (cpu, alloc) = (&got.profiles[0], &got.profiles[1]);
+    let top = |m: HashMap<String, u64>| m.into_iter().max_by_key(|(_, n)| *n).unwrap().0;
+    assert_eq!(top(model_leaves(cpu, Counter::Samples)), "Convert.spin");
+    assert_eq!(top(model_leaves(alloc, Counter::Total)), "byte[]");
+    // Thread names and (for pprof and OTLP always) states are attributes,
+    // read back as root frames.
+    let roots =
+        |p: &oxprof_profile::Profile, kind| p.samples().iter().filter(|x| x.stack.iter().any(|&f| p.frame(f).kind == kind)).map(|x| x.samples).sum::<u64>();
+    assert_eq!(roots(cpu, oxprof_profile::FrameKind::Thread), cpu.sum(Counter::Samples), "every CPU sample names its thread");
+    assert_eq!(roots(cpu, oxprof_profile::FrameKind::State), cpu.sum(Counter::Samples), "every CPU sample has its state");
+    // The agent's `[name tid=N]` roots become `thread.name` without the tid
+    // (the main thread is `DestroyJavaVM` by the time the JVM exits).
+    let threads: Vec<&str> = cpu.frames().iter().filter(|f| f.kind == oxprof_profile::FrameKind::Thread).map(|f| f.name.as_str()).collect();
+    assert!(threads.len() > 1 && threads.iter().all(|t| !t.contains("tid=")), "{threads:?}");
+
+    // The converter: the same CPU leaves as collapsed stacks of the recording.
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "2");
+    let converted = s.path("rec.otlp.pb");
+    let o = oxprof_cmd()
+        .args(["convert", rec.to_str().unwrap(), "-o", converted.to_str().unwrap(), "--cpu", "--alloc", "--threads"])
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let collapsed = s.path("rec.collapsed");
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", collapsed.to_str().unwrap(), "--cpu"]);
+    let got = otlp::decode(&std::fs::read(&converted).unwrap()).unwrap();
+    assert_eq!(got.resource.service, "unknown_service:java");
+    assert_eq!(got.profiles[0].meta.event, "cpu");
+    assert_eq!(model_leaves(&got.profiles[0], Counter::Samples), leaves(&read_collapsed(&collapsed), false));
+    assert_eq!(got.profiles[1].meta.event, "alloc");
+    let o = oxprof_cmd().args(["diff", rec.to_str().unwrap(), rec.to_str().unwrap(), "-o", s.path("d.otlp.pb").to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("OTLP have no diff form"), "{}", text(&o.stderr));
+}

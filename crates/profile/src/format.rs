@@ -14,11 +14,14 @@ pub enum OutputFormat {
     Pprof,
     /// A JDK Flight Recorder file, streamed while recording.
     Jfr,
+    /// An OpenTelemetry `ExportProfilesServiceRequest` (uncompressed
+    /// protobuf), the body an OTLP/HTTP sender gzips and POSTs.
+    Otlp,
 }
 
 impl OutputFormat {
     /// The explicit words accepted on the command line / in agent options.
-    pub const WORDS: &'static str = "collapsed, flamegraph, pprof, jfr";
+    pub const WORDS: &'static str = "collapsed, flamegraph, pprof, jfr, otlp";
 
     /// Parses an explicit format word.
     pub fn from_word(word: &str) -> Option<OutputFormat> {
@@ -27,6 +30,7 @@ impl OutputFormat {
             "flamegraph" | "html" => Some(OutputFormat::FlameGraph),
             "pprof" => Some(OutputFormat::Pprof),
             "jfr" => Some(OutputFormat::Jfr),
+            "otlp" => Some(OutputFormat::Otlp),
             _ => None,
         }
     }
@@ -38,6 +42,8 @@ impl OutputFormat {
             Some(OutputFormat::FlameGraph)
         } else if name.ends_with(".collapsed") || name.ends_with(".txt") || name.ends_with(".folded") {
             Some(OutputFormat::Collapsed)
+        } else if name.ends_with(".otlp.pb") || name.ends_with(".otlp") {
+            Some(OutputFormat::Otlp)
         } else if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
             Some(OutputFormat::Pprof)
         } else if name.ends_with(".jfr") {
@@ -54,6 +60,7 @@ impl OutputFormat {
             OutputFormat::FlameGraph => "html",
             OutputFormat::Pprof => "pb.gz",
             OutputFormat::Jfr => "jfr",
+            OutputFormat::Otlp => "otlp.pb",
         }
     }
 }
@@ -65,6 +72,7 @@ impl fmt::Display for OutputFormat {
             OutputFormat::FlameGraph => "flamegraph",
             OutputFormat::Pprof => "pprof",
             OutputFormat::Jfr => "jfr",
+            OutputFormat::Otlp => "otlp",
         })
     }
 }
@@ -86,5 +94,10 @@ mod tests {
         assert_eq!(OutputFormat::from_word("pprof"), Some(OutputFormat::Pprof));
         assert_eq!(OutputFormat::from_path(Path::new("rec.JFR")), Some(OutputFormat::Jfr));
         assert_eq!(OutputFormat::from_word("jfr"), Some(OutputFormat::Jfr));
+        assert_eq!(OutputFormat::from_path(Path::new("x.otlp.pb")), Some(OutputFormat::Otlp));
+        assert_eq!(OutputFormat::from_path(Path::new("x.OTLP")), Some(OutputFormat::Otlp));
+        assert_eq!(OutputFormat::from_path(Path::new("x.pb")), Some(OutputFormat::Pprof));
+        assert_eq!(OutputFormat::from_word("otlp"), Some(OutputFormat::Otlp));
+        assert_eq!(OutputFormat::Otlp.to_string(), "otlp");
     }
 }

@@ -2,7 +2,7 @@
 //! with one module per output format.
 //!
 //! The agent turns what it sampled into a [`Profile`]; every writer (collapsed
-//! stacks, HTML flame graph, and later JFR and pprof) reads only this model.
+//! stacks, HTML flame graph, JFR, pprof, OTLP) reads only this model.
 
 pub mod collapsed;
 pub mod convert;
@@ -12,6 +12,8 @@ pub mod jfr;
 pub mod jfr_read;
 pub mod leak;
 pub mod model;
+pub mod otlp;
+mod otlp_proto;
 pub mod pprof;
 mod pprof_proto;
 pub mod safepoint;

@@ -22,7 +22,7 @@ pub mod jfr_stream;
 
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::flamegraph::{self, HtmlOptions, View};
-use oxprof_profile::{pprof, OutputFormat, Profile};
+use oxprof_profile::{otlp, pprof, OutputFormat, Profile};
 
 use crate::log;
 
@@ -66,6 +66,11 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             [b] => pprof::write(&b.profile, out),
             more => pprof::write_parts(&more.iter().map(|b| &b.profile).collect::<Vec<_>>(), out),
         },
+        // One OTLP request holds every profile (one shared dictionary).
+        OutputFormat::Otlp => {
+            let resource = otlp::Resource::from_env("java").with("process.pid", std::process::id());
+            otlp::write(&built.iter().map(|b| &b.profile).collect::<Vec<_>>(), &resource, out)
+        }
         OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
     }
 }
@@ -177,7 +182,7 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
         }
     }
     let groups: Vec<(PathBuf, Vec<&Built>)> = match format {
-        OutputFormat::FlameGraph | OutputFormat::Jfr => vec![(wanted, built.iter().collect())],
+        OutputFormat::FlameGraph | OutputFormat::Jfr | OutputFormat::Otlp => vec![(wanted, built.iter().collect())],
         OutputFormat::Collapsed => built.iter().enumerate().map(|(i, b)| (if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, vec![b])).collect(),
         OutputFormat::Pprof => {
             // The live profile joins the allocation profile's file.

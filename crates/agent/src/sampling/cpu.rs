@@ -329,10 +329,10 @@ pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> ThreadState {
 }
 
 /// Whether CPU and wall profiles get state frames: when option `state`
-/// asks, and always for pprof output, where they become the samples'
-/// `state` label rather than frames.
+/// asks, and always for pprof and OTLP output, where they become the
+/// samples' `state` label or attribute rather than frames.
 pub fn with_state(config: &crate::options::Config) -> bool {
-    config.state || config.output_format() == oxprof_profile::OutputFormat::Pprof
+    config.state || matches!(config.output_format(), oxprof_profile::OutputFormat::Pprof | oxprof_profile::OutputFormat::Otlp)
 }
 
 /// Appends the frame ids of one stored CPU or wall trace to `out` (root

@@ -1,0 +1,885 @@
+//! OpenTelemetry profiles (OTLP, `v1development`): the body of an
+//! `ExportProfilesServiceRequest` (uncompressed protobuf; the sender
+//! gzips it and POSTs it to `/v1development/profiles`) made from profiles
+//! of the model, and read back.
+//!
+//! One request holds one resource (`service.name` and the caller's
+//! attributes), one scope (`oxprof` and its version) and, for each model
+//! profile, two OTLP profiles, since an OTLP profile has one sample type:
+//! first the estimated total (`cpu`/`wall`/`delay` in nanoseconds,
+//! `alloc_space`/`inuse_space` in bytes), then the sample count
+//! (`samples`, `alloc_objects`, `inuse_objects`, `contentions`, in
+//! `count`): the names [`crate::pprof`] gives Go's tools, so that a pprof
+//! file and this payload of the same profile read alike. A value whose
+//! profile is all zero (no totals known) is left out. Both carry the
+//! recording's start, length and period, and the profile attribute
+//! `oxprof.event` (the event sampled: `cpu`, `itimer`, `alloc`, ...).
+//!
+//! All profiles of the request share one dictionary: strings, functions
+//! (one per frame name), locations, stacks and attributes appear once
+//! however many profiles use them. A Java frame inlined into its caller
+//! (`FrameKind::Inlined`) is a line of the caller's location (callee
+//! first), as the proto describes inlining; every location carries
+//! `profile.frame.type` (`jvm`, `native`, `kernel`, per the semantic
+//! conventions for profiles; none for failed-walk frames) and
+//! `oxprof.frame.kind` (the model's kind of its physical frame:
+//! `interpreted`, `jit`, `alloc`, ...). Thread roots and thread-state
+//! frames are no locations but the sample attributes `thread.name` (the
+//! agent's ` tid=N` dropped) and `oxprof.thread.state` (`running`,
+//! `sleeping`, ...: the semantic conventions' `jvm.thread.state` has
+//! `java.lang.Thread.State`'s values, which cannot tell running from in
+//! native or a park from a timed wait). Samples are aggregated (one value
+//! each, no timestamps).
+
+use std::collections::HashMap;
+
+use prost::Message;
+
+use crate::model::{Frame, FrameKind, Meta, Profile};
+use crate::otlp_proto as pb;
+use crate::pprof::Kind;
+use crate::state::ThreadState;
+
+/// Resource attribute naming the service (required by OTLP receivers).
+pub const SERVICE_NAME: &str = "service.name";
+/// Sample attribute: the thread's name (semantic conventions).
+pub const THREAD_NAME: &str = "thread.name";
+/// Sample attribute: the thread's state, as oxprof names states.
+pub const THREAD_STATE: &str = "oxprof.thread.state";
+/// Location attribute: the runtime a frame belongs to (semantic conventions).
+pub const FRAME_TYPE: &str = "profile.frame.type";
+/// Location attribute: the model's kind of the frame.
+pub const FRAME_KIND: &str = "oxprof.frame.kind";
+/// Profile attribute: the event sampled (the model's `Meta::event`).
+pub const EVENT: &str = "oxprof.event";
+/// The instrumentation scope's name.
+pub const SCOPE_NAME: &str = "oxprof";
+
+/// A resource attribute's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Str(s.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Str(s)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(v as i64)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+
+/// What produced the profiles: `service.name` and further resource
+/// attributes (`host.name`, `process.pid` as an integer,
+/// `process.runtime.name`/`.version`, user labels).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resource {
+    pub service: String,
+    pub attributes: Vec<(String, Value)>,
+}
+
+impl Resource {
+    pub fn new(service: impl Into<String>) -> Resource {
+        Resource { service: service.into(), attributes: Vec::new() }
+    }
+
+    /// The same resource with one more attribute.
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> Resource {
+        self.attributes.push((key.into(), value.into()));
+        self
+    }
+
+    /// The resource OpenTelemetry's environment variables describe:
+    /// `OTEL_RESOURCE_ATTRIBUTES` (`key=value,...`, values percent-encoded)
+    /// and `OTEL_SERVICE_NAME`, which wins over a `service.name` there;
+    /// without either the service is `unknown_service:<executable>`, as
+    /// the OpenTelemetry SDKs name it.
+    pub fn from_env(executable: &str) -> Resource {
+        Resource::from_vars(executable, |k| std::env::var(k).ok())
+    }
+
+    /// As [`Resource::from_env`], with the variables from `var`.
+    pub fn from_vars(executable: &str, var: impl Fn(&str) -> Option<String>) -> Resource {
+        let mut r = Resource::new(format!("unknown_service:{executable}"));
+        for item in var("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default().split(',') {
+            let Some((k, v)) = item.split_once('=') else { continue };
+            let (k, v) = (k.trim(), percent_decode(v.trim()));
+            if k.is_empty() {
+                continue;
+            }
+            if k == SERVICE_NAME {
+                r.service = v;
+            } else {
+                r.attributes.retain(|(key, _)| key != k);
+                r.attributes.push((k.to_string(), Value::Str(v)));
+            }
+        }
+        if let Some(name) = var("OTEL_SERVICE_NAME").filter(|n| !n.trim().is_empty()) {
+            r.service = name.trim().to_string();
+        }
+        r
+    }
+}
+
+/// `%XX` escapes decoded (an invalid escape stays as written).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The bytes of an `ExportProfilesServiceRequest` holding the profiles
+/// (uncompressed protobuf).
+pub fn encode(profiles: &[&Profile], resource: &Resource) -> Vec<u8> {
+    request(profiles, resource).encode_to_vec()
+}
+
+/// Writes the request's bytes (uncompressed, as [`encode`]).
+pub fn write<W: std::io::Write>(profiles: &[&Profile], resource: &Resource, mut out: W) -> std::io::Result<()> {
+    out.write_all(&encode(profiles, resource))?;
+    out.flush()
+}
+
+/// `profile.frame.type` of a physical frame of this kind.
+fn frame_type(kind: FrameKind) -> Option<&'static str> {
+    match kind {
+        FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java | FrameKind::Alloc | FrameKind::Lock => Some("jvm"),
+        FrameKind::Native | FrameKind::Cpp => Some("native"),
+        FrameKind::Kernel => Some("kernel"),
+        FrameKind::Thread | FrameKind::State | FrameKind::Error => None,
+    }
+}
+
+/// `oxprof.frame.kind` of a kind.
+fn kind_word(kind: FrameKind) -> &'static str {
+    match kind {
+        FrameKind::Interpreted => "interpreted",
+        FrameKind::Jit => "jit",
+        FrameKind::Inlined => "inlined",
+        FrameKind::Java => "java",
+        FrameKind::Native => "native",
+        FrameKind::Cpp => "cpp",
+        FrameKind::Kernel => "kernel",
+        FrameKind::Thread => "thread",
+        FrameKind::Error => "error",
+        FrameKind::Alloc => "alloc",
+        FrameKind::State => "state",
+        FrameKind::Lock => "lock",
+    }
+}
+
+fn kind_of_word(word: &str) -> Option<FrameKind> {
+    FrameKind::ALL.into_iter().find(|k| kind_word(*k) == word)
+}
+
+/// Whether an inlined frame can be a line of a location of this kind.
+fn hosts_inlined(kind: FrameKind) -> bool {
+    matches!(kind, FrameKind::Jit | FrameKind::Inlined | FrameKind::Java)
+}
+
+/// The thread name of a thread root: `[name]` or the agent's `[name tid=N]`.
+fn thread_name(frame: &str) -> &str {
+    let inner = frame.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(frame);
+    match inner.rsplit_once(" tid=") {
+        Some((name, tid)) if !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => inner,
+    }
+}
+
+/// The sample-count and total sample types, and the period type, of a kind.
+fn types(kind: Kind) -> [(&'static str, &'static str); 3] {
+    let [count, total] = kind.sample_types();
+    let period = match kind {
+        Kind::Cpu => ("cpu", "nanoseconds"),
+        Kind::Wall => ("wall", "nanoseconds"),
+        Kind::Alloc | Kind::Live => ("space", "bytes"),
+        Kind::Lock => ("delay", "nanoseconds"),
+    };
+    [count, total, period]
+}
+
+/// The request's dictionary while it is built: every table with its
+/// index, entry 0 the zero value.
+struct Dict {
+    strings: Vec<String>,
+    string_ids: HashMap<String, i32>,
+    functions: Vec<pb::Function>,
+    function_ids: HashMap<i32, i32>,
+    locations: Vec<pb::Location>,
+    location_ids: HashMap<(Vec<(i32, i64)>, FrameKind), i32>,
+    attributes: Vec<pb::KeyValueAndUnit>,
+    attribute_ids: HashMap<(i32, String), i32>,
+    stacks: Vec<pb::Stack>,
+    stack_ids: HashMap<Vec<i32>, i32>,
+}
+
+impl Dict {
+    fn new() -> Dict {
+        Dict {
+            strings: vec![String::new()],
+            string_ids: HashMap::from([(String::new(), 0)]),
+            functions: vec![pb::Function::default()],
+            function_ids: HashMap::new(),
+            locations: vec![pb::Location::default()],
+            location_ids: HashMap::new(),
+            attributes: vec![pb::KeyValueAndUnit::default()],
+            attribute_ids: HashMap::new(),
+            stacks: vec![pb::Stack::default()],
+            stack_ids: HashMap::from([(Vec::new(), 0)]),
+        }
+    }
+
+    fn string(&mut self, s: &str) -> i32 {
+        if let Some(&i) = self.string_ids.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as i32;
+        self.strings.push(s.to_string());
+        self.string_ids.insert(s.to_string(), i);
+        i
+    }
+
+    fn function(&mut self, name: &str) -> i32 {
+        let name = self.string(name);
+        *self.function_ids.entry(name).or_insert_with(|| {
+            self.functions.push(pb::Function { name_strindex: name, ..pb::Function::default() });
+            self.functions.len() as i32 - 1
+        })
+    }
+
+    /// A string-valued attribute.
+    fn attribute(&mut self, key: &str, value: &str) -> i32 {
+        let key = self.string(key);
+        if let Some(&i) = self.attribute_ids.get(&(key, value.to_string())) {
+            return i;
+        }
+        let i = self.attributes.len() as i32;
+        self.attributes.push(pb::KeyValueAndUnit { key_strindex: key, value: Some(string_value(value)), unit_strindex: 0 });
+        self.attribute_ids.insert((key, value.to_string()), i);
+        i
+    }
+
+    /// A location of lines (callee first) whose physical frame is of `kind`.
+    fn location(&mut self, lines: Vec<(i32, i64)>, kind: FrameKind) -> i32 {
+        let key = (lines, kind);
+        if let Some(&i) = self.location_ids.get(&key) {
+            return i;
+        }
+        let mut attribute_indices = Vec::with_capacity(2);
+        if let Some(t) = frame_type(kind) {
+            attribute_indices.push(self.attribute(FRAME_TYPE, t));
+        }
+        attribute_indices.push(self.attribute(FRAME_KIND, kind_word(kind)));
+        let lines = key.0.iter().map(|&(function_index, line)| pb::Line { function_index, line, column: 0 }).collect();
+        let i = self.locations.len() as i32;
+        self.locations.push(pb::Location { mapping_index: 0, address: 0, lines, attribute_indices });
+        self.location_ids.insert(key, i);
+        i
+    }
+
+    /// A stack of location indices, leaf first.
+    fn stack(&mut self, locations: Vec<i32>) -> i32 {
+        if let Some(&i) = self.stack_ids.get(&locations) {
+            return i;
+        }
+        let i = self.stacks.len() as i32;
+        self.stacks.push(pb::Stack { location_indices: locations.clone() });
+        self.stack_ids.insert(locations, i);
+        i
+    }
+
+    fn value_type(&mut self, (t, unit): (&str, &str)) -> Option<pb::ValueType> {
+        Some(pb::ValueType { type_strindex: self.string(t), unit_strindex: self.string(unit) })
+    }
+
+    /// The dictionary message. Locations are renumbered by how many stacks
+    /// use them, most used first: the stack table, the bulk of a request,
+    /// then spends one varint byte instead of two on the frames most
+    /// stacks share (indices below 128).
+    fn finish(mut self) -> pb::ProfilesDictionary {
+        let mut uses = vec![0u32; self.locations.len()];
+        for s in &self.stacks {
+            for &l in &s.location_indices {
+                uses[l as usize] += 1;
+            }
+        }
+        let mut order: Vec<usize> = (1..self.locations.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(uses[i]));
+        let mut new_index = vec![0i32; self.locations.len()];
+        let mut old = std::mem::take(&mut self.locations);
+        let mut locations = vec![std::mem::take(&mut old[0])];
+        for i in order {
+            new_index[i] = locations.len() as i32;
+            locations.push(std::mem::take(&mut old[i]));
+        }
+        for s in &mut self.stacks {
+            for l in &mut s.location_indices {
+                *l = new_index[*l as usize];
+            }
+        }
+        pb::ProfilesDictionary {
+            mapping_table: vec![pb::Mapping::default()],
+            location_table: locations,
+            function_table: self.functions,
+            // Zero-filled ids rather than empty ones, as the proto advises
+            // for codecs that expect 16- and 8-byte ids.
+            link_table: vec![pb::Link { trace_id: vec![0; 16], span_id: vec![0; 8] }],
+            string_table: self.strings,
+            attribute_table: self.attributes,
+            stack_table: self.stacks,
+        }
+    }
+}
+
+fn string_value(s: &str) -> pb::AnyValue {
+    pb::AnyValue { value: Some(pb::any_value::Value::StringValue(s.to_string())) }
+}
+
+/// What a model frame becomes.
+#[derive(Clone, Copy)]
+enum Role {
+    /// A sample attribute (thread name or state).
+    Thread(i32),
+    State(i32),
+    /// A line: function index, line, kind.
+    Code(i32, i64, FrameKind),
+}
+
+/// The request message of the profiles (see the module's description).
+fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServiceRequest {
+    let mut dict = Dict::new();
+    let mut out = Vec::with_capacity(2 * profiles.len());
+    for p in profiles {
+        let kind = Kind::of(&p.meta);
+        let roles: Vec<Role> = p
+            .frames()
+            .iter()
+            .map(|f| match f.kind {
+                FrameKind::Thread => Role::Thread(dict.attribute(THREAD_NAME, thread_name(&f.name))),
+                FrameKind::State => {
+                    let word = ThreadState::from_frame_name(&f.name).map_or_else(|| f.name.trim_matches(['[', ']']).to_string(), |s| s.name().to_string());
+                    Role::State(dict.attribute(THREAD_STATE, &word))
+                }
+                k => Role::Code(dict.function(&f.name), f.line as i64, k),
+            })
+            .collect();
+        // (stack index, attribute indices) → (samples, total), in first-seen order.
+        let mut samples: Vec<((i32, Vec<i32>), u64, u64)> = Vec::new();
+        let mut sample_ids: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
+        for s in p.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
+            let (mut thread, mut state) = (None, None);
+            // Physical frames, root first: (kind, lines caller first).
+            let mut physical: Vec<(FrameKind, Vec<(i32, i64)>)> = Vec::with_capacity(s.stack.len());
+            for &f in &s.stack {
+                match roles[f as usize] {
+                    Role::Thread(a) => thread = thread.or(Some(a)),
+                    Role::State(a) => state = state.or(Some(a)),
+                    Role::Code(func, line, k) => match physical.last_mut() {
+                        Some((host, lines)) if k == FrameKind::Inlined && hosts_inlined(*host) => lines.push((func, line)),
+                        _ => physical.push((k, vec![(func, line)])),
+                    },
+                }
+            }
+            let stack: Vec<i32> = physical
+                .into_iter()
+                .rev()
+                .map(|(k, mut lines)| {
+                    lines.reverse();
+                    dict.location(lines, k)
+                })
+                .collect();
+            let key = (dict.stack(stack), thread.into_iter().chain(state).collect::<Vec<i32>>());
+            let i = *sample_ids.entry(key.clone()).or_insert_with(|| {
+                samples.push((key, 0, 0));
+                samples.len() - 1
+            });
+            samples[i].1 += s.samples;
+            samples[i].2 += s.total;
+        }
+        let [count_type, total_type, period_type] = types(kind);
+        let event = dict.attribute(EVENT, &p.meta.event);
+        let has_total = samples.iter().any(|s| s.2 != 0);
+        let has_count = samples.iter().any(|s| s.1 != 0) || !has_total;
+        for (wanted, value_type, total) in [(has_total, total_type, true), (has_count, count_type, false)] {
+            if !wanted {
+                continue;
+            }
+            out.push(pb::Profile {
+                sample_type: dict.value_type(value_type),
+                samples: samples
+                    .iter()
+                    .map(|((stack, attrs), n, t)| (stack, attrs, if total { *t } else { *n }))
+                    .filter(|(_, _, v)| *v != 0)
+                    .map(|(stack, attrs, v)| pb::Sample {
+                        stack_index: *stack,
+                        attribute_indices: attrs.clone(),
+                        values: vec![v.min(i64::MAX as u64) as i64],
+                        ..pb::Sample::default()
+                    })
+                    .collect(),
+                time_unix_nano: p.meta.start_ns,
+                duration_nano: p.meta.duration_ns,
+                period_type: dict.value_type(period_type),
+                period: p.meta.interval.min(i64::MAX as u64) as i64,
+                attribute_indices: vec![event],
+                ..pb::Profile::default()
+            });
+        }
+    }
+    let mut attributes = vec![pb::KeyValue { key: SERVICE_NAME.into(), value: Some(string_value(&resource.service)), key_strindex: 0 }];
+    for (k, v) in resource.attributes.iter().filter(|(k, _)| k != SERVICE_NAME) {
+        let value = match v {
+            Value::Str(s) => pb::any_value::Value::StringValue(s.clone()),
+            Value::Int(i) => pb::any_value::Value::IntValue(*i),
+            Value::Bool(b) => pb::any_value::Value::BoolValue(*b),
+        };
+        attributes.push(pb::KeyValue { key: k.clone(), value: Some(pb::AnyValue { value: Some(value) }), key_strindex: 0 });
+    }
+    pb::ExportProfilesServiceRequest {
+        resource_profiles: vec![pb::ResourceProfiles {
+            resource: Some(pb::Resource { attributes, dropped_attributes_count: 0 }),
+            scope_profiles: vec![pb::ScopeProfiles {
+                scope: Some(pb::InstrumentationScope {
+                    name: SCOPE_NAME.into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..pb::InstrumentationScope::default()
+                }),
+                profiles: out,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+        dictionary: Some(dict.finish()),
+    }
+}
+
+/// A request read back: its resource and its profiles in the model.
+#[derive(Debug)]
+pub struct Decoded {
+    pub resource: Resource,
+    pub profiles: Vec<Profile>,
+}
+
+/// Reads an `ExportProfilesServiceRequest` (uncompressed) back into the
+/// model: the OTLP profiles of one recording (same period type, start and
+/// length) become one model profile, the count sample type its sample
+/// counts and the other its totals; thread-name and state attributes
+/// become root frames (`[name]`, `[sleeping]`), a location's inlined
+/// lines frames of kind `Inlined`. Every index is checked.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
+    let req = pb::ExportProfilesServiceRequest::decode(bytes).map_err(|e| format!("not an OTLP ExportProfilesServiceRequest: {e}"))?;
+    let dict = req.dictionary.unwrap_or_default();
+    let get = |table: &str, len: usize, i: i32| -> Result<usize, String> {
+        usize::try_from(i).ok().filter(|&i| i < len).ok_or_else(|| format!("{table} index {i} out of range (table has {len})"))
+    };
+    let string = |i: i32| -> Result<&str, String> { get("string", dict.string_table.len(), i).map(|i| dict.string_table[i].as_str()) };
+    let attribute = |i: i32| -> Result<(&str, String), String> {
+        let a = &dict.attribute_table[get("attribute", dict.attribute_table.len(), i)?];
+        let value = match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(pb::any_value::Value::StringValue(s)) => s.clone(),
+            Some(pb::any_value::Value::StringValueStrindex(s)) => string(*s)?.to_string(),
+            Some(pb::any_value::Value::IntValue(v)) => v.to_string(),
+            Some(pb::any_value::Value::BoolValue(v)) => v.to_string(),
+            _ => String::new(),
+        };
+        Ok((string(a.key_strindex)?, value))
+    };
+    let mut resource = Resource::default();
+    let mut out: Vec<Profile> = Vec::new();
+    // (kind, start, length, period) of each profile of `out`.
+    let mut keys: Vec<(Kind, u64, u64, i64)> = Vec::new();
+    for rp in &req.resource_profiles {
+        for kv in rp.resource.iter().flat_map(|r| &r.attributes) {
+            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(pb::any_value::Value::StringValue(s)) => Value::Str(s.clone()),
+                Some(pb::any_value::Value::IntValue(v)) => Value::Int(*v),
+                Some(pb::any_value::Value::BoolValue(v)) => Value::Bool(*v),
+                _ => continue,
+            };
+            match value {
+                Value::Str(s) if kv.key == SERVICE_NAME => resource.service = s,
+                v => resource.attributes.push((kv.key.clone(), v)),
+            }
+        }
+        for p in rp.scope_profiles.iter().flat_map(|s| &s.profiles) {
+            let st = p.sample_type.clone().unwrap_or_default();
+            let (t, unit) = (string(st.type_strindex)?, string(st.unit_strindex)?);
+            let (kind, total) = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::Live, Kind::Lock]
+                .into_iter()
+                .find_map(|k| {
+                    let [count, total, period] = types(k);
+                    let pt = p.period_type.clone().unwrap_or_default();
+                    let period_ok = string(pt.type_strindex).ok() == Some(period.0);
+                    if (t, unit) == total && period_ok {
+                        Some((k, true))
+                    } else if (t, unit) == count && period_ok {
+                        Some((k, false))
+                    } else {
+                        None
+                    }
+                })
+                .ok_or_else(|| format!("profile of sample type {t}/{unit} is not one oxprof writes"))?;
+            let key = (kind, p.time_unix_nano, p.duration_nano, p.period);
+            let slot = match keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    let mut event = match kind {
+                        Kind::Cpu => "cpu",
+                        Kind::Wall => "wall",
+                        Kind::Alloc => "alloc",
+                        Kind::Live => "live",
+                        Kind::Lock => "lock",
+                    }
+                    .to_string();
+                    for &a in &p.attribute_indices {
+                        if let (EVENT, v) = attribute(a)? {
+                            event = v;
+                        }
+                    }
+                    let meta = Meta {
+                        title: "OTLP profile".into(),
+                        event,
+                        interval: p.period.max(0) as u64,
+                        total_unit: if types(kind)[1].1 == "bytes" { "bytes" } else { "ns" }.into(),
+                        start_ns: p.time_unix_nano,
+                        duration_ns: p.duration_nano,
+                        ..Meta::default()
+                    };
+                    keys.push(key);
+                    out.push(Profile::new(meta));
+                    out.len() - 1
+                }
+            };
+            let profile = &mut out[slot];
+            for s in &p.samples {
+                let mut frames = Vec::new();
+                let (mut thread, mut state) = (None, None);
+                for &a in &s.attribute_indices {
+                    match attribute(a)? {
+                        (THREAD_NAME, v) => thread = Some(v),
+                        (THREAD_STATE, v) => state = Some(v),
+                        _ => {}
+                    }
+                }
+                if let Some(st) = state {
+                    frames.push(ThreadState::from_word(&st).map_or_else(|| Frame::new(format!("[{st}]"), FrameKind::State), ThreadState::frame));
+                }
+                if let Some(name) = thread {
+                    frames.push(Frame::new(format!("[{name}]"), FrameKind::Thread));
+                }
+                let stack = &dict.stack_table[get("stack", dict.stack_table.len(), s.stack_index)?];
+                for &l in stack.location_indices.iter().rev() {
+                    let loc = &dict.location_table[get("location", dict.location_table.len(), l)?];
+                    let mut kind = FrameKind::Java;
+                    for &a in &loc.attribute_indices {
+                        match attribute(a)? {
+                            (FRAME_KIND, v) => kind = kind_of_word(&v).unwrap_or(kind),
+                            (FRAME_TYPE, v) if v == "native" => kind = FrameKind::Native,
+                            (FRAME_TYPE, v) if v == "kernel" => kind = FrameKind::Kernel,
+                            _ => {}
+                        }
+                    }
+                    for (j, line) in loc.lines.iter().enumerate().rev() {
+                        let f = &dict.function_table[get("function", dict.function_table.len(), line.function_index)?];
+                        let k = if j + 1 == loc.lines.len() { kind } else { FrameKind::Inlined };
+                        frames.push(Frame::new(string(f.name_strindex)?, k).with_line(line.line.clamp(0, u32::MAX as i64) as u32));
+                    }
+                }
+                let v = s.values.iter().sum::<i64>().max(0) as u64;
+                let (n, t) = if total { (0, v) } else { (v, 0) };
+                profile.add_frames(frames, n, t);
+            }
+        }
+    }
+    Ok(Decoded { resource, profiles: out })
+}
+
+/// What a collector answered to an export: profiles rejected and its
+/// message (both zero/empty on full success).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Response {
+    pub rejected_profiles: i64,
+    pub error_message: String,
+}
+
+/// Reads an `ExportProfilesServiceResponse` (an empty body is full success).
+pub fn parse_response(bytes: &[u8]) -> Result<Response, String> {
+    let r = pb::ExportProfilesServiceResponse::decode(bytes).map_err(|e| format!("not an OTLP ExportProfilesServiceResponse: {e}"))?;
+    let p = r.partial_success.unwrap_or_default();
+    Ok(Response { rejected_profiles: p.rejected_profiles, error_message: p.error_message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Counter;
+
+    fn meta(event: &str, unit: &str, interval: u64) -> Meta {
+        Meta { event: event.into(), total_unit: unit.into(), interval, start_ns: 1_700_000_000_000_000_000, duration_ns: 10_000_000_000, ..Meta::default() }
+    }
+
+    /// A CPU profile with threads, states, an inlined frame and a kernel
+    /// frame, and an allocation profile sharing its Java frames.
+    fn cpu_and_alloc() -> (Profile, Profile) {
+        let main = Frame::new("Main.main", FrameKind::Interpreted).with_line(3);
+        let run = Frame::new("Main.run", FrameKind::Jit).with_line(10);
+        let hot = Frame::new("Main.hot", FrameKind::Inlined).with_line(12);
+        let mut cpu = Profile::new(meta("itimer", "ns", 10_000_000));
+        let t1 = Frame::new("[main tid=101]", FrameKind::Thread);
+        let t2 = Frame::new("[worker-1 tid=102]", FrameKind::Thread);
+        cpu.add_frames([ThreadState::Running.frame(), t1.clone(), main.clone(), run.clone(), hot.clone()], 7, 70_000_000);
+        cpu.add_frames([ThreadState::Running.frame(), t2.clone(), main.clone(), run.clone(), hot.clone()], 5, 50_000_000);
+        cpu.add_frames(
+            [ThreadState::Native.frame(), t2.clone(), main.clone(), Frame::new("write", FrameKind::Native), Frame::new("ksys_write", FrameKind::Kernel)],
+            2,
+            20_000_000,
+        );
+        cpu.add_frames([Frame::new("no_Java_frame", FrameKind::Error)], 1, 10_000_000);
+        let mut alloc = Profile::new(meta("alloc", "bytes", 512 << 10));
+        alloc.add_frames([t1.clone(), main.clone(), run.clone(), hot.clone(), Frame::new("byte[]", FrameKind::Alloc)], 3, 3 << 20);
+        alloc.add_frames([t1.clone(), main.clone(), Frame::new("java.lang.String", FrameKind::Alloc)], 1, 1 << 19);
+        (cpu, alloc)
+    }
+
+    fn resource() -> Resource {
+        Resource::new("checkout").with("host.name", "h1").with("process.pid", 4242u32).with("deployment.environment", "test")
+    }
+
+    #[test]
+    fn dictionary_is_shared_deduplicated_and_indices_are_valid() {
+        let (cpu, alloc) = cpu_and_alloc();
+        let req = request(&[&cpu, &alloc], &resource());
+        let d = req.dictionary.as_ref().unwrap();
+        // Zero values at index 0.
+        assert_eq!(d.string_table[0], "");
+        assert_eq!(d.location_table[0], pb::Location::default());
+        assert_eq!(d.function_table[0], pb::Function::default());
+        assert_eq!(d.stack_table[0], pb::Stack::default());
+        assert_eq!(d.attribute_table[0], pb::KeyValueAndUnit::default());
+        assert_eq!(d.mapping_table, [pb::Mapping::default()]);
+        assert_eq!(d.link_table.len(), 1);
+        // No duplicates in any table.
+        fn distinct<T: PartialEq + std::fmt::Debug>(t: &[T]) {
+            for (i, a) in t.iter().enumerate() {
+                assert!(!t[..i].contains(a), "duplicate {a:?}");
+            }
+        }
+        distinct(&d.string_table);
+        distinct(&d.function_table);
+        distinct(&d.location_table);
+        distinct(&d.stack_table);
+        distinct(&d.attribute_table);
+        // Main.main is one function and its location serves both profiles;
+        // the inlined Main.hot is a line of Main.run's location.
+        let s = |i: i32| d.string_table[i as usize].as_str();
+        let names: Vec<&str> = d.function_table[1..].iter().map(|f| s(f.name_strindex)).collect();
+        assert_eq!(names.iter().filter(|n| **n == "Main.main").count(), 1);
+        assert!(!names.iter().any(|n| n.starts_with('[')), "thread and state frames are no functions: {names:?}");
+        let lines = |l: &pb::Location| l.lines.iter().map(|x| (s(d.function_table[x.function_index as usize].name_strindex), x.line)).collect::<Vec<_>>();
+        let inl = d.location_table.iter().find(|l| l.lines.len() == 2).expect("a location with an inlined line");
+        assert_eq!(lines(inl), [("Main.hot", 12), ("Main.run", 10)]);
+        // Every index in range.
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        for p in profiles {
+            for smp in &p.samples {
+                let st = &d.stack_table[smp.stack_index as usize];
+                assert!(!st.location_indices.is_empty());
+                for &l in &st.location_indices {
+                    let loc = &d.location_table[l as usize];
+                    assert!(!loc.lines.is_empty());
+                    assert!(loc.lines.iter().all(|x| (x.function_index as usize) < d.function_table.len() && x.function_index > 0));
+                    assert!(loc.attribute_indices.iter().all(|&a| a > 0 && (a as usize) < d.attribute_table.len()));
+                }
+                assert!(smp.attribute_indices.iter().all(|&a| a > 0 && (a as usize) < d.attribute_table.len()));
+            }
+        }
+        assert!(d.attribute_table[1..].iter().all(|a| a.key_strindex > 0 && (a.key_strindex as usize) < d.string_table.len()));
+        // Resource and scope.
+        let r = req.resource_profiles[0].resource.as_ref().unwrap();
+        assert_eq!(r.attributes[0].key, "service.name");
+        assert_eq!(r.attributes[0].value, Some(string_value("checkout")));
+        let pid = r.attributes.iter().find(|a| a.key == "process.pid").unwrap();
+        assert_eq!(pid.value.as_ref().unwrap().value, Some(pb::any_value::Value::IntValue(4242)));
+        assert_eq!(req.resource_profiles[0].scope_profiles[0].scope.as_ref().unwrap().name, "oxprof");
+    }
+
+    #[test]
+    fn sample_types_values_attributes_and_frame_types() {
+        let (cpu, alloc) = cpu_and_alloc();
+        let req = pb::ExportProfilesServiceRequest::decode(encode(&[&cpu, &alloc], &resource()).as_slice()).unwrap();
+        let d = req.dictionary.as_ref().unwrap();
+        let s = |i: i32| d.string_table[i as usize].as_str();
+        let attr = |i: i32| {
+            let a = &d.attribute_table[i as usize];
+            let Some(pb::any_value::Value::StringValue(v)) = a.value.as_ref().unwrap().value.clone() else { panic!("not a string") };
+            (s(a.key_strindex).to_string(), v)
+        };
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        let vt = |v: &Option<pb::ValueType>| {
+            let v = v.as_ref().unwrap();
+            (s(v.type_strindex), s(v.unit_strindex))
+        };
+        let types: Vec<_> = profiles.iter().map(|p| vt(&p.sample_type)).collect();
+        assert_eq!(types, [("cpu", "nanoseconds"), ("samples", "count"), ("alloc_space", "bytes"), ("alloc_objects", "count")]);
+        let periods: Vec<_> = profiles.iter().map(|p| (vt(&p.period_type), p.period)).collect();
+        assert_eq!(periods[0], (("cpu", "nanoseconds"), 10_000_000));
+        assert_eq!(periods[3], (("space", "bytes"), 512 << 10));
+        assert!(profiles.iter().all(|p| p.time_unix_nano == 1_700_000_000_000_000_000 && p.duration_nano == 10_000_000_000));
+        assert_eq!(attr(profiles[0].attribute_indices[0]), ("oxprof.event".into(), "itimer".into()));
+        let sum = |p: &pb::Profile| p.samples.iter().flat_map(|x| &x.values).sum::<i64>() as u64;
+        assert_eq!(sum(&profiles[0]), cpu.sum(Counter::Total));
+        assert_eq!(sum(&profiles[1]), cpu.sum(Counter::Samples));
+        assert_eq!(sum(&profiles[2]), alloc.sum(Counter::Total));
+        assert_eq!(sum(&profiles[3]), alloc.sum(Counter::Samples));
+        // Thread names without tid, states as words; one of each at most.
+        let mut seen: Vec<(String, String)> = profiles[0].samples.iter().flat_map(|x| x.attribute_indices.iter().map(|&a| attr(a))).collect();
+        seen.sort();
+        seen.dedup();
+        let want = [("oxprof.thread.state", "native"), ("oxprof.thread.state", "running"), ("thread.name", "main"), ("thread.name", "worker-1")];
+        assert_eq!(seen, want.map(|(k, v)| (k.to_string(), v.to_string())));
+        // Frame types of locations by leaf function.
+        let loc_attrs: HashMap<&str, Vec<(String, String)>> = d.location_table[1..]
+            .iter()
+            .map(|l| (s(d.function_table[l.lines[0].function_index as usize].name_strindex), l.attribute_indices.iter().map(|&a| attr(a)).collect()))
+            .collect();
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(loc_attrs["Main.hot"], [kv(FRAME_TYPE, "jvm"), kv(FRAME_KIND, "jit")]);
+        assert_eq!(loc_attrs["Main.main"], [kv(FRAME_TYPE, "jvm"), kv(FRAME_KIND, "interpreted")]);
+        assert_eq!(loc_attrs["write"], [kv(FRAME_TYPE, "native"), kv(FRAME_KIND, "native")]);
+        assert_eq!(loc_attrs["ksys_write"], [kv(FRAME_TYPE, "kernel"), kv(FRAME_KIND, "kernel")]);
+        assert_eq!(loc_attrs["byte[]"], [kv(FRAME_TYPE, "jvm"), kv(FRAME_KIND, "alloc")]);
+        assert_eq!(loc_attrs["no_Java_frame"], [kv(FRAME_KIND, "error")]);
+        // Leaf first: the kernel frame leads its stack.
+        let native = profiles[0].samples.iter().find(|x| x.values == [20_000_000]).unwrap();
+        let st = &d.stack_table[native.stack_index as usize].location_indices;
+        let leaf = &d.location_table[st[0] as usize];
+        assert_eq!(s(d.function_table[leaf.lines[0].function_index as usize].name_strindex), "ksys_write");
+        assert_eq!(st.len(), 3);
+    }
+
+    /// Decoding gives back the model's profiles: frames (inlined ones
+    /// included), states, thread names, counts and totals.
+    #[test]
+    fn round_trip_through_decode() {
+        let (cpu, alloc) = cpu_and_alloc();
+        let bytes = encode(&[&cpu, &alloc], &resource());
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.resource, resource());
+        assert_eq!(back.profiles.len(), 2);
+        // The agent's ` tid=N` is not carried.
+        let rename = |p: &Profile| {
+            let mut out = Profile::new(p.meta.clone());
+            for s in p.samples() {
+                let frames = s.stack.iter().map(|&f| {
+                    let f = p.frame(f).clone();
+                    if f.kind == FrameKind::Thread {
+                        Frame::new(format!("[{}]", thread_name(&f.name)), f.kind)
+                    } else {
+                        f
+                    }
+                });
+                out.add_frames(frames, s.samples, s.total);
+            }
+            out
+        };
+        for (orig, got) in [(&cpu, &back.profiles[0]), (&alloc, &back.profiles[1])] {
+            let want = rename(orig);
+            assert_eq!(got.meta.event, orig.meta.event);
+            assert_eq!(got.meta.interval, orig.meta.interval);
+            assert_eq!(got.meta.total_unit, orig.meta.total_unit);
+            assert_eq!((got.meta.start_ns, got.meta.duration_ns), (orig.meta.start_ns, orig.meta.duration_ns));
+            let stacks = |p: &Profile| {
+                let mut v: Vec<(Vec<Frame>, u64, u64)> =
+                    p.samples().iter().map(|s| (s.stack.iter().map(|&f| p.frame(f).clone()).collect(), s.samples, s.total)).collect();
+                v.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+                v
+            };
+            assert_eq!(stacks(got), stacks(&want));
+        }
+    }
+
+    #[test]
+    fn same_stack_and_attributes_merge_and_zero_totals_are_left_out() {
+        // Two threads of one name: one OTLP sample.
+        let mut p = Profile::new(meta("wall", "ns", 0));
+        let f = Frame::new("A.f", FrameKind::Java);
+        p.add_frames([Frame::new("[pool tid=1]", FrameKind::Thread), f.clone()], 2, 0);
+        p.add_frames([Frame::new("[pool tid=2]", FrameKind::Thread), f.clone()], 3, 0);
+        let req = request(&[&p], &Resource::new("s"));
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        assert_eq!(profiles.len(), 1, "no totals: only the count profile");
+        assert_eq!(profiles[0].samples.len(), 1);
+        assert_eq!(profiles[0].samples[0].values, [5]);
+        assert_eq!(profiles[0].period, 0);
+        let empty = request(&[], &Resource::new("s"));
+        assert!(empty.resource_profiles[0].scope_profiles[0].profiles.is_empty());
+        assert_eq!(empty.dictionary.unwrap().string_table, [""]);
+    }
+
+    #[test]
+    fn resource_from_opentelemetry_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        assert_eq!(Resource::from_vars("java", vars(&[])), Resource::new("unknown_service:java"));
+        let r = Resource::from_vars("java", vars(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=shop, team=a%2Cb%3D ,bad,=x,team=c%20d")]));
+        assert_eq!(r, Resource::new("shop").with("team", "c d"));
+        let r = Resource::from_vars("java", vars(&[("OTEL_RESOURCE_ATTRIBUTES", "service.name=shop,k=%zz%41"), ("OTEL_SERVICE_NAME", "cart")]));
+        assert_eq!(r, Resource::new("cart").with("k", "%zzA"));
+        assert_eq!(percent_decode("a%2Cb%3D"), "a,b=");
+    }
+
+    #[test]
+    fn thread_names_and_bad_input() {
+        assert_eq!(thread_name("[main tid=12]"), "main");
+        assert_eq!(thread_name("[main]"), "main");
+        assert_eq!(thread_name("[a tid=b]"), "a tid=b");
+        assert_eq!(thread_name("[pool-1 tid=x tid=7]"), "pool-1 tid=x");
+        assert!(decode(b"\xff\xff").unwrap_err().contains("not an OTLP"));
+        // A stack index past the table is an error, not a panic.
+        let (cpu, _) = cpu_and_alloc();
+        let mut req = request(&[&cpu], &Resource::new("s"));
+        req.resource_profiles[0].scope_profiles[0].profiles[0].samples[0].stack_index = 999;
+        assert!(decode(&req.encode_to_vec()).unwrap_err().contains("stack index 999"));
+        assert_eq!(parse_response(b"").unwrap(), Response::default());
+        let r =
+            pb::ExportProfilesServiceResponse { partial_success: Some(pb::ExportProfilesPartialSuccess { rejected_profiles: 2, error_message: "x".into() }) };
+        assert_eq!(parse_response(&r.encode_to_vec()).unwrap(), Response { rejected_profiles: 2, error_message: "x".into() });
+    }
+}
