@@ -55,7 +55,14 @@ fn check_sites(r: &Run, label: &str) {
     assert!(samples_with(&r.alloc, "Matrix.allocate") > 0, "{label}: no allocation sample in Matrix.allocate\n{err}");
     assert!(samples_with(&r.lock, "Matrix.contend") > 0, "{label}: no lock sample in Matrix.contend\n{err}");
     assert!(samples_with(&r.wall, "Matrix.contend") > 0, "{label}: no wall-clock sample of the contenders\n{err}");
-    eprintln!("{label}: CPU {} samples, {:.2}% failed; wall {}, alloc {}, lock {}", total(&r.cpu), r.failed_pct, total(&r.wall), total(&r.alloc), total(&r.lock));
+    eprintln!(
+        "{label}: CPU {} samples, {:.2}% failed; wall {}, alloc {}, lock {}",
+        total(&r.cpu),
+        r.failed_pct,
+        total(&r.wall),
+        total(&r.alloc),
+        total(&r.lock)
+    );
 }
 
 #[test]
@@ -98,11 +105,22 @@ fn virtual_threads_with_every_event_on() {
         let started: u64 = r.stdout.lines().find_map(|l| l.strip_prefix("VIRTUAL ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
         assert!(started >= 10_000, "{label}: {started} virtual threads");
         check_sites(&r, &label);
-        // The virtual threads' own frames sit above their carrier's.
+        // The virtual threads' own frames sit above their carrier's: the
+        // whole way down to VirtualThread.run, or, where HotSpot has not
+        // thawed the lower frames yet, above a marker saying so (never as if
+        // Continuation.enterSpecial called the top frames).
         let work = samples_with(&r.cpu, "Matrix.work");
-        let mounted: u64 = r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && st.iter().any(|f| f == "java.lang.VirtualThread.run")).map(|(_, n)| n).sum();
+        let whole = |st: &Vec<String>| st.iter().any(|f| f == "java.lang.VirtualThread.run");
+        let frozen = |st: &Vec<String>| st.iter().any(|f| f == "[frames still frozen in the continuation]");
+        let mounted: u64 = r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && (whole(st) || frozen(st))).map(|(_, n)| n).sum();
+        let marked: u64 = r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && frozen(st)).map(|(_, n)| n).sum();
+        eprintln!("{label}: {mounted} of {work} Matrix.work samples above the carrier, {marked} of them above the frozen-frames marker");
+        for (st, _) in r.cpu.iter().filter(|(st, _)| frozen(st)) {
+            let at = st.iter().position(|f| f.starts_with("[frames still frozen")).unwrap();
+            assert!(at > 0 && st[at - 1] == "jdk.internal.vm.Continuation.enterSpecial", "{label}: marker not under enterSpecial: {st:?}");
+        }
         let mut elsewhere: Vec<&(Vec<String>, u64)> =
-            r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && !st.iter().any(|f| f == "java.lang.VirtualThread.run")).collect();
+            r.cpu.iter().filter(|(st, _)| st.iter().any(|f| f == "Matrix.work") && !whole(st) && !frozen(st)).collect();
         elsewhere.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
         let shown: Vec<String> = elsewhere.iter().take(5).map(|(st, n)| format!("{n} ...{}", st[st.len().saturating_sub(12)..].join(";"))).collect();
         assert!(mounted as f64 >= 0.9 * work as f64, "{label}: {mounted} of {work} Matrix.work samples under VirtualThread.run; others:\n{}", shown.join("\n"));

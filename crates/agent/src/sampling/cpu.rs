@@ -346,6 +346,7 @@ pub fn trace_frames(
     summary: &mut Summary,
 ) {
     let (profile, memo) = into;
+    let first = out.len();
     if with_state {
         out.push(profile.intern(refine_state(t, cx).frame()));
     }
@@ -385,6 +386,29 @@ pub fn trace_frames(
             }
             t.frames.iter().rev().for_each(|f| push_raw(profile, out, f));
         }
+    }
+    mark_frozen_frames(profile, out, first);
+}
+
+/// The frame a virtual thread's stack shows where frames were left out.
+pub const FROZEN_FRAMES: &str = "[frames still frozen in the continuation]";
+
+/// A virtual thread's stack runs from its carrier's frames through
+/// `Continuation.enterSpecial` to `Continuation.enter` and the thread's own
+/// frames. HotSpot thaws a continuation lazily: after a virtual thread
+/// resumes, only its top frames are back on the carrier's stack, the rest
+/// stay in a heap stack chunk until returned into, and no stack walk sees
+/// them. Such a stack jumps from `enterSpecial` straight to the top frames;
+/// it is marked there (from `first` in `out`), rather than shown as if
+/// `enterSpecial` called them.
+fn mark_frozen_frames(profile: &mut Profile, out: &mut Vec<u32>, first: usize) {
+    let Some(stack) = out.get(first..) else { return };
+    let at = stack.windows(2).position(|w| {
+        profile.frame(w[0]).name == "jdk.internal.vm.Continuation.enterSpecial" && !profile.frame(w[1]).name.starts_with("jdk.internal.vm.Continuation.enter")
+    });
+    if let Some(i) = at {
+        let marker = profile.intern(Frame::new(FROZEN_FRAMES, FrameKind::Error));
+        out.insert(first + i + 1, marker);
     }
 }
 
