@@ -19,6 +19,17 @@ pub enum LogLevel {
 /// sender thread; lines never hold a credential.
 pub type LogFn = Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
 
+/// A duration for a log line: `250 ms`, `12 s`, `5 min`.
+pub(crate) fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d < Duration::from_secs(120) || !d.as_secs().is_multiple_of(60) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} min", d.as_secs() / 60)
+    }
+}
+
 pub(crate) struct RateLog {
     sink: LogFn,
     interval: Duration,
@@ -38,12 +49,7 @@ impl RateLog {
             Some((last, suppressed)) if now.duration_since(*last) < self.interval => *suppressed += 1,
             Some((last, suppressed)) => {
                 let line = if *suppressed > 0 {
-                    format!(
-                        "{msg} ({} similar message{} suppressed in the last {} s)",
-                        suppressed,
-                        if *suppressed == 1 { "" } else { "s" },
-                        self.interval.as_secs()
-                    )
+                    format!("{msg} ({} similar message{} suppressed in the last {})", suppressed, if *suppressed == 1 { "" } else { "s" }, human(self.interval))
                 } else {
                     msg.to_string()
                 };

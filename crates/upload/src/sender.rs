@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::auth::{Credential, CredentialSource};
 use crate::config::{Kind, UploadConfig};
 use crate::http::{Answer, Transport};
-use crate::ratelog::{LogFn, LogLevel, RateLog};
+use crate::ratelog::{human, LogFn, LogLevel, RateLog};
 use crate::request::{prepare, Payload, Prepared};
 use crate::response::{error_text, otlp_partial_success, verdict, Verdict};
 use crate::retry::{backoff, parse_retry_after, Rng};
@@ -98,11 +98,11 @@ pub(crate) fn run(shared: Arc<Shared>, config: UploadConfig, log: LogFn) {
 
 impl Sender {
     fn main(&mut self) {
-        self.log.always(LogLevel::Info, &format!("upload: sending profiles to {} ({})", self.config.target_url(), self.config.kind.name()));
+        self.always(LogLevel::Info, &format!("upload: sending profiles to {} ({})", self.config.target_url(), self.config.kind.name()));
         if let Err(e) = &self.transport {
             let e = e.clone();
             self.note_error(&e);
-            self.log.always(LogLevel::Error, &format!("upload: cannot upload: {e}"));
+            self.always(LogLevel::Error, &format!("upload: cannot upload: {e}"));
         }
         while let Some(entry) = self.next() {
             let outcome = self.process(entry);
@@ -131,7 +131,7 @@ impl Sender {
         if suppressed > 0 {
             line.push_str(&format!("; {suppressed} repeated log lines were suppressed"));
         }
-        self.log.always(LogLevel::Info, &line);
+        self.always(LogLevel::Info, &line);
     }
 
     /// The next payload, or `None` when shutting down with nothing left (or
@@ -165,7 +165,7 @@ impl Sender {
         };
         if drops > 0 {
             let (payloads, mib) = (self.config.queue_payloads, self.config.queue_bytes >> 20);
-            self.log.limited(
+            self.limited(
                 LogLevel::Warn,
                 "dropped",
                 &format!("upload: the queue was full ({payloads} payloads or {mib} MiB): {drops} oldest payload(s) dropped (the store is slower than the profiles come)"),
@@ -210,16 +210,12 @@ impl Sender {
                 return self.give_up(
                     "gave up",
                     &format!(
-                        "upload: gave up a payload of {size} bytes: it would be older than {} s at the next attempt; last: {message}",
-                        self.config.max_age.as_secs()
+                        "upload: gave up a payload of {size} bytes: it would be older than {} at the next attempt; last: {message}",
+                        human(self.config.max_age)
                     ),
                 );
             }
-            self.log.limited(
-                LogLevel::Warn,
-                kind,
-                &format!("upload: {message}; retry {attempt} of {} in {:.1} s", self.config.max_attempts - 1, delay.as_secs_f64()),
-            );
+            self.limited(LogLevel::Warn, kind, &format!("upload: {message}; retry {attempt} of {} in {}", self.config.max_attempts - 1, human(delay)));
             self.shared.lock().status.retries += 1;
             if !self.wait(delay) {
                 return self
@@ -286,8 +282,7 @@ impl Sender {
                             st.status.rejected_profiles += rejected.max(0) as u64;
                             drop(st);
                             let text = format!("upload: the collector accepted the profiles only in part: {rejected} rejected: {msg}");
-                            let text = self.redact(&text);
-                            self.log.limited(LogLevel::Warn, "partial", &text);
+                            self.limited(LogLevel::Warn, "partial", &text);
                         }
                     }
                     let sent = req.body.len() as u64;
@@ -297,9 +292,9 @@ impl Sender {
                     drop(st);
                     if self.failures_since_success > 0 {
                         let n = std::mem::take(&mut self.failures_since_success);
-                        self.log.always(LogLevel::Info, &format!("upload: sending to {target} again after {n} failed attempt(s)"));
+                        self.always(LogLevel::Info, &format!("upload: sending to {target} again after {n} failed attempt(s)"));
                     }
-                    self.log.always(LogLevel::Debug, &format!("upload: sent {sent} bytes to {target}"));
+                    self.always(LogLevel::Debug, &format!("upload: sent {sent} bytes to {target}"));
                     Step::Done(Outcome::Uploaded)
                 }
                 Verdict::Retry => {
@@ -327,9 +322,18 @@ impl Sender {
     /// payload was given up.
     fn give_up(&mut self, kind: &str, message: &str) -> Outcome {
         self.note_error(message.trim_start_matches("upload: "));
-        let text = self.redact(message);
-        self.log.limited(LogLevel::Error, kind, &text);
+        self.limited(LogLevel::Error, kind, message);
         Outcome::Failed
+    }
+
+    /// Every line goes through here or [`Sender::always`]: scrubbed of the credential.
+    fn limited(&mut self, level: LogLevel, kind: &str, msg: &str) {
+        let msg = self.redact(msg);
+        self.log.limited(level, kind, &msg);
+    }
+
+    fn always(&self, level: LogLevel, msg: &str) {
+        self.log.always(level, &self.redact(msg));
     }
 
     fn redact(&self, text: &str) -> String {
