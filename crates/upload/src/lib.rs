@@ -145,7 +145,7 @@ impl Uploader {
         let s = shared.clone();
         let handle = std::thread::Builder::new()
             .name("oxprof-upload".to_string())
-            .stack_size(256 * 1024)
+            .stack_size(1024 * 1024)
             .spawn(move || sender::run(s, config, log))
             .map_err(|e| format!("upload: cannot start the upload thread: {e}"))?;
         Ok(Uploader { shared, thread: Mutex::new(Some(handle)), kind, max_payload, queue_payloads, queue_bytes })

@@ -632,3 +632,43 @@ fn https_with_an_extra_root_certificate() {
     assert_eq!(gunzip(&r.body), data(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_sender_survives_garbage_answers() {
+    let srv = Server::start();
+    srv.script([
+        Reply::Raw(b"HELLO\r\n\r\n".to_vec()),
+        Reply::Raw(vec![]),
+        Reply::Raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort".to_vec()),
+        Reply::Raw(format!("HTTP/1.1 503 X\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000)).into_bytes()),
+        Reply::Raw(b"HTTP/1.1 999999 What\r\n\r\n".to_vec()),
+    ]);
+    let (log, _lines) = logger();
+    let mut c = config(&srv.url(), Kind::Pyroscope);
+    c.max_attempts = 10;
+    let u = Uploader::start(c, log).unwrap();
+    assert!(u.submit(jfr(1)));
+    let s = wait_done(&u, 1, Duration::from_secs(15));
+    // A 200 whose body is cut short counts as accepted; the rest are retried.
+    assert_eq!((s.uploaded, s.failed, s.running), (1, 0, true));
+    assert_eq!(s.retries, 2);
+    // Later payloads still go out after the other kinds of garbage.
+    assert!(u.submit(jfr(2)));
+    let s = wait_done(&u, 2, Duration::from_secs(15));
+    assert_eq!((s.uploaded, s.failed), (2, 0));
+    assert_eq!(s.retries, 4);
+    assert_eq!(srv.requests().len(), 6);
+}
+
+#[test]
+fn an_otlp_answer_over_4_mib_is_not_trusted() {
+    let srv = Server::start();
+    srv.script([Reply::Status { code: 200, headers: vec![], body: vec![b'x'; (4 << 20) + 1] }]);
+    let (log, _lines) = logger();
+    let u = Uploader::start(config(&srv.url(), Kind::Otlp), log).unwrap();
+    assert!(u.submit(otlp(1)));
+    let s = wait_done(&u, 1, Duration::from_secs(15));
+    assert_eq!((s.uploaded, s.failed, s.retries), (0, 1, 0));
+    assert!(s.last_error.unwrap().message.contains("over 4 MiB"));
+    assert_eq!(srv.requests().len(), 1);
+}

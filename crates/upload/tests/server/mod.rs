@@ -25,6 +25,8 @@ pub enum Reply {
     /// Read the request, never answer; the connection closes when the
     /// server stops or `release_hangs` is called.
     Hang,
+    /// Write these bytes as the answer, then close the connection.
+    Raw(Vec<u8>),
     /// Answer with the request's Authorization header in the body (a
     /// server that echoes what it got in its error text).
     EchoAuth(u16),
@@ -233,6 +235,14 @@ fn serve(inner: Arc<Inner>, conn: TcpStream) {
         let (code, headers, body) = match reply {
             Reply::Status { code, headers, body } => (code, headers, body),
             Reply::EchoAuth(code) => (code, vec![], format!("refused credential: {auth}").into_bytes()),
+            Reply::Raw(bytes) => {
+                let w = reader.get_mut();
+                let _ = w.write_all(&bytes).and_then(|_| w.flush());
+                if let Some(r) = raw {
+                    let _ = r.shutdown(Shutdown::Both);
+                }
+                return;
+            }
             Reply::Hang => {
                 while !inner.stop.load(Ordering::SeqCst) && !inner.release.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(10));
