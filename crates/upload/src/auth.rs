@@ -84,15 +84,17 @@ pub(crate) enum CredentialSource {
 }
 
 impl CredentialSource {
-    pub(crate) fn new(auth: Option<&AuthSource>) -> CredentialSource {
-        match auth {
+    /// Reads an environment variable now (an error if it is unset or not a
+    /// credential); a file is only read for each request.
+    pub(crate) fn new(auth: Option<&AuthSource>) -> Result<CredentialSource, String> {
+        Ok(match auth {
             None => CredentialSource::None,
             Some(AuthSource::Env(name)) => CredentialSource::Fixed(match std::env::var(name) {
-                Ok(v) => Credential::from_text(&v).map_err(|e| format!("auth=env:{name}: the credential {e}")),
-                Err(_) => Err(format!("auth=env:{name}: the variable is not set (or not UTF-8)")),
+                Ok(v) => Ok(Credential::from_text(&v).map_err(|e| format!("auth=env:{name}: the credential {e}"))?),
+                Err(_) => return Err(format!("auth=env:{name}: the variable is not set (or not UTF-8)")),
             }),
             Some(AuthSource::File(path)) => CredentialSource::File(path.clone()),
-        }
+        })
     }
 
     /// The credential for the next request (a file is read again each time);

@@ -130,9 +130,11 @@ impl fmt::Debug for Uploader {
 
 impl Uploader {
     /// Starts the sender thread. The configuration was validated when it was
-    /// built; what can still fail here is spawning the thread. The root
-    /// certificates and the credential are read on the new thread.
+    /// built; what can still fail here is an `auth=env:NAME` variable that is
+    /// unset or holds no credential (read now, once), and spawning the
+    /// thread. The root certificates (https) are read on the new thread.
     pub fn start(config: UploadConfig, log: LogFn) -> Result<Uploader, String> {
+        let creds = auth::CredentialSource::new(config.auth.as_ref())?;
         let queue_payloads = config.queue_payloads.max(1);
         let queue_bytes = config.queue_bytes.max(1);
         let shared = Arc::new(Shared {
@@ -146,7 +148,7 @@ impl Uploader {
         let handle = std::thread::Builder::new()
             .name("oxprof-upload".to_string())
             .stack_size(1024 * 1024)
-            .spawn(move || sender::run(s, config, log))
+            .spawn(move || sender::run(s, config, creds, log))
             .map_err(|e| format!("upload: cannot start the upload thread: {e}"))?;
         Ok(Uploader { shared, thread: Mutex::new(Some(handle)), kind, max_payload, queue_payloads, queue_bytes })
     }

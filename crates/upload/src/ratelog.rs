@@ -55,18 +55,24 @@ impl RateLog {
                 };
                 *last = now;
                 *suppressed = 0;
-                (self.sink)(level, &line);
+                self.emit(level, &line);
             }
             None => {
                 self.kinds.insert(kind.to_string(), (now, 0));
-                (self.sink)(level, msg);
+                self.emit(level, msg);
             }
         }
     }
 
     /// Logs without limit (rare events: start, stop, recovery).
     pub(crate) fn always(&self, level: LogLevel, msg: &str) {
-        (self.sink)(level, msg);
+        self.emit(level, msg);
+    }
+
+    /// A callback that panics loses its line, not the sender thread.
+    fn emit(&self, level: LogLevel, line: &str) {
+        let sink = &self.sink;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(level, line)));
     }
 
     /// Lines of each kind still held back, for a last word at shutdown.

@@ -82,12 +82,11 @@ struct Sender {
     failures_since_success: u64,
 }
 
-pub(crate) fn run(shared: Arc<Shared>, config: UploadConfig, log: LogFn) {
+pub(crate) fn run(shared: Arc<Shared>, config: UploadConfig, creds: CredentialSource, log: LogFn) {
     let _finish = FinishGuard(shared.clone());
     let log = RateLog::new(log, config.log_interval);
     let result = catch_unwind(AssertUnwindSafe(|| {
         let transport = Transport::new(&config);
-        let creds = CredentialSource::new(config.auth.as_ref());
         let mut s = Sender { shared, config, log, transport, creds, last_cred: None, rng: Rng::new(), failures_since_success: 0 };
         s.main();
     }));
@@ -215,7 +214,11 @@ impl Sender {
                     ),
                 );
             }
-            self.limited(LogLevel::Warn, kind, &format!("upload: {message}; retry {attempt} of {} in {}", self.config.max_attempts - 1, human(delay)));
+            self.limited(
+                LogLevel::Warn,
+                kind,
+                &format!("upload: {message}; retry {attempt} of {} in {}", self.config.max_attempts.saturating_sub(1), human(delay)),
+            );
             self.shared.lock().status.retries += 1;
             if !self.wait(delay) {
                 return self

@@ -672,3 +672,30 @@ fn an_otlp_answer_over_4_mib_is_not_trusted() {
     assert!(s.last_error.unwrap().message.contains("over 4 MiB"));
     assert_eq!(srv.requests().len(), 1);
 }
+
+#[test]
+fn an_unset_credential_variable_stops_start_with_one_line() {
+    let c = |name: &str| {
+        let mut c = config("http://127.0.0.1:9", Kind::Otlp);
+        c.auth = Some(AuthSource::Env(name.into()));
+        c
+    };
+    let (log, _lines) = logger();
+    let e = Uploader::start(c("OXPROF_TEST_UNSET_VARIABLE"), log.clone()).unwrap_err();
+    assert_eq!(e, "auth=env:OXPROF_TEST_UNSET_VARIABLE: the variable is not set (or not UTF-8)");
+    std::env::set_var("OXPROF_TEST_BAD_CREDENTIAL", "two words s3cr3t");
+    let e = Uploader::start(c("OXPROF_TEST_BAD_CREDENTIAL"), log).unwrap_err();
+    assert!(e.starts_with("auth=env:OXPROF_TEST_BAD_CREDENTIAL: the credential is not") && !e.contains("s3cr3t") && !e.contains('\n'), "{e}");
+}
+
+#[test]
+fn a_log_callback_that_panics_does_not_stop_uploads() {
+    let srv = Server::start();
+    srv.script([Reply::status(503)]);
+    let log: LogFn = Arc::new(|_, _: &str| panic!("the log is broken"));
+    let u = Uploader::start(config(&srv.url(), Kind::Otlp), log).unwrap();
+    assert!(u.submit(otlp(1)));
+    assert!(u.submit(otlp(2)));
+    let s = wait_done(&u, 2, Duration::from_secs(10));
+    assert_eq!((s.uploaded, s.retries, s.running), (2, 1, true));
+}
