@@ -699,3 +699,103 @@ fn a_log_callback_that_panics_does_not_stop_uploads() {
     let s = wait_done(&u, 2, Duration::from_secs(10));
     assert_eq!((s.uploaded, s.retries, s.running), (2, 1, true));
 }
+
+/// Reads captured requests the way the Go servers do, with Go's standard
+/// library: the query with net/url, Pyroscope's form with mime/multipart
+/// (the `jfr` file part, gunzipped when it starts with gzip's magic, as
+/// Pyroscope's ingest handler does), OTLP's body with compress/gzip.
+const GO_READER: &str = r#"package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"os"
+	"path/filepath"
+)
+
+func must(err error) {
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+}
+
+func gunzip(b []byte) []byte {
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	must(err)
+	out, err := io.ReadAll(r)
+	must(err)
+	return out
+}
+
+func main() {
+	dir := os.Args[1]
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		must(err)
+		return b
+	}
+	u, err := url.ParseRequestURI(string(read("pyro.target")))
+	must(err)
+	q := u.Query()
+	for _, k := range []string{"name", "from", "until", "format", "spyName", "sampleRate"} {
+		fmt.Printf("%s=%s\n", k, q.Get(k))
+	}
+	_, params, err := mime.ParseMediaType(string(read("pyro.ctype")))
+	must(err)
+	form, err := multipart.NewReader(bytes.NewReader(read("pyro.body")), params["boundary"]).ReadForm(32 << 20)
+	must(err)
+	f, err := form.File["jfr"][0].Open()
+	must(err)
+	jfr, err := io.ReadAll(f)
+	must(err)
+	if len(jfr) > 2 && jfr[0] == 0x1f && jfr[1] == 0x8b {
+		jfr = gunzip(jfr)
+	}
+	must(os.WriteFile(filepath.Join(dir, "jfr.out"), jfr, 0o600))
+	must(os.WriteFile(filepath.Join(dir, "otlp.out"), gunzip(read("otlp.body")), 0o600))
+	fmt.Println("ok")
+}
+"#;
+
+#[test]
+fn requests_are_read_by_gos_standard_library() {
+    let dir = std::env::temp_dir().join(format!("oxprof-upload-go-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let srv = Server::start();
+    let (log, _lines) = logger();
+    let mut c = config(&srv.url(), Kind::Pyroscope);
+    c.labels = oxprof_upload::parse_labels("env=prod").unwrap();
+    let u = Uploader::start(c, log.clone()).unwrap();
+    assert!(u.submit(jfr(3).with_sample_rate(250)));
+    wait_done(&u, 1, Duration::from_secs(10));
+    let srv2 = Server::start();
+    let u2 = Uploader::start(config(&srv2.url(), Kind::Otlp), log).unwrap();
+    assert!(u2.submit(otlp(4)));
+    wait_done(&u2, 1, Duration::from_secs(10));
+    let (p, o) = (&srv.requests()[0], &srv2.requests()[0]);
+    std::fs::write(dir.join("pyro.target"), &p.target).unwrap();
+    std::fs::write(dir.join("pyro.ctype"), p.header("content-type").unwrap()).unwrap();
+    std::fs::write(dir.join("pyro.body"), &p.body).unwrap();
+    std::fs::write(dir.join("otlp.body"), &o.body).unwrap();
+    std::fs::write(dir.join("reader.go"), GO_READER).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["run", "reader.go"])
+        .arg(&dir)
+        .current_dir(&dir)
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GO111MODULE", "off")
+        .output()
+        .expect("go (golang-go) is needed: scripts/test.sh installs it");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "go run: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout, "name=com.example.Shop{env=prod}\nfrom=1700000045\nuntil=1700000060\nformat=jfr\nspyName=javaspy\nsampleRate=250\nok\n");
+    assert_eq!(std::fs::read(dir.join("jfr.out")).unwrap(), data(3));
+    assert_eq!(std::fs::read(dir.join("otlp.out")).unwrap(), data(4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
