@@ -93,6 +93,9 @@ fn store_reset_fill() -> f64 {
     std::env::var("OXPROF_STORE_RESET_FILL").ok().and_then(|v| v.parse().ok()).unwrap_or(STORE_RESET_FILL)
 }
 
+/// How long stop and JVM exit wait for the store to take what is queued.
+const PUSH_DEADLINE_AT_STOP: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Why profiles are written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cut {
@@ -130,9 +133,24 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
     let ends_interval = looping && cut != Cut::Dump;
     let ended_at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0), std::time::Instant::now());
     let built = agent.profiler.build(rec, command, &agent.symbols, agent.vm_structs.as_ref(), agent.jvmti, jni, ends_interval);
+    let interval = (rec.interval_start().0, ended_at.0);
     if ends_interval {
         rec.next_interval(ended_at.0, ended_at.1);
     }
+    // Pushes the ended interval to the store (`upload=`), if any.
+    let push = |lines: &mut Vec<String>, jfr_file: Option<&Path>| {
+        if !ends_interval {
+            return;
+        }
+        let profiles: Vec<(&str, &oxprof_profile::Profile)> = built.iter().map(|b| (b.key, &b.profile)).collect();
+        let cpu_hz = rec.config.cpu.map(|_| 1_000_000_000 / rec.config.interval_ns.max(1));
+        if let Some(line) = output::intervals::push(&profiles, jfr_file, interval.0, interval.1, cpu_hz) {
+            crate::log::debug(&line);
+        }
+        if cut == Cut::Last {
+            lines.extend(output::intervals::finish_push(PUSH_DEADLINE_AT_STOP));
+        }
+    };
     crate::log::debug(&format!("profiles built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     if command.file.is_some() {
         out.file = command.file.clone();
@@ -169,9 +187,13 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
                 None => Err("continuous profiling is not running".into()),
             },
         };
-        if let (Cut::Last, true, Ok(lines)) = (cut, looping, &streamed) {
-            let paths: Vec<std::path::PathBuf> = lines.iter().filter_map(|l| l.strip_prefix("profile written to ")).map(Into::into).collect();
-            output::intervals::written(&paths);
+        let jfr_file: Option<std::path::PathBuf> =
+            streamed.as_ref().ok().and_then(|l| l.iter().find_map(|l| l.strip_prefix("profile written to "))).map(Into::into);
+        if let (Cut::Last, true, Some(path)) = (cut, looping, &jfr_file) {
+            output::intervals::written(std::slice::from_ref(path));
+        }
+        if jfr_file.is_some() && out.output_format() == OutputFormat::Jfr {
+            push(&mut lines, jfr_file.as_deref());
         }
         match streamed {
             Ok(l) => lines.extend(l),
@@ -202,7 +224,8 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
         out.file = Some(html);
         out.format = Some(OutputFormat::FlameGraph);
     }
-    let paths = output::write_profiles(&built, &out)?;
+    let paths = if looping && !output::intervals::writes_files() { Vec::new() } else { output::write_profiles(&built, &out)? };
+    push(&mut lines, None);
     if ends_interval {
         output::intervals::written(&paths);
         if cut == Cut::Interval {

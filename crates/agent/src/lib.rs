@@ -383,7 +383,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if intervals::is_active() {
         return Err("continuous profiling (loop=) is already running; stop it first".into());
     }
-    let first_interval = intervals::prepare(&config)?;
+    let first_interval = intervals::prepare(&config, &runtime_facts(agent.jvmti))?;
     let jfr = jfr_stream::wanted(&config);
     if jfr {
         // With loop=, the recording streams to the first interval's file.
@@ -421,6 +421,22 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
         log::info(line);
     }
     Ok(lines)
+}
+
+/// What a profile store is told about this JVM: the default service name
+/// (the main class, or the jar's name, from `sun.java.command`), the
+/// runtime's name and version.
+fn runtime_facts(jvmti: Jvmti) -> intervals::Runtime {
+    let prop = |name: &CStr| jvmti.system_property(name).unwrap_or_default();
+    let command = prop(c"sun.java.command");
+    let main = command.split_whitespace().next().unwrap_or("java");
+    let service = match main.strip_suffix(".jar") {
+        Some(jar) => std::path::Path::new(jar).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| jar.to_string()),
+        None => main.to_string(),
+    };
+    // The VM's own properties: JVMTI is told those at start (the class
+    // library sets java.runtime.* later).
+    intervals::Runtime { service, name: prop(c"java.vm.name"), version: prop(c"java.vm.version") }
 }
 
 /// Prepares frame types and the own Java stack walk (see `hotspot`); when

@@ -132,7 +132,7 @@ const MAX_JSTACKDEPTH: usize = 65_536;
 const MIN_INTERVAL_NS: u64 = 100_000;
 
 /// Everything the agent was asked to do.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Config {
     /// Start profiling right away (`start`, implied by any profiling option).
     pub start: bool,
@@ -191,6 +191,10 @@ pub struct Config {
     pub loop_ns: Option<u64>,
     /// Keep at most this many interval files, deleting the oldest (`keep=N`).
     pub keep: Option<usize>,
+    /// Push each interval to a profile store (`upload=URL`, `format=otlp|pyroscope`,
+    /// `service=`, `labels=`, `auth=`, `upload_*`); the service name's default
+    /// (the main class) is only known at start.
+    pub upload: Option<oxprof_upload::UploadOptions>,
 }
 
 /// Options of live-object tracking (`live`, `livemem`, `nogc`, `gcroots`).
@@ -251,6 +255,7 @@ impl Default for Config {
             live: LiveOptions::default(),
             loop_ns: None,
             keep: None,
+            upload: None,
         }
     }
 }
@@ -289,6 +294,8 @@ impl Config {
         let mut lock_event = false;
         let mut lock_given: Option<u64> = None;
         let mut live_gc_given = false;
+        let mut upload = oxprof_upload::UploadOptions::default();
+        let mut store_word: Option<(String, String)> = None;
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
@@ -401,11 +408,17 @@ impl Config {
                     c.file = Some(PathBuf::from(need("an output path such as profile.html")?));
                     profiling_option = true;
                 }
+
+                "format" if matches!(value, Some("otlp" | "pyroscope")) => {
+                    // The kind of store with upload=; otherwise otlp is a file format.
+                    store_word = value.map(|v| (item.to_string(), v.to_string()));
+                }
                 "format" => {
                     let v = need(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
                 }
                 "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" | "otlp" if value.is_none() => c.format = OutputFormat::from_word(key),
+                _ if upload.accept(key, value).map_err(|p| err(item, p))? => profiling_option |= key == "upload",
                 "threads" => c.threads = parse_flag(item, value)?,
                 "begin" | "end" => {
                     let v = need("a native function, e.g. SafepointSynchronize::begin or a mangled or C symbol")?.trim().to_string();
@@ -502,6 +515,27 @@ impl Config {
         }
         if !c.live.enabled && c.start && (c.live.gc_roots_ns.is_some() || c.live.budget != DEFAULT_LIVE_BUDGET || !c.live.force_gc || c.live.report_format) {
             return Err(err("live", "livemem, nogc, live_gc, gcroots and format=leaks need live object tracking: add live"));
+        }
+        if let Some((item, word)) = store_word {
+            if upload.any() {
+                upload.accept("format", Some(&word)).map_err(|p| err(&item, p))?;
+            } else if word == "otlp" {
+                c.format = Some(OutputFormat::Otlp);
+            } else {
+                return Err(err(&item, "format=pyroscope names a profile store: give it with upload=URL"));
+            }
+        }
+        if upload.any() {
+            // Checked now (one line naming the option); built at start,
+            // when the main class (the default service name) is known.
+            upload.clone().finish("java").map_err(|p| match p.split_once(": ") {
+                Some((option, problem)) => err(option, problem),
+                None => err("upload", p),
+            })?;
+            if c.loop_ns.is_none() && c.start {
+                return Err(err("upload", "upload=URL pushes each interval of continuous profiling: add loop=DURATION, e.g. loop=15s"));
+            }
+            c.upload = Some(upload);
         }
         if c.live.enabled && c.loop_ns.is_some() && !live_gc_given {
             // A full GC before every interval's leak report would cost a

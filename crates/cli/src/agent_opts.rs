@@ -166,6 +166,24 @@ pub struct SampleArgs {
     /// With --loop: keep only the last N interval files
     #[arg(long, value_name = "N", requires = "loop_every", value_parser = clap::value_parser!(u32).range(1..))]
     pub keep: Option<u32>,
+    /// With --loop: push each interval to a profile store at URL (an
+    /// OpenTelemetry collector or Grafana Pyroscope, see --store), from a
+    /// thread of the agent's own
+    #[arg(long, value_name = "URL", requires_all = ["loop_every", "store"])]
+    pub upload: Option<String>,
+    /// The kind of store --upload names
+    #[arg(long, value_name = "KIND", value_parser = ["otlp", "pyroscope"], requires = "upload")]
+    pub store: Option<String>,
+    /// The service name the store files profiles under [default: the main class]
+    #[arg(long, value_name = "NAME", requires = "upload")]
+    pub service: Option<String>,
+    /// Labels for the store: NAME=VALUE;NAME=VALUE
+    #[arg(long, value_name = "LABELS", requires = "upload")]
+    pub labels: Option<String>,
+    /// Where the store's credential is read: env:VARIABLE or file:PATH
+    /// (Bearer TOKEN, Basic user:password or a bare token); never logged
+    #[arg(long, value_name = "SOURCE", requires = "upload")]
+    pub auth: Option<String>,
     #[command(flatten)]
     pub live: LiveArgs,
 }
@@ -206,6 +224,12 @@ impl SampleArgs {
         }
         if let Some(n) = self.keep {
             opts.push(format!("keep={n}"));
+        }
+        for (key, v) in [("upload", &self.upload), ("format", &self.store), ("service", &self.service), ("labels", &self.labels), ("auth", &self.auth)] {
+            if let Some(v) = v {
+                no_comma(&format!("--{} value", if key == "format" { "store" } else { key }), v)?;
+                opts.push(format!("{key}={v}"));
+            }
         }
         opts.extend(self.live.start_options()?);
         Ok(opts)

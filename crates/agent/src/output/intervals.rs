@@ -12,6 +12,13 @@
 //! one (`jfr_stream::cut`). Live objects are state, not counts: every
 //! interval's file carries the leak report of all objects still alive, with
 //! each site's growth history.
+//!
+//! With `upload=URL`, each interval is also pushed to a profile store
+//! (`crates/upload`: its own sender thread, a bounded queue, retries): to an
+//! OpenTelemetry collector as one OTLP request holding every profile, to
+//! Pyroscope as the interval's JFR file when the recording is JFR, else as
+//! one pprof body per kind of event. Without `file=`, nothing is written to
+//! disk then.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -39,6 +46,24 @@ pub struct Counts {
     pub last_error: Option<String>,
 }
 
+/// Pushing intervals to a profile store.
+struct Push {
+    uploader: oxprof_upload::Uploader,
+    kind: oxprof_upload::Kind,
+    resource: oxprof_profile::otlp::Resource,
+    /// Also write interval files (`file=` was given).
+    files: bool,
+}
+
+/// Facts about the JVM for the store: the default service name (from the
+/// main class or jar) and the runtime's name and version.
+#[derive(Clone, Debug, Default)]
+pub struct Runtime {
+    pub service: String,
+    pub name: String,
+    pub version: String,
+}
+
 struct State {
     /// Sequence number of the interval in progress (from 0).
     seq: u64,
@@ -60,6 +85,7 @@ pub struct Loop {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Set while an interval is being cut (so `stop` can wait it out).
     cutting: AtomicBool,
+    push: Option<Push>,
 }
 
 static LOOP: Mutex<Option<Arc<Loop>>> = Mutex::new(None);
@@ -136,6 +162,11 @@ pub fn pattern(config: &Config) -> PathBuf {
 /// The log line saying where intervals go.
 pub fn started_line(first: &Path) -> String {
     match current() {
+        Some(l) if l.push.as_ref().is_some_and(|p| !p.files) => format!(
+            "continuous profiling: an interval every {}s pushed to the {} store (no files: file= not given)",
+            l.every.as_secs_f64(),
+            l.push.as_ref().map_or("", |p| p.kind.name())
+        ),
         Some(l) => format!(
             "continuous profiling: an interval every {}s to {}{}, the first to {}",
             l.every.as_secs_f64(),
@@ -154,14 +185,20 @@ pub fn is_active() -> bool {
 
 /// Sets up continuous profiling for `config` (before sampling starts) and
 /// returns the first interval's file, which a JFR recording streams to.
-pub fn prepare(config: &Config) -> Result<Option<PathBuf>, String> {
+pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, String> {
     let Some(every) = config.loop_ns else {
         *lock(&LOOP) = None;
         return Ok(None);
     };
     let pattern = pattern(config);
     let path = expand(&pattern, 0, now_secs());
-    crate::output::check_writable(&path)?;
+    let push = match &config.upload {
+        Some(opts) => Some(start_push(opts, config, runtime)?),
+        None => None,
+    };
+    if push.as_ref().is_none_or(|p| p.files) {
+        crate::output::check_writable(&path)?;
+    }
     let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), counts: Counts::default() };
     *lock(&LOOP) = Some(Arc::new(Loop {
         every: Duration::from_nanos(every),
@@ -172,8 +209,115 @@ pub fn prepare(config: &Config) -> Result<Option<PathBuf>, String> {
         wake: Condvar::new(),
         thread: Mutex::new(None),
         cutting: AtomicBool::new(false),
+        push,
     }));
     Ok(Some(path))
+}
+
+fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Runtime) -> Result<Push, String> {
+    let cfg = opts.clone().finish(&runtime.service)?.ok_or("upload: needs upload=URL")?;
+    let mut resource = oxprof_profile::otlp::Resource::from_env("java");
+    resource.service = cfg.service.clone();
+    resource = resource.with("process.pid", std::process::id() as i64);
+    if let Some(host) = hostname() {
+        resource = resource.with("host.name", host);
+    }
+    if !runtime.name.is_empty() {
+        resource = resource.with("process.runtime.name", runtime.name.clone());
+    }
+    if !runtime.version.is_empty() {
+        resource = resource.with("process.runtime.version", runtime.version.clone());
+    }
+    for (k, v) in &cfg.labels {
+        resource = resource.with(k.clone(), v.clone());
+    }
+    let kind = cfg.kind;
+    let log_fn: oxprof_upload::LogFn = std::sync::Arc::new(|level, line: &str| match level {
+        oxprof_upload::LogLevel::Error => log::error(line),
+        oxprof_upload::LogLevel::Warn => log::warn(line),
+        oxprof_upload::LogLevel::Info => log::info(line),
+        oxprof_upload::LogLevel::Debug => log::debug(line),
+    });
+    let uploader = oxprof_upload::Uploader::start(cfg, log_fn)?;
+    Ok(Push { uploader, kind, resource, files: config.file.is_some() })
+}
+
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..end]).ok().filter(|h| !h.is_empty()).map(str::to_string)
+}
+
+/// Whether interval files are written (always, except when pushing to a
+/// store without `file=`).
+pub fn writes_files() -> bool {
+    current().is_none_or(|l| l.push.as_ref().is_none_or(|p| p.files))
+}
+
+/// Hands an ended interval to the store's sender (never waits on the
+/// network): `profiles` with their keys, the interval's JFR file when the
+/// recording is JFR, its start and end (Unix ns), and the CPU sampling
+/// rate (Pyroscope's `sampleRate`). Returns a line for the log, if pushing.
+pub fn push(profiles: &[(&str, &oxprof_profile::Profile)], jfr: Option<&Path>, start_ns: u64, end_ns: u64, cpu_hz: Option<u64>) -> Option<String> {
+    use oxprof_upload::{Kind, Payload, PayloadFormat};
+    let l = current()?;
+    let p = l.push.as_ref()?;
+    let start = UNIX_EPOCH + Duration::from_nanos(start_ns);
+    let end = UNIX_EPOCH + Duration::from_nanos(end_ns.max(start_ns));
+    let mut payloads = Vec::new();
+    match (p.kind, jfr) {
+        (Kind::Otlp, _) => {
+            let all: Vec<&oxprof_profile::Profile> = profiles.iter().map(|(_, p)| *p).collect();
+            payloads.push(Payload::new(PayloadFormat::Otlp, oxprof_profile::otlp::encode(&all, &p.resource), start, end));
+        }
+        (Kind::Pyroscope, Some(file)) => match std::fs::read(file) {
+            Ok(bytes) => {
+                let payload = Payload::new(PayloadFormat::Jfr, bytes, start, end);
+                payloads.push(match cpu_hz {
+                    Some(hz) => payload.with_sample_rate(hz),
+                    None => payload,
+                });
+            }
+            Err(e) => log::warn(&format!("upload: cannot read the interval's recording {}: {e}", file.display())),
+        },
+        (Kind::Pyroscope, None) => {
+            // One pprof body per kind; live objects join the allocations
+            // (Go's heap profile: alloc_* and inuse_* in one).
+            let alloc_live: Vec<&oxprof_profile::Profile> = profiles.iter().filter(|(k, _)| *k == "alloc" || *k == "live").map(|(_, p)| *p).collect();
+            for (key, profile) in profiles {
+                let mut body = Vec::new();
+                let written = match *key {
+                    "live" if alloc_live.len() > 1 => continue,
+                    "alloc" if alloc_live.len() > 1 => oxprof_profile::pprof::write_parts(&alloc_live, &mut body),
+                    _ => oxprof_profile::pprof::write(profile, &mut body),
+                };
+                if written.is_err() {
+                    continue;
+                }
+                let payload = Payload::new(PayloadFormat::Pprof, body, start, end);
+                payloads.push(match (*key, cpu_hz) {
+                    ("cpu", Some(hz)) => payload.with_sample_rate(hz),
+                    _ => payload,
+                });
+            }
+        }
+    }
+    let bytes: usize = payloads.iter().map(|p| p.data.len()).sum();
+    let n = payloads.len();
+    let taken = payloads.into_iter().map(|payload| p.uploader.submit(payload)).filter(|&ok| ok).count();
+    Some(format!("upload: interval queued for {} ({taken} of {n} payloads, {bytes} bytes)", p.kind.name()))
+}
+
+/// Sends what the store's queue holds for at most `deadline`, then stops
+/// the sender (stop, JVM exit). Returns its last status line.
+pub fn finish_push(deadline: Duration) -> Option<String> {
+    let l = current()?;
+    let p = l.push.as_ref()?;
+    Some(format!("upload summary: {}", p.uploader.shutdown(deadline)))
 }
 
 fn current() -> Option<Arc<Loop>> {
@@ -264,6 +408,9 @@ pub fn status() -> Option<String> {
         s.push_str(&format!(" last_error={e}"));
     }
     s.push(')');
+    if let Some(p) = &l.push {
+        s.push_str(&format!("; upload to {}: {}", p.kind.name(), p.uploader.status()));
+    }
     Some(s)
 }
 
