@@ -74,6 +74,15 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
 /// own file and starts the next (called by the interval thread).
 pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Result<Vec<String>, String> {
     let mut result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
+    // Names of classes that unloaded during the interval are not needed
+    // once no stored stack names them: forget them now, not when tens of
+    // thousands have piled up.
+    if agent.symbols.keeps_early_names() {
+        let dropped = agent.symbols.prune(jni, &agent.profiler.sampled_methods());
+        if dropped > 0 {
+            crate::log::debug(&format!("forgot {dropped} method names of unloaded classes"));
+        }
+    }
     // Distinct stacks only accumulate: weeks of intervals need room.
     if let Some(line) = agent.profiler.empty_full_stores(store_reset_fill(), || crate::output::jfr_stream::before_store_reset(agent, jni)) {
         crate::log::info(&line);

@@ -167,6 +167,11 @@ impl Symbols {
         }
     }
 
+    /// Whether any name of a class that can unload is kept.
+    pub fn keeps_early_names(&self) -> bool {
+        !self.lock().early.is_empty()
+    }
+
     /// Whether enough early names piled up to be worth [`Symbols::prune`].
     pub fn needs_prune(&self) -> bool {
         let inner = self.lock();

@@ -545,6 +545,9 @@ impl Inner {
         if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
             self.fail(e);
         }
+        // Line tables are asked again per chunk: a recording that runs for
+        // weeks through class churn keeps only its current chunk's.
+        self.lines = Lines::default();
     }
 
     /// Names a thread in the current chunk by its name now (the first time
