@@ -11,7 +11,14 @@ import java.util.concurrent.ThreadLocalRandom;
  * thread every 20 ms) and class churn (Churned defined again by a new class
  * loader every 200 ms, its loaders dropped so the classes unload).
  *
- * Usage: Soak MINUTES [CACHE_MIB] [LEAK_KIB_PER_S]. Prints "ready" once the
+ * Every 60 s it calls System.gc() (as RMI's distributed GC does, hourly by
+ * default): only a full collection reliably unloads the churned classes
+ * (G1's concurrent cycles treat young class mirrors as live), and the soak
+ * is about what the agent keeps, not about what the JVM keeps.
+ *
+ * Usage: Soak MINUTES [CACHE_MIB] [LEAK_KIB_PER_S] [CLASSES_PER_S] [LOCKERS].
+ * CLASSES_PER_S (default 5) sets the class churn; LOCKERS (default 0)
+ * threads contend for one monitor in Soak.contend. Prints "ready" once the
  * cache is built, then "LEAKED <bytes>" every 10 s.
  */
 public class Soak {
@@ -26,6 +33,14 @@ public class Soak {
 
     static void leak(int kib) {
         for (int i = 0; i < kib; i++) leaked.add(new byte[1024]);
+    }
+
+    static final Object LOCK = new Object();
+
+    static void contend() {
+        synchronized (LOCK) {
+            sink += churnArrays();
+        }
     }
 
     static String churnStrings() {
@@ -65,6 +80,13 @@ public class Soak {
         long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 60e9);
         int cacheMib = args.length > 1 ? Integer.parseInt(args[1]) : 1024;
         int leakKibPerS = args.length > 2 ? Integer.parseInt(args[2]) : 100;
+        int classesPerS = args.length > 3 ? Integer.parseInt(args[3]) : 5;
+        int lockers = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+        for (int i = 0; i < lockers; i++) {
+            Thread l = new Thread(() -> { while (true) contend(); }, "locker-" + i);
+            l.setDaemon(true);
+            l.start();
+        }
         buildCache(cacheMib);
         byte[] churned = churnedBytes();
         System.out.println("ready");
@@ -78,19 +100,23 @@ public class Soak {
         churner.setDaemon(true);
         churner.start();
         long start = System.nanoTime();
-        long tick = 0, classes = 0, lastReport = 0;
+        long tick = 0, classes = 0, lastReport = 0, lastGc = 0;
         while (System.nanoTime() < end) {
             Thread t = new Thread(Soak::work, "short-" + tick);
             t.start();
             double secs = (System.nanoTime() - start) / 1e9;
             // Time-based, so the rates hold whatever the machine's speed.
-            while (classes < secs * 5) {
+            while (classes < secs * classesPerS) {
                 Class<?> c = new OneShot().define(churned);
                 sink += (long) c.getMethod("run", int.class).invoke(null, (int) classes);
                 classes++;
             }
             long owedKib = (long) (secs * leakKibPerS) - leaked.size();
             if (owedKib > 0) leak((int) owedKib);
+            if ((long) secs / 60 > lastGc) {
+                lastGc = (long) secs / 60;
+                System.gc();
+            }
             if (secs - lastReport >= 10) {
                 lastReport = (long) secs;
                 System.out.println("LEAKED " + (long) leaked.size() * 1024);

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Hardening soak: a churning JVM profiled again and again by attach.
+
+Runs Soak.java (bench/soak) with a class-unloading storm (CLASSES per
+second defined by throw-away loaders), thread churn (a short-lived thread
+every ~25 ms: tens of thousands over the run), lock contention (LOCKERS
+threads on one monitor), allocation churn, a stable cache and a slow leak,
+for MINUTES, with the agent loaded at start but idle (-agentpath without
+start), beside an agent-less twin. Meanwhile it runs CYCLES attach cycles,
+spread over the run:
+
+    oxprof attach PID start --interval 1ms --wall 50ms --lock --alloc --live
+    oxprof attach PID status
+    oxprof attach PID dump -o DIR/dump.jfr      (every 4th cycle a JFR dump; else collapsed)
+    oxprof attach PID stop -o DIR/stop.html
+
+each command with a 120 s time-out (a hang is reported as a deadlock).
+At the end it reports: cycles done, commands that failed or timed out,
+whether the JVM is alive and exited normally, hs_err files, and the RSS
+difference to the twin and the agent's heap (from `status`) over time, with
+the trend after the first ten minutes.
+
+Usage: bench/soak/attach_cycles.py [--minutes 30] [--cycles 200] [--classes 50]
+                                   [--lockers 4] [--dir /tmp/oxprof-attach-soak]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OXPROF = os.path.join(ROOT, "target", "release", "oxprof")
+AGENT = os.path.join(ROOT, "target", "release", "liboxprof.so")
+HEAP = ["-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch", "-XX:-G1UseAdaptiveIHOP", "-XX:InitiatingHeapOccupancyPercent=30"]
+
+
+def rss_mib(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+
+
+def slope_per_hour(points):
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    return sum((p[0] - mx) * (p[1] - my) for p in points) / sxx * 3600 if sxx else 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=30)
+    ap.add_argument("--cycles", type=int, default=200)
+    ap.add_argument("--classes", type=int, default=50)
+    ap.add_argument("--lockers", type=int, default=4)
+    ap.add_argument("--dir", default="/tmp/oxprof-attach-soak")
+    ap.add_argument("--agent", default=AGENT, help="liboxprof.so to load (use a copy: rebuilding meanwhile is then safe)")
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(["javac", "-d", a.dir, os.path.join(here, "Soak.java"), os.path.join(here, "Churned.java")], check=True)
+    args = ["-cp", a.dir, "Soak", str(a.minutes), "512", "50", str(a.classes), str(a.lockers)]
+    twin = subprocess.Popen(["java", *HEAP, *args], cwd=a.dir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    jvm = subprocess.Popen(["java", *HEAP, f"-agentpath:{a.agent}", *args], cwd=a.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for p in (twin, jvm):
+        if p.stdout.readline().strip() != "ready":
+            sys.exit("a JVM did not start")
+    import threading
+
+    for p in (twin, jvm):
+        threading.Thread(target=lambda p=p: [None for _ in p.stdout], daemon=True).start()
+    err_lines = []
+    threading.Thread(target=lambda: [err_lines.append(l) for l in jvm.stderr], daemon=True).start()
+    start = time.time()
+    period = a.minutes * 60 * 0.95 / max(a.cycles, 1)
+    failures, timeouts, done = [], 0, 0
+    mem = []
+
+    def attach(*cmd):
+        nonlocal timeouts
+        try:
+            o = subprocess.run([OXPROF, "attach", str(jvm.pid), *cmd], capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            timeouts += 1
+            failures.append(f"timeout: {' '.join(cmd)}")
+            return ""
+        if o.returncode != 0:
+            failures.append(f"{' '.join(cmd)}: {o.stderr.strip()[-300:]}")
+        return o.stdout + o.stderr
+
+    for i in range(a.cycles):
+        if jvm.poll() is not None:
+            break
+        cycle_start = time.time()
+        attach("start", "--interval", "1ms", "--wall", "50ms", "--lock", "--alloc", "--live")
+        st = attach("status")
+        m = re.search(r"agent_heap=([\d.]+)MiB", st)
+        r_twin, r_jvm = rss_mib(twin.pid), rss_mib(jvm.pid)
+        if r_twin and r_jvm:
+            mem.append((time.time() - start, r_jvm - r_twin, float(m.group(1)) if m else 0.0))
+        dump = os.path.join(a.dir, "dump.jfr" if i % 4 == 0 else "dump.collapsed")
+        time.sleep(max(0.5, period / 3))
+        attach("dump", "-o", dump)
+        time.sleep(max(0.5, period / 3))
+        attach("stop", "-o", os.path.join(a.dir, "stop.html"))
+        done += 1
+        if i % 10 == 0:
+            t, d, h = mem[-1] if mem else (0, 0, 0)
+            print(f"{(time.time()-start)/60:5.1f} min  cycle {i+1}/{a.cycles}  RSS diff {d:6.1f} MiB  agent heap {h:5.1f} MiB  failures {len(failures)}", flush=True)
+        left = period - (time.time() - cycle_start)
+        if left > 0:
+            time.sleep(left)
+    jvm_rc = jvm.wait()
+    twin.wait()
+    hs_err = [f for f in os.listdir(a.dir) if f.startswith("hs_err")]
+    after = [(t, d) for t, d, _ in mem if t >= 600]
+    heap_after = [(t, h) for t, _, h in mem if t >= 600]
+    print()
+    print(f"{done} attach cycles in {(time.time()-start)/60:.1f} min; JVM exit status {jvm_rc}; hs_err files: {hs_err or 'none'}; "
+          f"failed commands {len(failures)} (time-outs {timeouts})")
+    for f in failures[:10]:
+        print("  " + f)
+    if mem:
+        print(f"RSS difference: max {max(d for _, d, _ in mem):.1f} MiB; agent heap max {max(h for _, _, h in mem):.1f} MiB")
+    if after:
+        print(f"after 10 min: RSS difference trend {slope_per_hour(after):+.1f} MiB/h, agent heap trend {slope_per_hour(heap_after):+.2f} MiB/h")
+    errs = [l.rstrip() for l in err_lines if "error" in l.lower() or "panic" in l.lower()]
+    print(f"agent error/panic lines: {len(errs)}")
+    for l in errs[:5]:
+        print("  " + l)
+
+
+if __name__ == "__main__":
+    main()
