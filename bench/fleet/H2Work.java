@@ -127,57 +127,57 @@ public final class H2Work {
             PreparedStatement balance = c.prepareStatement("UPDATE customers SET balance = balance + ? WHERE id = ?");
             while (System.nanoTime() < end) {
                 try {
-                for (int round = 0; round < 20; round++) {
-                    x = x * 6364136223846793005L + 1442695040888963407L;
-                    int r = (int) ((x >>> 33) % 100);
-                    int customer = (int) ((x >>> 17) % CUSTOMERS);
-                    if (r < 35) {                      // a new order with 1-8 lines
-                        long id = ORDER_IDS.incrementAndGet();
-                        insOrder.setLong(1, id);
-                        insOrder.setInt(2, customer);
-                        insOrder.executeUpdate();
-                        int lines = 1 + (int) ((x >>> 9) & 7);
-                        for (int l = 0; l < lines; l++) {
-                            x = x * 6364136223846793005L + 1442695040888963407L;
-                            int product = (int) ((x >>> 20) % PRODUCTS);
-                            int qty = 1 + (int) ((x >>> 5) & 3);
-                            insItem.setLong(1, id);
-                            insItem.setInt(2, l);
-                            insItem.setInt(3, product);
-                            insItem.setInt(4, qty);
-                            insItem.setBigDecimal(5, java.math.BigDecimal.valueOf(100 + product % 9000, 2));
-                            insItem.addBatch();
-                            stock.setInt(1, qty);
-                            stock.setInt(2, product);
-                            stock.addBatch();
+                    for (int round = 0; round < 20; round++) {
+                        x = x * 6364136223846793005L + 1442695040888963407L;
+                        int r = (int) ((x >>> 33) % 100);
+                        int customer = (int) ((x >>> 17) % CUSTOMERS);
+                        if (r < 35) {                      // a new order with 1-8 lines
+                            long id = ORDER_IDS.incrementAndGet();
+                            insOrder.setLong(1, id);
+                            insOrder.setInt(2, customer);
+                            insOrder.executeUpdate();
+                            int lines = 1 + (int) ((x >>> 9) & 7);
+                            for (int l = 0; l < lines; l++) {
+                                x = x * 6364136223846793005L + 1442695040888963407L;
+                                int product = (int) ((x >>> 20) % PRODUCTS);
+                                int qty = 1 + (int) ((x >>> 5) & 3);
+                                insItem.setLong(1, id);
+                                insItem.setInt(2, l);
+                                insItem.setInt(3, product);
+                                insItem.setInt(4, qty);
+                                insItem.setBigDecimal(5, java.math.BigDecimal.valueOf(100 + product % 9000, 2));
+                                insItem.addBatch();
+                                stock.setInt(1, qty);
+                                stock.setInt(2, product);
+                                stock.addBatch();
+                            }
+                            insItem.executeBatch();
+                            stock.executeBatch();
+                            ROWS.addAndGet(1 + 2L * lines);
+                        } else if (r < 65) {               // indexed select + join on one customer
+                            byCustomer.setInt(1, customer);
+                            ROWS.addAndGet(drain(byCustomer));
+                        } else if (r < 72) {               // three-table join by city
+                            byCity.setString(1, "city-" + (customer % 97));
+                            ROWS.addAndGet(drain(byCity));
+                        } else if (r < 80) {               // join, aggregate, sort
+                            topProducts.setInt(1, customer % 50);
+                            ROWS.addAndGet(drain(topProducts));
+                        } else if (r < 92) {               // update an order's status
+                            long max = ORDER_IDS.get();
+                            if (max > 0) {
+                                status.setString(1, (x & 1) == 0 ? "paid" : "shipped");
+                                status.setLong(2, 1 + (x >>> 11) % max);
+                                ROWS.addAndGet(status.executeUpdate());
+                            }
+                        } else {                           // update a customer's balance
+                            balance.setBigDecimal(1, java.math.BigDecimal.valueOf((x >>> 40) % 5000, 2));
+                            balance.setInt(2, customer);
+                            ROWS.addAndGet(balance.executeUpdate());
                         }
-                        insItem.executeBatch();
-                        stock.executeBatch();
-                        ROWS.addAndGet(1 + 2L * lines);
-                    } else if (r < 65) {               // indexed select + join on one customer
-                        byCustomer.setInt(1, customer);
-                        ROWS.addAndGet(drain(byCustomer));
-                    } else if (r < 72) {               // three-table join by city
-                        byCity.setString(1, "city-" + (customer % 97));
-                        ROWS.addAndGet(drain(byCity));
-                    } else if (r < 80) {               // join, aggregate, sort
-                        topProducts.setInt(1, customer % 50);
-                        ROWS.addAndGet(drain(topProducts));
-                    } else if (r < 92) {               // update an order's status
-                        long max = ORDER_IDS.get();
-                        if (max > 0) {
-                            status.setString(1, (x & 1) == 0 ? "paid" : "shipped");
-                            status.setLong(2, 1 + (x >>> 11) % max);
-                            ROWS.addAndGet(status.executeUpdate());
-                        }
-                    } else {                           // update a customer's balance
-                        balance.setBigDecimal(1, java.math.BigDecimal.valueOf((x >>> 40) % 5000, 2));
-                        balance.setInt(2, customer);
-                        ROWS.addAndGet(balance.executeUpdate());
+                        OPS.incrementAndGet();
                     }
-                    OPS.incrementAndGet();
-                }
-                c.commit();
+                    c.commit();
                 } catch (SQLException e) {     // a lock timeout or deadlock between workers: retry
                     c.rollback();
                     if (ERRORS.incrementAndGet() > 1000) {

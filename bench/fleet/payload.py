@@ -23,11 +23,13 @@ Arms (--arms):
               (sizes of both; the loop thread also writes the two pprof files)
   otlp-only   the same without file=: only what a fleet deployment would run,
               so its CPU figure is the one to hold against the target
+  otlp-nocstack  otlp-only with cstack=no (Java frames only, no native/JVM
+              frames): what the native frames cost in bytes and CPU
   pyroscope   start,event=cpu,alloc,loop=10s,file=DIR/iv-%n.jfr,upload=URL,format=pyroscope,service=W
               (the interval's JFR file is the body; oxprof-jfr writes it)
 
 Usage:
-  bench/fleet/payload.py [--workloads javac,h2,jetty] [--arms otlp,otlp-only,pyroscope]
+  bench/fleet/payload.py [--workloads javac,h2,jetty] [--arms otlp,otlp-only,otlp-nocstack,pyroscope]
                          [--seconds 80] [--perf] [--out results.md] [--keep DIR]
 Needs:  bench/setup.sh (the javac sources); apt-get install --no-install-recommends
         libh2-java libjetty9-java libservlet-api-java wrk; python3 with
@@ -62,7 +64,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 KIB = 1024.0
 TARGET_BYTES = 50 * 1024
 TARGET_CORE_PCT = 0.1
-ARMS = ("otlp", "otlp-only", "pyroscope")
+ARMS = ("otlp", "otlp-only", "otlp-nocstack", "pyroscope")
 PROCS = []
 
 
@@ -308,6 +310,8 @@ def agent_options(arm, workload, run_dir, port):
         return f"start,event=cpu,alloc,loop=10s,file={iv}/iv-%n.pb.gz,{url},format=otlp,service={workload}"
     if arm == "otlp-only":
         return f"start,event=cpu,alloc,loop=10s,{url},format=otlp,service={workload}"
+    if arm == "otlp-nocstack":
+        return f"start,event=cpu,alloc,loop=10s,{url},format=otlp,service={workload},cstack=no"
     return f"start,event=cpu,alloc,loop=10s,file={iv}/iv-%n.jfr,{url},format=pyroscope,service={workload}"
 
 
@@ -540,6 +544,23 @@ def breakdown(body):
                 rows.append((f"profile {kind}: samples", len(p.samples), len(b), len(gzip.compress(b, 6))))
                 stacks_by_kind[kind] = {s.stack_index for s in p.samples}
     kinds = list(stacks_by_kind)
+    # Frame types (profile.frame.type of each location: jvm = Java, native, kernel).
+    type_of_attr = {i: a.value.string_value for i, a in enumerate(d.attribute_table)
+                    if d.string_table[a.key_strindex] == "profile.frame.type"}
+    loc_type = [next((type_of_attr[a] for a in loc.attribute_indices if a in type_of_attr), "?") for loc in d.location_table]
+    by_type = {}
+    for i, loc in enumerate(d.location_table):
+        t = by_type.setdefault(loc_type[i], {"locations": 0, "functions": set()})
+        t["locations"] += 1
+        t["functions"].update(ln.function_index for ln in loc.lines)
+    types = {t: {"locations": v["locations"], "functions": len(v["functions"]),
+                 "name_bytes": sum(len(d.string_table[d.function_table[f].name_strindex].encode()) for f in v["functions"])}
+             for t, v in sorted(by_type.items())}
+    no_java = {i for i, st in enumerate(d.stack_table) if all(loc_type[l] != "jvm" for l in st.location_indices)}
+    cpu_count = [p for rp in req.resource_profiles for sp in rp.scope_profiles for p in sp.profiles
+                 if d.string_table[p.sample_type.type_strindex] == "samples"]
+    cpu_no_java = (sum(sum(s.values) for s in cpu_count[0].samples if s.stack_index in no_java),
+                   sum(sum(s.values) for s in cpu_count[0].samples)) if cpu_count else (0, 0)
     cpu = set().union(*(v for k, v in stacks_by_kind.items() if k.startswith(("cpu", "samples"))))
     alloc = set().union(*(v for k, v in stacks_by_kind.items() if k.startswith("alloc")))
     depth = [len(s.location_indices) for s in d.stack_table]
@@ -552,6 +573,7 @@ def breakdown(body):
         "stack_depth_median": statistics.median(depth) if depth else 0, "stack_depth_max": max(depth) if depth else 0,
         "cpu_stacks": len(cpu), "alloc_stacks": len(alloc), "shared_stacks": len(cpu & alloc), "kinds": kinds,
         "samples": {k: len(v) for k, v in stacks_by_kind.items()},
+        "frame_types": types, "stacks_without_java": len(no_java), "cpu_samples_without_java": cpu_no_java,
     }
     return rows, facts
 
@@ -568,11 +590,15 @@ def breakdown_md(r):
         rows, f = breakdown(body)
     except ImportError:
         return "(no breakdown: python3 -m pip install opentelemetry-proto)\n"
-    out = [f"#### {r['workload']}: request {med[0]} (interval {med[0] - 1}), {f['gzip']} B gzip, {f['raw']} B raw\n",
+    out = [f"#### {r['workload']} / {r['arm']}: request {med[0]} (interval {med[0] - 1}), {f['gzip']} B gzip, {f['raw']} B raw\n",
            f"{f['strings']} strings ({f['string_bytes']} B of text, {f['function_name_strings']} function names), "
            f"{f['functions']} functions, {f['locations']} locations, {f['stacks']} stacks "
            f"(depth median {f['stack_depth_median']}, max {f['stack_depth_max']}); "
-           f"stacks sampled by CPU {f['cpu_stacks']}, by allocations {f['alloc_stacks']}, by both {f['shared_stacks']}.\n",
+           f"stacks sampled by CPU {f['cpu_stacks']}, by allocations {f['alloc_stacks']}, by both {f['shared_stacks']}. "
+           f"By frame type (profile.frame.type): " + "; ".join(f"{t}: {v['locations']} locations, {v['functions']} functions, "
+                                                              f"{v['name_bytes']} B of names" for t, v in f["frame_types"].items()) + ". "
+           f"{f['stacks_without_java']} stacks have no Java frame (JVM threads: JIT compilers, GC, ...), holding "
+           f"{f['cpu_samples_without_java'][0]} of {f['cpu_samples_without_java'][1]} CPU samples.\n",
            "| part | entries | raw B | gzip -6 of the part alone B |", "|---|---|---|---|"]
     for name, n, raw, gz in rows:
         if n:
@@ -659,8 +685,16 @@ def main():
     ap.add_argument("--perf-hz", type=int, default=199)
     ap.add_argument("--extra-opts", default="", help="agent options added to every arm's (e.g. cstack=no)")
     ap.add_argument("--out", help="write the report (markdown) here")
+    ap.add_argument("--report-only", metavar="DIR", help="no runs: rewrite the report from DIR/results.json of an earlier run")
     ap.add_argument("--keep", help="folder for runs (default: a new folder under /tmp/fleet)")
     args = ap.parse_args()
+    if args.report_only:
+        with open(os.path.join(args.report_only, "results.json")) as f:
+            saved = json.load(f)
+        if isinstance(saved, list):  # written before the report-only mode
+            saved = {"results": saved, "started": "?", "ended": "?", "agent": AGENT, "command": "?"}
+        write_report(args, saved["results"], saved["started"], saved["ended"], saved["agent"], saved["command"], args.report_only)
+        return
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     for n in names:
@@ -685,19 +719,30 @@ def main():
                 r = {"workload": w, "arm": arm, "error": f"{type(e).__name__}: {e}"}
             results.append(r)
             print(tables([r]), file=sys.stderr, flush=True)
+    ended = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    command = shlex.join(["bench/fleet/payload.py"] + sys.argv[1:])
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    report = [f"Runs started {started}, ended {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
-              f"agent {AGENT} (copied to {agent}); run folders in {out}.\n",
-              f"Command: `{shlex.join(['bench/fleet/payload.py'] + sys.argv[1:])}`\n",
+        json.dump({"started": started, "ended": ended, "agent": AGENT, "command": command, "results": results}, f, indent=1)
+    write_report(args, results, started, ended, AGENT, command, out)
+
+
+def write_report(args, results, started, ended, agent_path, command, out):
+    report = [f"Runs started {started}, ended {ended}; agent {agent_path} (copied to {out}/liboxprof.so); run folders in {out}.\n",
+              f"Command: `{command}`\n",
               "Sizes: medians and maxima over the intervals between the first and the last (both partial); "
               "\"first request\" is interval 0 (JVM startup). KiB = 1024 bytes. Request bytes as sent (gzip, or the "
               "multipart body for pyroscope); raw = after gunzip (for pyroscope: the JFR part).\n",
-              "CPU: utime+stime of the agent's threads from /proc/PID/task/TID/stat, read every 0.25 s while the JVM "
-              "ran, divided by the JVM's wall time. \"others' cores\" = the machine's busy CPU during the run minus the "
-              "JVM's own (other processes).\n",
+              "CPU: run time of the agent's threads, read every 0.25 s while the JVM ran (the last values before it "
+              "exited), from /proc/PID/task/TID/schedstat (exact, ns) and /proc/PID/task/TID/stat (utime+stime, whole "
+              "10 ms ticks), divided by the JVM's wall time; encode+upload = oxprof-loop + oxprof-upload (+ oxprof-jfr, "
+              "which writes the JFR recording, in the pyroscope arm). The cut at exit runs on the exiting thread and is "
+              "not counted. Per cut / per push: the loop and upload threads' run time around each 10 s boundary. "
+              "\"others' cores\" = the machine's busy CPU during the run minus the JVM's own (other processes). "
+              "perf (cpu-clock, 199 Hz): the agent's share of the JVM's samples = liboxprof.so on any non-oxprof thread "
+              "(the signal handler, allocation callbacks) + every sample of an oxprof-* thread (its kernel time too); "
+              "times the JVM's cores = the agent's whole CPU in % of a core.\n",
               tables(results), "\n", notes(results)]
-    bd = [breakdown_md(r) for r in results if r.get("arm") in ("otlp", "otlp-only") and "error" not in r]
+    bd = [breakdown_md(r) for r in results if r.get("arm", "").startswith("otlp") and "error" not in r]
     if any(bd):
         report += ["\n### Where the bytes go (one OTLP request per workload and arm, median size)\n\n", "\n".join(b for b in bd if b)]
     report += ["\n### Commands (agent options as run)\n\n"] + [f"- {r['workload']} / {r['arm']}: `{r['cmd']}`\n" for r in results if "cmd" in r]

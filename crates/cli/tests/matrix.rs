@@ -127,3 +127,31 @@ fn virtual_threads_with_every_event_on() {
     }
     assert!(tried >= 2, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks})");
 }
+
+#[test]
+fn beside_a_full_jfr_recording_and_the_debugger_agent() {
+    // JFR with every event on (settings=profile) and JDWP, a second JVMTI
+    // agent, in the same JVM as oxprof with every event on: both recordings
+    // whole, the debugger listening, the program's sites in every profile.
+    let s = Scratch::new("matrix-neighbours");
+    compile(&s.0, &["Matrix.java"]);
+    let jfr = s.path("jdk.jfr");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start_jfr = format!("-XX:StartFlightRecording=filename={},settings=profile", jfr.display());
+    let jdwp = format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{port}");
+    let r = run_matrix(&java(), &s.0, &[&start_jfr, &jdwp], &["2"], "jfr+jdwp");
+    check_sites(&r, "beside JFR and JDWP");
+    assert!(r.stdout.contains("Listening for transport dt_socket"), "JDWP did not start: {}", r.stdout);
+    let summary = Command::new(tool("jfr")).arg("summary").arg(&jfr).output().unwrap();
+    let text_summary = text(&summary.stdout);
+    assert!(summary.status.success(), "the JDK's recording: {}", text(&summary.stderr));
+    for event in ["jdk.ExecutionSample", "jdk.ObjectAllocationSample", "jdk.JavaMonitorEnter"] {
+        let count: u64 = text_summary
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{event} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(count > 0, "the JDK's own recording has no {event} beside oxprof:\n{text_summary}");
+    }
+}
