@@ -5,6 +5,9 @@
 //! entry point runs inside [`guard`], so no panic ever crosses into the JVM:
 //! it is caught and logged.
 //!
+//! `java_api` holds the native side of `oxprof.jar` (`JNI_OnLoad`, which
+//! makes the agent when the jar loads the library first).
+//!
 //! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
 //! `profiler` (the recording lifecycle) and `symbols` (Java method names) at
 //! the top; `sampling` (the signal handler and its lock-free stores),
@@ -18,6 +21,7 @@ pub mod commands;
 pub mod engine;
 pub mod heap;
 pub mod hotspot;
+pub mod java_api;
 pub mod jvmti;
 pub mod locks;
 pub mod log;
@@ -340,7 +344,10 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _
             let n = agent.symbols.prepare_loaded_classes(agent.jvmti, jni);
             log::debug(&format!("prepared {n} loaded classes in {:?}", started.elapsed()));
         }
-        let result = commands::run(agent, config, jni);
+        let result = {
+            let _one = java_api::COMMANDS.lock().unwrap_or_else(|e| e.into_inner());
+            commands::run(agent, config, jni)
+        };
         respond(&result);
         match result {
             Ok(_) => JNI_OK as jint,
