@@ -15,6 +15,11 @@
 //! the agent's one-line message: `IllegalArgumentException` for options the
 //! agent does not accept, `IllegalStateException` for commands that cannot
 //! run now.
+//!
+//! Context labels (`one.oxprof.ThreadLabels`, docs/labels.md): a thread
+//! registers once and gets a direct buffer over its slot
+//! (`sampling::label_slots`); a label set is named once (`labels::intern`);
+//! setting and clearing then happen in Java, with no call into the agent.
 
 use std::ffi::{c_void, CStr};
 use std::sync::{Mutex, OnceLock};
@@ -158,4 +163,70 @@ fn execute(jni: Jni, command: Option<String>) -> Result<jstring, Thrown> {
         commands::run(agent, config, jni).map_err(|e| (ILLEGAL_STATE, e))?
     };
     Ok(jni.new_string(&lines.join("\n")))
+}
+
+/// `ThreadLabels.activeFlag0()`: a direct buffer over the word that is 1
+/// while a recording runs.
+///
+/// # Safety
+/// As the JVM calls a static native method: `env` is the thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_activeFlag0(env: *mut JNIEnv, _class: jclass) -> jobject {
+    guard("ThreadLabels.activeFlag0", std::ptr::null_mut(), || {
+        // SAFETY: the word is a static, valid for the process's life.
+        unsafe { Jni(env).new_direct_buffer(crate::sampling::label_slots::active_word().cast(), 4) }
+    })
+}
+
+/// `ThreadLabels.registerThread0()`: a direct buffer over the calling
+/// thread's label slot, or null when it has none (no memory, a tid beyond
+/// the table).
+///
+/// # Safety
+/// As the JVM calls a static native method: `env` is the thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_registerThread0(env: *mut JNIEnv, _class: jclass) -> jobject {
+    guard("ThreadLabels.registerThread0", std::ptr::null_mut(), || {
+        match crate::sampling::label_slots::register(crate::sampling::threads::current_tid()) {
+            // SAFETY: the slot is in a table that is never unmapped.
+            Some(slot) => unsafe { Jni(env).new_direct_buffer(slot.cast(), 4) },
+            None => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// `ThreadLabels.intern0(parent, keysAndValues)`: the id of the label set
+/// the pairs make inside set `parent`; throws `IllegalArgumentException`
+/// for a bad key.
+///
+/// # Safety
+/// As the JVM calls a static native method: `env` is the thread's JNIEnv,
+/// `pairs` a live reference to a `String[]`.
+#[no_mangle]
+pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_intern0(env: *mut JNIEnv, _class: jclass, parent: jint, pairs: jobjectArray) -> jint {
+    let jni = Jni(env);
+    let result = guard("ThreadLabels.intern0", Ok(crate::labels::OVER_LIMIT), || {
+        // SAFETY: `pairs` is the String[] argument of this native method.
+        let Some(items) = (unsafe { jni.string_array(pairs) }) else { return Ok(crate::labels::NONE) }; // exception pending
+        let own: Vec<(String, String)> = items.chunks(2).map(|p| (p[0].clone().unwrap_or_default(), p.get(1).cloned().flatten().unwrap_or_default())).collect();
+        crate::labels::intern(parent.max(0) as u32, &own)
+    });
+    match result {
+        Ok(id) => id as jint,
+        Err(e) => {
+            if !jni.exception_pending() {
+                jni.throw_new(ILLEGAL_ARGUMENT, &e);
+            }
+            0
+        }
+    }
+}
+
+/// `ThreadLabels.stats0()`: the label sets named so far and the limit.
+///
+/// # Safety
+/// As the JVM calls a static native method: `env` is the thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_stats0(env: *mut JNIEnv, _class: jclass) -> jstring {
+    guard("ThreadLabels.stats0", std::ptr::null_mut(), || Jni(env).new_string(&crate::labels::stats()))
 }

@@ -659,6 +659,45 @@ impl Jni {
         jni_call!(self.0, NewString, ptr::null_mut(), units.as_ptr(), units.len() as jsize)
     }
 
+    /// A direct `java.nio.ByteBuffer` over `len` bytes at `address` (a
+    /// local reference), or null with an exception pending.
+    ///
+    /// # Safety
+    /// The memory must stay valid and writable for as long as Java may use
+    /// the buffer (the agent passes memory it never frees).
+    pub unsafe fn new_direct_buffer(self, address: *mut c_void, len: usize) -> jobject {
+        jni_call!(self.0, NewDirectByteBuffer, ptr::null_mut(), address, len as jlong)
+    }
+
+    /// The strings of a `String[]` (null elements as `None`), or `None`
+    /// with an exception pending.
+    ///
+    /// # Safety
+    /// `array` must be a live reference to a `String[]`.
+    pub unsafe fn string_array(self, array: jobjectArray) -> Option<Vec<Option<String>>> {
+        if array.is_null() {
+            return None;
+        }
+        let n = jni_call!(self.0, GetArrayLength, -1, array);
+        if n < 0 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let e = jni_call!(self.0, GetObjectArrayElement, ptr::null_mut(), array, i);
+            if self.exception_pending() {
+                return None;
+            }
+            // SAFETY: `e` is the local reference just returned, to a String
+            // (the array's type) or null; deleted after use.
+            unsafe {
+                out.push(if e.is_null() { None } else { Some(self.string(e)?) });
+                self.delete_local(e);
+            }
+        }
+        Some(out)
+    }
+
     /// Throws a new exception of `class` (internal name, such as
     /// `java/lang/IllegalStateException`) with `message`, to be raised when
     /// the native method returns.

@@ -6,7 +6,8 @@
 //! it is caught and logged.
 //!
 //! `java_api` holds the native side of `oxprof.jar` (`JNI_OnLoad`, which
-//! makes the agent when the jar loads the library first).
+//! makes the agent when the jar loads the library first), `labels` the
+//! context-label sets it names.
 //!
 //! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
 //! `profiler` (the recording lifecycle) and `symbols` (Java method names) at
@@ -23,6 +24,7 @@ pub mod heap;
 pub mod hotspot;
 pub mod java_api;
 pub mod jvmti;
+pub mod labels;
 pub mod locks;
 pub mod log;
 pub mod native;
@@ -547,6 +549,8 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
 unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("ThreadEnd", (), || {
         if let Some(agent) = AGENT.get() {
+            // Its tid may be reused by a thread that never set labels.
+            sampling::label_slots::clear(threads::current_tid());
             agent.profiler.threads.remove(threads::current_tid());
             // SAFETY: `thread` is the local reference the JVM passed to this
             // ThreadEnd callback.

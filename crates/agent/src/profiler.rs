@@ -113,6 +113,7 @@ impl Profiler {
             self.publish_status(path);
         }
         *rec = Some(Recording { config, started: Instant::now(), start_wall_ns, sources, gate });
+        crate::sampling::label_slots::set_active(true);
         Ok(lines)
     }
 
@@ -141,6 +142,7 @@ impl Profiler {
     /// unload) only CPU sampling is stopped.
     pub fn stop(&self, env: Option<(Jvmti, Jni)>) -> Option<Recording> {
         let mut rec = self.lock().take()?;
+        crate::sampling::label_slots::set_active(false);
         STATUS_GENERATION.fetch_add(1, Ordering::SeqCst);
         if let Some(g) = &rec.gate {
             g.stop_follower();
