@@ -44,11 +44,7 @@ fn table() -> MutexGuard<'static, Option<Table>> {
 pub fn intern(parent: u32, own: &[Label]) -> Result<u32, String> {
     for (k, _) in own {
         if !labels::valid_key(k) || k == labels::RESERVED_KEY {
-            return Err(format!(
-                "'{k}' is not a label key: 1 to {} of A-Z a-z 0-9 _ . : / - (and not '{}')",
-                labels::MAX_KEY_CHARS,
-                labels::RESERVED_KEY
-            ));
+            return Err(format!("'{k}' is not a label key: 1 to {} of A-Z a-z 0-9 _ . : / - (and not '{}')", labels::MAX_KEY_CHARS, labels::RESERVED_KEY));
         }
     }
     let own: Vec<Label> = own.iter().map(|(k, v)| (k.clone(), labels::bounded_value(v))).collect();

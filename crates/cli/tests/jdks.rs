@@ -329,6 +329,7 @@ fn java_api_works_on_every_supported_jdk() {
         let label = version.lines().next().unwrap_or("").to_string();
         common::api::jar_alone_scenario(&java, &label);
         common::api::agentpath_status_scenario(&java, &label);
+        common::api::check_nested_labels(&java, &label);
         eprintln!("ok: {label}");
     }
 }

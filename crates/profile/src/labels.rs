@@ -250,11 +250,7 @@ mod tests {
 
     #[test]
     fn sets_encode_as_text_and_back() {
-        let sets = [
-            vec![],
-            vec![l("endpoint", "GET /a, b=c\\d\\,"), l("k", "")],
-            vec![l("a", ","), l("b", "\u{1F600} \n")],
-        ];
+        let sets = [vec![], vec![l("endpoint", "GET /a, b=c\\d\\,"), l("k", "")], vec![l("a", ","), l("b", "\u{1F600} \n")]];
         for set in sets {
             assert_eq!(decode_set(&encode_set(&set)), set);
         }

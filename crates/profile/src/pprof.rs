@@ -129,8 +129,10 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     let mut location_ids: HashMap<(String, FrameKind, u32), u64> = HashMap::new();
     let state_key = strings.id(STATE_LABEL);
     // (locations leaf first, labels as (key, value) string ids) → values of every part.
-    let mut samples: Vec<(Vec<u64>, Vec<(i64, i64)>, Vec<i64>)> = Vec::new();
-    let mut sample_ids: HashMap<(Vec<u64>, Vec<(i64, i64)>), usize> = HashMap::new();
+    type Labels = Vec<(i64, i64)>;
+    type SampleKey = (Vec<u64>, Labels);
+    let mut samples: Vec<(Vec<u64>, Labels, Vec<i64>)> = Vec::new();
+    let mut sample_ids: HashMap<SampleKey, usize> = HashMap::new();
     let width = 2 * parts.len();
     for (k, p) in parts.iter().enumerate() {
         // This part's frame ids → location ids (0 for a state or label frame).
@@ -299,7 +301,9 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
             stack.push(profile.intern(crate::labels::frame(s(l.key), s(l.str))));
         }
         for l in sample.label.iter().filter(state) {
-            stack.push(profile.intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)));
+            stack.push(
+                profile.intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)),
+            );
         }
         for id in sample.location_id.iter().rev() {
             let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;

@@ -518,7 +518,9 @@ impl SampleStore {
                 _ => return false,
             }
         }
-        if slot.tid.load(Ordering::Relaxed) != tid || slot.labels.load(Ordering::Relaxed) != labels || slot.num_frames.load(Ordering::Relaxed) as usize != frames.len()
+        if slot.tid.load(Ordering::Relaxed) != tid
+            || slot.labels.load(Ordering::Relaxed) != labels
+            || slot.num_frames.load(Ordering::Relaxed) as usize != frames.len()
         {
             return false;
         }

@@ -163,3 +163,45 @@ pub fn agentpath_status_scenario(java: &Path, label: &str) {
     let (share, n) = hot_share(&out);
     assert!(n >= 100 && share >= 0.8, "{label}: {n} samples, {:.1}% in ApiUser.apiHot", 100.0 * share);
 }
+
+/// The samples whose stack holds `method`: (those carrying exactly the label
+/// frames `want` and no other, all of them).
+pub fn labels_of(stacks: &[(Vec<String>, u64)], method: &str, want: &[&str]) -> (u64, u64) {
+    let mut all = 0;
+    let mut ok = 0;
+    for (st, n) in stacks.iter().filter(|(st, _)| st.iter().any(|f| f == method)) {
+        all += n;
+        let labels: Vec<&str> = st.iter().take_while(|f| f.starts_with('[') && f.contains('=')).map(String::as_str).collect();
+        if labels == want {
+            ok += n;
+        }
+    }
+    (ok, all)
+}
+
+/// On `java`: `Labelled nested` (tests/java/Labelled.java) under a CPU
+/// recording; each phase's samples carry exactly its labels (95%).
+pub fn check_nested_labels(java: &Path, label: &str) {
+    let s = Scratch::new("labels-nested");
+    compile_with_jar(&s.0, &["Labelled.java"]);
+    let out = s.path("n.collapsed");
+    let o = Command::new(java)
+        .current_dir(&s.0)
+        .arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
+        .args(["-cp", &with_jar(&s.0), "Labelled", "nested", "0.5"])
+        .output()
+        .expect("run java");
+    assert!(o.status.success(), "{label}: {}\n{}", text(&o.stdout), text(&o.stderr));
+    let stacks = read_collapsed(&out);
+    for (method, want) in [
+        ("Labelled.outerWork", &["[endpoint=GET /orders]"][..]),
+        ("Labelled.innerWork", &["[endpoint=GET /orders]", "[step=db]"][..]),
+        ("Labelled.afterWork", &["[endpoint=GET /orders]"][..]),
+        ("Labelled.unlabelledWork", &[][..]),
+        ("Labelled.afterOverlap", &[][..]),
+    ] {
+        let (ok, all) = labels_of(&stacks, method, want);
+        eprintln!("{label}: {method}: {ok} of {all} samples carry {want:?}");
+        assert!(all >= 100 && ok as f64 >= 0.95 * all as f64, "{label}: {method}: {ok} of {all} carry {want:?}");
+    }
+}

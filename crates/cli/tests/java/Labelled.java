@@ -54,7 +54,7 @@ public class Labelled {
     static void contend() {
         LOCK.lock();
         try {
-            sink += burn(20_000);
+            sink += burn(300_000);
         } finally {
             LOCK.unlock();
         }
@@ -64,7 +64,7 @@ public class Labelled {
         try (OxProfiler.Context c = OxProfiler.context("worker", which)) {
             CpuBudget budget = CpuBudget.of(seconds);
             while (budget.more()) {
-                sink += burn(100_000);
+                sink += burn(30_000);
                 churn();
                 nap();
                 contend();

@@ -397,7 +397,8 @@ impl Recording {
             self.wall_period_ns.get_or_insert(period);
             let native_period = self.native_period_ns.unwrap_or(period);
             let cpu = std::mem::take(&mut self.cpu);
-            let wall = cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period, labels: s.labels });
+            let wall =
+                cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period, labels: s.labels });
             let native = std::mem::take(&mut self.native).into_iter().map(|s| WallSample { weight_ns: native_period, ..s });
             self.wall.extend(wall.chain(native));
             self.wall.sort_by_key(|s| s.time);

@@ -76,6 +76,16 @@ final class ThreadLabels {
 
     private final ByteBuffer slot;
     private final Key probe = new Key();
+    /**
+     * This thread's recent label sets, direct-mapped by the strings' hash
+     * codes and matched by identity (the same String objects, as literals
+     * and reused values are): most contexts are found here without
+     * touching the shared map.
+     */
+    private final int[] recentParent = new int[RECENT];
+    private final String[] recentK1 = new String[RECENT], recentV1 = new String[RECENT], recentK2 = new String[RECENT], recentV2 = new String[RECENT];
+    private final int[] recentId = new int[RECENT];
+    private static final int RECENT = 64;
     private OxProfiler.Context[] stack = new OxProfiler.Context[8];
     private int depth;
     private int current;
@@ -104,8 +114,24 @@ final class ThreadLabels {
         if (slot == null) {
             return OxProfiler.Context.NONE;
         }
-        probe.set(current, k1, v1, k2, v2, null);
-        return open(lookup());
+        int parent = current;
+        int h = k1.hashCode() * 31 + (v1 == null ? 0 : v1.hashCode()) + parent;
+        if (k2 != null) {
+            h = h * 31 + k2.hashCode() * 7 + (v2 == null ? 0 : v2.hashCode());
+        }
+        int i = (h ^ (h >>> 16)) & (RECENT - 1);
+        if (recentK1[i] == k1 && recentV1[i] == v1 && recentK2[i] == k2 && recentV2[i] == v2 && recentParent[i] == parent && recentK1[i] != null) {
+            return open(recentId[i]);
+        }
+        probe.set(parent, k1, v1, k2, v2, null);
+        int id = lookup();
+        recentParent[i] = parent;
+        recentK1[i] = k1;
+        recentV1[i] = v1;
+        recentK2[i] = k2;
+        recentV2[i] = v2;
+        recentId[i] = id;
+        return open(id);
     }
 
     /** Opens a context with any number of labels (key, value, key, value...). */
