@@ -467,10 +467,37 @@ def interval_files(iv_dir, suffix):
     return out
 
 
+def otlp_counts(path):
+    """(CPU samples, CPU sample rows, allocation sample rows, stacks) of one
+    OTLP request (a row is one stack's values), or None."""
+    try:
+        from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
+    except ImportError:
+        return None
+    body = open(path, "rb").read()
+    req = profiles_service_pb2.ExportProfilesServiceRequest()
+    req.ParseFromString(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    d = req.dictionary
+    cpu = cpu_rows = alloc_rows = 0
+    for rp in req.resource_profiles:
+        for sp in rp.scope_profiles:
+            for p in sp.profiles:
+                kind = d.string_table[p.sample_type.type_strindex]
+                if kind == "samples":
+                    cpu += sum(sum(s.values) for s in p.samples)
+                    cpu_rows += len(p.samples)
+                elif kind == "alloc_objects":
+                    alloc_rows += len(p.samples)
+    return cpu, cpu_rows, alloc_rows, len(d.stack_table)
+
+
 def collect(arm, run_dir):
-    reqs = body_sizes(os.path.join(run_dir, "store"))
+    store = os.path.join(run_dir, "store")
+    reqs = body_sizes(store)
     iv = os.path.join(run_dir, "iv")
     r = {"requests": [(s, raw) for _, s, raw in reqs]}
+    if arm.startswith("otlp"):
+        r["counts"] = [otlp_counts(os.path.join(store, f"req-{n}.body")) for n, _, _ in reqs]
     if arm == "otlp":
         r["cpu_files"] = [v for _, v in sorted(interval_files(iv, ".pb.gz").items())]
         r["alloc_files"] = [v for _, v in sorted(interval_files(iv, ".alloc.pb.gz").items())]
@@ -503,6 +530,13 @@ def kib(x):
 def mm(xs):
     m, x = medmax(xs)
     return f"{kib(m)} / {kib(x)}"
+
+
+def counts_cell(r):
+    counts = [c for c in middle(r.get("counts") or []) if c]
+    if not counts:
+        return "-"
+    return ", ".join(f"{statistics.median(c[i] for c in counts):.0f}" for i in range(4))
 
 
 def pct_core(seconds, wall):
@@ -610,8 +644,8 @@ def breakdown_md(r):
 def tables(results):
     size = ["| workload | arm | wall s | intervals (files) | requests | first request gzip KiB | request gzip KiB med / max "
             "| request raw KiB med / max | pprof CPU gzip KiB med / max | pprof alloc gzip KiB med / max | JFR file KiB med / max "
-            "| ≤ 50 KiB (med / max) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| ≤ 50 KiB (med / max) | per interval (med): CPU samples, CPU stacks, alloc stacks, stacks in the dictionary |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     cpu = ["| workload | arm | JVM cores | others' cores | load avg (start -> end) | oxprof-loop s | oxprof-upload s | oxprof-jfr s "
            "| encode+upload % of a core (schedstat / ticks) | ≤ 0.1% | loop ms per cut: first, median of the rest, max "
            "| upload ms per push: median, max | other oxprof threads s | perf: agent share of the JVM's samples, as % of a core |",
@@ -628,7 +662,7 @@ def tables(results):
         ok = "-" if m is None else ("met" if m <= TARGET_BYTES else "NOT met") + " / " + ("met" if x <= TARGET_BYTES else "NOT met")
         size.append(f"| {r['workload']} | {r['arm']} | {r['wall']:.0f} | {n_iv} | {len(sent)} | {kib(sent[0]) if sent else '-'} "
                     f"| {mm(sent)} | {mm(raw)} | {mm(r.get('cpu_files', []))} | {mm(r.get('alloc_files', []))} "
-                    f"| {mm(r.get('jfr_files', []))} | {ok} |")
+                    f"| {mm(r.get('jfr_files', []))} | {ok} | {counts_cell(r)} |")
         t = r["threads"]
         p = pct_core(encode_threads(r), r["wall"])
         p_ticks = pct_core(encode_threads(r, "threads_ticks"), r["wall"])
@@ -693,6 +727,9 @@ def main():
             saved = json.load(f)
         if isinstance(saved, list):  # written before the report-only mode
             saved = {"results": saved, "started": "?", "ended": "?", "agent": AGENT, "command": "?"}
+        for r in saved["results"]:  # sizes and counts again from the stored requests and files
+            if "error" not in r and os.path.isdir(r["dir"]):
+                r.update(collect(r["arm"], r["dir"]))
         write_report(args, saved["results"], saved["started"], saved["ended"], saved["agent"], saved["command"], args.report_only)
         return
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]

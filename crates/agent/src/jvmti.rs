@@ -630,6 +630,88 @@ impl Jni {
         pending
     }
 
+    /// A Java string's text (read as UTF-16, so every character survives;
+    /// unpaired surrogates become U+FFFD), or `None` with an exception
+    /// pending when the JVM could not give it.
+    ///
+    /// # Safety
+    /// `s` must be null or a live reference to a `java.lang.String`.
+    pub unsafe fn string(self, s: jstring) -> Option<String> {
+        if s.is_null() {
+            return None;
+        }
+        let len = jni_call!(self.0, GetStringLength, -1, s);
+        if len < 0 {
+            return None;
+        }
+        let mut units: Vec<jchar> = vec![0; len as usize];
+        jni_call!(self.0, GetStringRegion, (), s, 0, len, units.as_mut_ptr());
+        if self.exception_pending() {
+            return None;
+        }
+        Some(String::from_utf16_lossy(&units))
+    }
+
+    /// A new Java string (a local reference), or null with an exception
+    /// pending (out of memory).
+    pub fn new_string(self, text: &str) -> jstring {
+        let units: Vec<jchar> = text.encode_utf16().collect();
+        jni_call!(self.0, NewString, ptr::null_mut(), units.as_ptr(), units.len() as jsize)
+    }
+
+    /// A direct `java.nio.ByteBuffer` over `len` bytes at `address` (a
+    /// local reference), or null with an exception pending.
+    ///
+    /// # Safety
+    /// The memory must stay valid and writable for as long as Java may use
+    /// the buffer (the agent passes memory it never frees).
+    pub unsafe fn new_direct_buffer(self, address: *mut c_void, len: usize) -> jobject {
+        jni_call!(self.0, NewDirectByteBuffer, ptr::null_mut(), address, len as jlong)
+    }
+
+    /// The strings of a `String[]` (null elements as `None`), or `None`
+    /// with an exception pending.
+    ///
+    /// # Safety
+    /// `array` must be a live reference to a `String[]`.
+    pub unsafe fn string_array(self, array: jobjectArray) -> Option<Vec<Option<String>>> {
+        if array.is_null() {
+            return None;
+        }
+        let n = jni_call!(self.0, GetArrayLength, -1, array);
+        if n < 0 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let e = jni_call!(self.0, GetObjectArrayElement, ptr::null_mut(), array, i);
+            if self.exception_pending() {
+                return None;
+            }
+            // SAFETY: `e` is the local reference just returned, to a String
+            // (the array's type) or null; deleted after use.
+            unsafe {
+                out.push(if e.is_null() { None } else { Some(self.string(e)?) });
+                self.delete_local(e);
+            }
+        }
+        Some(out)
+    }
+
+    /// Throws a new exception of `class` (internal name, such as
+    /// `java/lang/IllegalStateException`) with `message`, to be raised when
+    /// the native method returns.
+    pub fn throw_new(self, class: &CStr, message: &str) {
+        let cls = self.find_class(class);
+        if cls.is_null() {
+            return; // NoClassDefFoundError is pending instead
+        }
+        let text = modified_utf8(message);
+        jni_call!(self.0, ThrowNew, JNI_ERR, cls, text.as_ptr());
+        // SAFETY: `cls` is the local reference FindClass just returned.
+        unsafe { self.delete_local(cls) };
+    }
+
     /// Calls a static no-argument method returning an object, e.g.
     /// `ClassLoader.getSystemClassLoader()`. Returns a local reference or null.
     pub fn call_static_object(self, class: &CStr, name: &CStr, sig: &CStr) -> jobject {
@@ -651,6 +733,21 @@ impl Jni {
         unsafe { self.delete_local(cls) };
         obj
     }
+}
+
+/// `text` in JNI's modified UTF-8 (NUL as two bytes, characters beyond
+/// U+FFFF as two encoded surrogates), NUL-terminated.
+fn modified_utf8(text: &str) -> std::ffi::CString {
+    let mut out = Vec::with_capacity(text.len() + 1);
+    for u in text.encode_utf16() {
+        match u {
+            1..=0x7f => out.push(u as u8),
+            0 | 0x80..=0x7ff => out.extend_from_slice(&[0xc0 | (u >> 6) as u8, 0x80 | (u & 0x3f) as u8]),
+            _ => out.extend_from_slice(&[0xe0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3f) as u8, 0x80 | (u & 0x3f) as u8]),
+        }
+    }
+    // No byte is 0: NUL itself was encoded as two bytes.
+    std::ffi::CString::new(out).unwrap_or_default()
 }
 
 /// The JNIEnv of the current thread, if it is attached to the VM.

@@ -5,6 +5,10 @@
 //! entry point runs inside [`guard`], so no panic ever crosses into the JVM:
 //! it is caught and logged.
 //!
+//! `java_api` holds the native side of `oxprof.jar` (`JNI_OnLoad`, which
+//! makes the agent when the jar loads the library first), `labels` the
+//! context-label sets it names.
+//!
 //! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
 //! `profiler` (the recording lifecycle), `symbols` (Java method names) and
 //! `memory` (the agent's own heap use) at the top; `sampling` (the signal handler and its lock-free stores),
@@ -18,7 +22,9 @@ pub mod commands;
 pub mod engine;
 pub mod heap;
 pub mod hotspot;
+pub mod java_api;
 pub mod jvmti;
+pub mod labels;
 pub mod locks;
 pub mod log;
 pub mod memory;
@@ -341,7 +347,10 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _
             let n = agent.symbols.prepare_loaded_classes(agent.jvmti, jni);
             log::debug(&format!("prepared {n} loaded classes in {:?}", started.elapsed()));
         }
-        let result = commands::run(agent, config, jni);
+        let result = {
+            let _one = java_api::COMMANDS.lock().unwrap_or_else(|e| e.into_inner());
+            commands::run(agent, config, jni)
+        };
         respond(&result);
         match result {
             Ok(_) => JNI_OK as jint,
@@ -575,6 +584,8 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
 unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("ThreadEnd", (), || {
         if let Some(agent) = AGENT.get() {
+            // Its tid may be reused by a thread that never set labels.
+            sampling::label_slots::clear(threads::current_tid());
             agent.profiler.threads.remove(threads::current_tid());
             // SAFETY: `thread` is the local reference the JVM passed to this
             // ThreadEnd callback.

@@ -115,6 +115,7 @@ impl Profiler {
         crate::sampling::interval::forget();
         let started = Instant::now();
         *rec = Some(Recording { config, started, start_wall_ns, sources, gate, interval_start: Mutex::new((start_wall_ns, started)) });
+        crate::sampling::label_slots::set_active(true);
         Ok(lines)
     }
 
@@ -149,6 +150,7 @@ impl Profiler {
     /// unload) only CPU sampling is stopped.
     pub fn stop(&self, env: Option<(Jvmti, Jni)>) -> Option<Recording> {
         let mut rec = self.lock().take()?;
+        crate::sampling::label_slots::set_active(false);
         STATUS_GENERATION.fetch_add(1, Ordering::SeqCst);
         if let Some(g) = &rec.gate {
             g.stop_follower();

@@ -147,6 +147,15 @@ impl BuildContext<'_> {
         Frame::new(format!("[{name} tid={tid}]"), FrameKind::Thread)
     }
 
+    /// Appends the root frames of a stored sample's context-label set
+    /// (`labels.rs`; none for 0), outermost first: every source's stacks
+    /// start with them.
+    pub fn label_roots(&self, profile: &mut Profile, labels: u32, out: &mut Vec<u32>) {
+        if labels != crate::labels::NONE {
+            out.extend(crate::labels::frames(labels).into_iter().map(|f| profile.intern(f)));
+        }
+    }
+
     /// # Safety
     /// As [`Symbols::resolve`]'s `method`.
     unsafe fn java_frame(&self, method: usize, native: bool) -> Frame {

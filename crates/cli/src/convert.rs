@@ -19,7 +19,7 @@ use crate::report;
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/OTLP/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES."
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n  oxprof convert rec.jfr --label endpoint=\"GET /orders\" -o orders.html\n  oxprof convert rec.jfr --by endpoint -o by-endpoint.html\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES."
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
@@ -75,7 +75,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
         p => p?,
     };
     if profiles.iter().all(|(_, p)| p.is_empty()) && !shows_safepoints {
-        return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state and --threads)".into());
+        return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state, --label and --threads)".into());
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };

@@ -1,7 +1,8 @@
 //! Reading a profile file for `convert`, `diff` and `report`: JFR (from the
 //! JDK or oxprof), pprof (gzipped or not) or collapsed stacks, detected from
 //! the content; and the selection options they share (kinds, threads,
-//! thread states, time range, frame filters) that turn a file into profiles.
+//! thread states, time range, frame filters, context labels) that turn a
+//! file into profiles.
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use oxprof_profile::convert::{self, Options};
 use oxprof_profile::jfr_read::{self, Recording};
 use oxprof_profile::model::Meta;
 use oxprof_profile::safepoint::Safepoint;
-use oxprof_profile::{collapsed, pprof, FrameKind, Profile, ThreadState};
+use oxprof_profile::{collapsed, labels, pprof, FrameKind, Profile, ThreadState};
 use regex::Regex;
 
 /// What a file held.
@@ -75,6 +76,17 @@ pub struct Selection {
     /// Drop stacks with a frame matching this regular expression
     #[arg(long)]
     pub exclude: Option<String>,
+    /// Keep only samples the application labelled KEY=VALUE (OxProfiler.context); repeat
+    /// for more keys (all must match; a key given twice matches either value)
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub label: Vec<String>,
+    /// Group by the value of context label KEY: its [KEY=value] frame at the root of every
+    /// stack, [KEY=(none)] without one (report: a table of every kind per value)
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
+    /// Leave out the context-label frames ([KEY=value] roots)
+    #[arg(long)]
+    pub no_labels: bool,
 }
 
 /// Reads a file, showing progress on a terminal for JFR files.
@@ -129,17 +141,48 @@ impl Selection {
         self.state.as_deref().map(|s| ThreadState::parse_list(s).map_err(|e| format!("--state: {e}"))).transpose()
     }
 
+    /// The `--label` filters as (key, value).
+    pub fn labels(&self) -> Result<Vec<(String, String)>, String> {
+        self.label.iter().map(|l| labels::parse_selector(l).map_err(|e| format!("--label: {e}"))).collect()
+    }
+
     /// Checks the options that need no input (run before reading files).
     pub fn check(&self) -> Result<(), String> {
         self.states()?;
         regex("--include", &self.include)?;
         regex("--exclude", &self.exclude)?;
+        self.labels()?;
+        if let Some(k) = self.by.as_deref().filter(|k| !labels::valid_key(k)) {
+            return Err(format!("--by: '{k}' is not a label key: 1 to {} of A-Z a-z 0-9 _ . : / -", labels::MAX_KEY_CHARS));
+        }
+        if self.by.is_some() && self.no_labels {
+            return Err("--by groups by a label and --no-labels leaves labels out: give one of them".into());
+        }
         Ok(())
+    }
+
+    /// The profiles of an input ([`Selection::kinds`]), with the context-label
+    /// selections applied: `--label` filters, `--by` groups, `--no-labels`.
+    pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
+        let wanted = self.labels()?;
+        let mut profiles = self.kinds(input)?;
+        if (!wanted.is_empty() || self.by.is_some()) && !profiles.iter().any(|(_, p)| labels::any(p)) {
+            return Err("--label and --by need context labels, and this input has none (set them with OxProfiler.context, see docs/labels.md)".into());
+        }
+        for (_, p) in &mut profiles {
+            labels::retain(p, &wanted);
+            if let Some(key) = &self.by {
+                *p = labels::grouped_by(p, key);
+            } else if self.no_labels {
+                *p = labels::without(p);
+            }
+        }
+        Ok(profiles)
     }
 
     /// The profiles of an input, one per kind asked for (all kinds present
     /// when none is asked for), as `(key, profile)`.
-    pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
+    fn kinds(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
         let include = regex("--include", &self.include)?;
         let exclude = regex("--exclude", &self.exclude)?;
         let inc = include.as_ref().map(|r| move |s: &str| r.is_match(s));

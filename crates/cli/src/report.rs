@@ -24,7 +24,7 @@ use crate::input::{self, Input, Selection};
 /// Print top methods, top allocation sites and leak suspects
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s\n  oxprof report rec.jfr --wall --threads\n  oxprof report rec.jfr --wall --state blocked,waiting,parked"
+    after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s\n  oxprof report rec.jfr --wall --threads\n  oxprof report rec.jfr --wall --state blocked,waiting,parked\n  oxprof report rec.jfr --by endpoint\n  oxprof report rec.jfr --label endpoint=\"GET /orders\""
 )]
 pub struct ReportArgs {
     /// A JFR recording, a pprof file or collapsed stacks
@@ -49,11 +49,65 @@ pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
     };
     let leak = leak_report(&input, &selection)?;
     let mut out = std::io::stdout().lock();
-    match write_report(&profiles, &safepoints, leak.as_ref(), args.top, &mut out).and_then(|()| out.flush()) {
+    let by = selection.by.as_deref().map(|key| by_label(&profiles, key, args.top, &mut out)).transpose();
+    match by.and_then(|_| write_report(&profiles, &safepoints, leak.as_ref(), args.top, &mut out)).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
         _ => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `--by KEY`: per value of context label KEY, the total of every kind of
+/// profile (CPU time, wall time, bytes allocated, lock waits...) and its
+/// share, the values ordered by the first kind's total; then a blank line.
+fn by_label(profiles: &[(&str, Profile)], key: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    // Per profile: its key, itself, its total and its total per value.
+    type Column<'a> = (&'a str, &'a Profile, u64, HashMap<Option<String>, u64>);
+    let columns: Vec<Column> = profiles
+        .iter()
+        .map(|(k, p)| (*k, p, p.sum(Counter::Total), oxprof_profile::labels::by_value(p, key).into_iter().map(|(v, _, t)| (v, t)).collect()))
+        .collect();
+    let Some(first) = columns.first() else { return Ok(()) };
+    let mut values: Vec<Option<String>> = oxprof_profile::labels::by_value(first.1, key).into_iter().map(|r| r.0).collect();
+    for (_, _, _, by) in &columns[1..] {
+        let mut more: Vec<&Option<String>> = by.keys().filter(|v| !values.contains(v)).collect();
+        more.sort();
+        values.extend(more.into_iter().cloned());
+    }
+    let names: Vec<String> = columns.iter().map(|(k, p, _, _)| format!("{} ({})", kind_name(k), unit_of(p))).collect();
+    writeln!(out, "By {key}: {}", names.join(", "))?;
+    let width =
+        values.iter().take(top).map(|v| v.as_deref().unwrap_or(oxprof_profile::labels::NO_VALUE).chars().count().min(60)).max().unwrap_or(0).max(key.len());
+    write!(out, "  {key:<width$}")?;
+    for (k, _, _, _) in &columns {
+        write!(out, " {:>12} {:>7}", kind_name(k), "share")?;
+    }
+    writeln!(out)?;
+    for v in values.iter().take(top) {
+        let name: String = v.as_deref().unwrap_or(oxprof_profile::labels::NO_VALUE).chars().take(60).collect();
+        write!(out, "  {name:<width$}")?;
+        for (_, p, total, by) in &columns {
+            let t = by.get(v).copied().unwrap_or(0);
+            write!(out, " {:>12} {:>6.2}%", format_quantity(t, unit_of(p)), pct(t, *total))?;
+        }
+        writeln!(out)?;
+    }
+    if values.len() > top {
+        writeln!(out, "  ({} more values; --top shows more)", values.len() - top)?;
+    }
+    writeln!(out)
+}
+
+/// A profile kind's name in tables.
+fn kind_name(key: &str) -> &str {
+    match key {
+        "cpu" => "CPU",
+        "wall" => "wall clock",
+        "alloc" => "allocated",
+        "live" => "live",
+        "lock" => "lock wait",
+        k => k,
+    }
 }
 
 /// What the Safepoints section shows: the safepoints in time order, when
@@ -189,7 +243,7 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
             .stack
             .iter()
             .map(|&f| p.frame(f))
-            .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
+            .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State | FrameKind::Label))
             .collect();
         let leaf = if java_self { kept.iter().rev().find(|f| is_java(f.kind)).or(kept.last()) } else { kept.last() };
         let frames: Vec<&str> = kept.iter().map(|f| f.name.as_str()).collect();
@@ -336,7 +390,7 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
         let site = frames
             .iter()
             .rev()
-            .find(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State))
+            .find(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State | FrameKind::Label))
             .map_or("[no stack]", |f| f.name.as_str());
         let e = by_site.entry((class, site)).or_default();
         e.0 += s.samples;

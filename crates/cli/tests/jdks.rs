@@ -319,3 +319,17 @@ fn ttsp_on_every_supported_jdk() {
         check_ttsp(&home.join("bin/java"), version.lines().next().unwrap_or("?"));
     }
 }
+
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn java_api_works_on_every_supported_jdk() {
+    for home in extra_jdks() {
+        let java = home.join("bin/java");
+        let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
+        let label = version.lines().next().unwrap_or("").to_string();
+        common::api::jar_alone_scenario(&java, &label);
+        common::api::agentpath_status_scenario(&java, &label);
+        common::api::check_nested_labels(&java, &label);
+        eprintln!("ok: {label}");
+    }
+}

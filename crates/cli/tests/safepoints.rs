@@ -241,10 +241,10 @@ fn write_recording(path: &Path, samples: bool) {
         );
         let at = |ms: f64| T0 + (ms * 1e6) as i64;
         for (t, stack) in [(11.0, 1), (12.0, 1), (15.0, 1), (14.0, 2), (201.0, 2), (229.0, 2), (230.0, 1)] {
-            w.execution_sample(at(t), 2, stack, ThreadState::Running).unwrap();
+            w.execution_sample(at(t), 2, stack, ThreadState::Running, 0).unwrap();
         }
         for t in [5.0, 15.5, 50.0, 100.6, 230.5] {
-            w.execution_sample(at(t), 2, 1, ThreadState::Running).unwrap();
+            w.execution_sample(at(t), 2, 1, ThreadState::Running, 0).unwrap();
         }
     }
     w.end_chunk(T0 + 300 * MS, true).unwrap();

@@ -1,5 +1,7 @@
 //! Collapsed stacks (Brendan Gregg's "folded" format): one line per distinct
 //! stack, frames root first separated by `;`, then a space and the count.
+//! Frame names lose the format's separators (`;` becomes `:`, line breaks
+//! spaces); context labels are the leading `[key=value]` frames.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -83,9 +85,16 @@ pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
         }
         let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
         let count: u64 = count.parse().map_err(|_| format!("line {}: '{count}' is not a count", i + 1))?;
-        let frames = stack.split(';').enumerate().map(|(at, name)| {
+        // Context labels (`[endpoint=GET /orders]`) lead the stack, then
+        // the thread state: the roots the agent writes.
+        let mut roots = true;
+        let frames = stack.split(';').map(|name| {
+            if roots && crate::labels::parse_frame(name).is_some() {
+                return Frame::new(name, FrameKind::Label);
+            }
+            let root = std::mem::replace(&mut roots, false);
             // A root `[sleeping]` is a thread-state frame (agent option `state`).
-            if at == 0 && crate::state::ThreadState::from_frame_name(name).is_some() {
+            if root && crate::state::ThreadState::from_frame_name(name).is_some() {
                 return Frame::new(name, FrameKind::State);
             }
             for kind in [FrameKind::Interpreted, FrameKind::Jit, FrameKind::Inlined, FrameKind::Kernel, FrameKind::Alloc] {
@@ -137,6 +146,22 @@ mod tests {
         assert_eq!(back.sum(Counter::Samples), 75);
         assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
         assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
+    }
+
+    #[test]
+    fn label_frames_lead_and_read_back() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([crate::labels::frame("endpoint", "GET /a;b"), Frame::new("[sleeping]", FrameKind::State), Frame::new("Main.nap", FrameKind::Jit)], 2, 0);
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "[endpoint=GET /a:b];[sleeping];Main.nap 2\n");
+        let back = read(&text, Meta::default()).unwrap();
+        let kinds: Vec<FrameKind> = back.frames().iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [FrameKind::Label, FrameKind::State, FrameKind::Java]);
+        // Not at the root, a bracketed name is no label.
+        let back = read("Main.run;[k=v] 1\n", Meta::default()).unwrap();
+        assert_eq!(back.frames()[1].kind, FrameKind::Java);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Turning a JFR [`Recording`] into profiles of the model, one per kind
 //! (CPU, wall clock, allocation, live objects), with the converter's
 //! filters: thread roots, thread states (a filter and root frames), a time
-//! range and frame-name predicates. Every profile carries the recording's
+//! range and frame-name predicates. Samples with context labels get their
+//! label frames at the root (see [`crate::labels`]). Every profile carries the recording's
 //! safepoints within the time range.
 
 use crate::jfr_read::Recording;
@@ -73,7 +74,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         }
         let mut agg = Aggregate::default();
         for s in rec.cpu.iter().filter(|s| in_range(s.time) && state_ok(s.state)) {
-            agg.add((s.thread, s.stack, u32::MAX, shown(s.state)), 1, period);
+            agg.add((s.thread, s.stack, u32::MAX, shown(s.state), s.labels), 1, period);
         }
         b.flush(&mut p, agg);
         out.push(("cpu", p));
@@ -88,7 +89,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         }
         let mut agg = Aggregate::default();
         for s in rec.wall.iter().chain(jdk_native).filter(|s| in_range(s.time) && state_ok(s.state)) {
-            agg.add((s.thread, s.stack, u32::MAX, shown(s.state)), wall_ticks(s.weight_ns, period), s.weight_ns);
+            agg.add((s.thread, s.stack, u32::MAX, shown(s.state), s.labels), wall_ticks(s.weight_ns, period), s.weight_ns);
         }
         b.flush(&mut p, agg);
         out.push(("wall", p));
@@ -98,7 +99,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         p.meta.extra.extend(rec.alloc_facts.iter().cloned());
         let mut agg = Aggregate::default();
         for s in rec.alloc.iter().filter(|s| in_range(s.time)) {
-            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.bytes);
+            agg.add((s.thread, s.stack, s.class, NO_STATE, s.labels), 1, s.bytes);
         }
         b.flush(&mut p, agg);
         out.push(("alloc", p));
@@ -107,7 +108,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         let mut p = Profile::new(meta("Lock profile", "lock", "JFR jdk.JavaMonitorEnter + jdk.ThreadPark", 0, "ns"));
         let mut agg = Aggregate::default();
         for s in rec.lock.iter().filter(|s| in_range(s.time)) {
-            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.duration_ns);
+            agg.add((s.thread, s.stack, s.class, NO_STATE, s.labels), 1, s.duration_ns);
         }
         b.class_kind = FrameKind::Lock;
         b.flush(&mut p, agg);
@@ -118,7 +119,7 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
         let mut p = Profile::new(meta("Live objects", "live", "JFR jdk.OldObjectSample", 0, "bytes"));
         let mut agg = Aggregate::default();
         for s in rec.live.iter().filter(|s| in_range(s.allocated)) {
-            agg.add((s.thread, s.stack, s.class, NO_STATE), 1, s.bytes);
+            agg.add((s.thread, s.stack, s.class, NO_STATE, 0), 1, s.bytes);
         }
         b.flush(&mut p, agg);
         out.push(("live", p));
@@ -146,9 +147,10 @@ fn wall_ticks(weight_ns: u64, interval: u64) -> u64 {
 /// The state part of an [`Aggregate`] key when no state frame is shown.
 const NO_STATE: u8 = u8::MAX;
 
-/// (thread, stack, class, state) of an [`Aggregate`]: class `u32::MAX`
-/// means none, state [`NO_STATE`] no state frame.
-type Key = (u32, u32, u32, u8);
+/// (thread, stack, class, state, label set) of an [`Aggregate`]: class
+/// `u32::MAX` means none, state [`NO_STATE`] no state frame, label set 0 no
+/// labels.
+type Key = (u32, u32, u32, u8, u32);
 
 /// Counts per key before any frame is interned.
 #[derive(Default)]
@@ -203,17 +205,20 @@ impl<'r, 'o> Builder<'r, 'o> {
         self.ids = vec![u32::MAX; self.frames.len()];
         let mut entries: Vec<_> = agg.counts.into_iter().collect();
         entries.sort_unstable_by_key(|e| e.0);
-        for ((thread, stack, class, state), (samples, total)) in entries {
+        for ((thread, stack, class, state, labels), (samples, total)) in entries {
             let state = (state != NO_STATE).then(|| ThreadState::from_u8(state));
-            self.add(p, (thread, stack, (class != u32::MAX).then_some(class), state), samples, total);
+            self.add(p, (thread, stack, (class != u32::MAX).then_some(class), state, labels), samples, total);
         }
     }
 
-    fn add(&mut self, p: &mut Profile, (thread, stack, class, state): (u32, u32, Option<u32>, Option<ThreadState>), samples: u64, total: u64) {
+    fn add(&mut self, p: &mut Profile, (thread, stack, class, state, labels): (u32, u32, Option<u32>, Option<ThreadState>, u32), samples: u64, total: u64) {
         if !self.keep(stack) {
             return;
         }
         let mut ids = Vec::with_capacity(self.rec.stacks[stack as usize].len() + 3);
+        for f in crate::labels::frames(self.rec.label_sets.get(labels as usize).map_or(&[][..], Vec::as_slice)) {
+            ids.push(p.intern(f));
+        }
         if let Some(s) = state {
             ids.push(p.intern(s.frame()));
         }

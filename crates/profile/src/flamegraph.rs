@@ -698,6 +698,7 @@ fn palette(kind: FrameKind) -> (u16, u8, u8) {
         FrameKind::Alloc => (215, 72, 64),
         FrameKind::State => (268, 45, 72),
         FrameKind::Lock => (330, 60, 66),
+        FrameKind::Label => (190, 40, 76),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod flamegraph;
 pub mod format;
 pub mod jfr;
 pub mod jfr_read;
+pub mod labels;
 pub mod leak;
 pub mod model;
 pub mod otlp;

@@ -31,6 +31,9 @@ pub enum FrameKind {
     State,
     /// The class of a lock waited for (leaf of lock stacks).
     Lock,
+    /// A synthetic root naming a context label of the sample
+    /// (`[endpoint=GET /orders]`, see [`crate::labels`]).
+    Label,
 }
 
 impl FrameKind {
@@ -61,11 +64,12 @@ impl FrameKind {
             FrameKind::Alloc => "allocated class",
             FrameKind::State => "thread state",
             FrameKind::Lock => "lock class",
+            FrameKind::Label => "context label",
         }
     }
 
     /// All kinds, in a stable order (used for legends and encodings).
-    pub const ALL: [FrameKind; 12] = [
+    pub const ALL: [FrameKind; 13] = [
         FrameKind::Interpreted,
         FrameKind::Jit,
         FrameKind::Inlined,
@@ -78,6 +82,7 @@ impl FrameKind {
         FrameKind::Alloc,
         FrameKind::State,
         FrameKind::Lock,
+        FrameKind::Label,
     ];
 
     /// Index of this kind in [`FrameKind::ALL`].

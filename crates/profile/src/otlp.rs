@@ -184,7 +184,7 @@ fn frame_type(kind: FrameKind) -> Option<&'static str> {
         FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java | FrameKind::Alloc | FrameKind::Lock => Some("jvm"),
         FrameKind::Native | FrameKind::Cpp => Some("native"),
         FrameKind::Kernel => Some("kernel"),
-        FrameKind::Thread | FrameKind::State | FrameKind::Error => None,
+        FrameKind::Thread | FrameKind::State | FrameKind::Error | FrameKind::Label => None,
     }
 }
 
@@ -203,6 +203,7 @@ fn kind_word(kind: FrameKind) -> &'static str {
         FrameKind::Alloc => "alloc",
         FrameKind::State => "state",
         FrameKind::Lock => "lock",
+        FrameKind::Label => "label",
     }
 }
 
@@ -379,6 +380,8 @@ enum Role {
     /// A sample attribute (thread name or state).
     Thread(i32),
     State(i32),
+    /// A context label (`[key=value]` root frame): an attribute of its own.
+    Label(i32),
     /// A line: function index, line, kind.
     Code(i32, i64, FrameKind),
 }
@@ -398,6 +401,10 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
                     let word = ThreadState::from_frame_name(&f.name).map_or_else(|| f.name.trim_matches(['[', ']']).to_string(), |s| s.name().to_string());
                     Role::State(dict.attribute(THREAD_STATE, &word))
                 }
+                FrameKind::Label => match crate::labels::parse_frame(&f.name) {
+                    Some((k, v)) => Role::Label(dict.attribute(k, v)),
+                    None => Role::Code(dict.function(&f.name), f.line as i64, f.kind),
+                },
                 k => Role::Code(dict.function(&f.name), f.line as i64, k),
             })
             .collect();
@@ -406,12 +413,14 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
         let mut sample_ids: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
         for s in p.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
             let (mut thread, mut state) = (None, None);
+            let mut labels: Vec<i32> = Vec::new();
             // Physical frames, root first: (kind, lines caller first).
             let mut physical: Vec<(FrameKind, Vec<(i32, i64)>)> = Vec::with_capacity(s.stack.len());
             for &f in &s.stack {
                 match roles[f as usize] {
                     Role::Thread(a) => thread = thread.or(Some(a)),
                     Role::State(a) => state = state.or(Some(a)),
+                    Role::Label(a) => labels.push(a),
                     Role::Code(func, line, k) => match physical.last_mut() {
                         Some((host, lines)) if k == FrameKind::Inlined && hosts_inlined(*host) => lines.push((func, line)),
                         _ => physical.push((k, vec![(func, line)])),
@@ -426,7 +435,7 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
                     dict.location(lines, k)
                 })
                 .collect();
-            let key = (dict.stack(stack), thread.into_iter().chain(state).collect::<Vec<i32>>());
+            let key = (dict.stack(stack), thread.into_iter().chain(state).chain(labels).collect::<Vec<i32>>());
             let i = *sample_ids.entry(key.clone()).or_insert_with(|| {
                 samples.push((key, 0, 0));
                 samples.len() - 1

@@ -13,7 +13,10 @@
 //! thread-state frame (`[sleeping]`) is no location but the sample's label
 //! `state` (`sleeping`), so pprof's tools can filter and group by it
 //! (`-tagfocus=state=sleeping`); reading turns the label back into the
-//! frame.
+//! frame. Context labels (`[endpoint=GET /orders]` frames, see
+//! [`crate::labels`]) are sample labels likewise (`-tagfocus=endpoint=...`,
+//! `-tags`), read back as label frames (a `state` label whose value is no
+//! thread state too).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -125,17 +128,19 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     let mut locations: Vec<pb::Location> = Vec::new();
     let mut location_ids: HashMap<(String, FrameKind, u32), u64> = HashMap::new();
     let state_key = strings.id(STATE_LABEL);
-    // (locations leaf first, state words) → values of every part.
-    let mut samples: Vec<(Vec<u64>, Vec<i64>, Vec<i64>)> = Vec::new();
-    let mut sample_ids: HashMap<(Vec<u64>, Vec<i64>), usize> = HashMap::new();
+    // (locations leaf first, labels as (key, value) string ids) → values of every part.
+    type Labels = Vec<(i64, i64)>;
+    type SampleKey = (Vec<u64>, Labels);
+    let mut samples: Vec<(Vec<u64>, Labels, Vec<i64>)> = Vec::new();
+    let mut sample_ids: HashMap<SampleKey, usize> = HashMap::new();
     let width = 2 * parts.len();
     for (k, p) in parts.iter().enumerate() {
-        // This part's frame ids → location ids (0 for a state frame).
+        // This part's frame ids → location ids (0 for a state or label frame).
         let ids: Vec<u64> = p
             .frames()
             .iter()
             .map(|frame| {
-                if frame.kind == FrameKind::State {
+                if matches!(frame.kind, FrameKind::State | FrameKind::Label) {
                     return 0;
                 }
                 let key = (frame.name.clone(), frame.kind, frame.line);
@@ -155,16 +160,20 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
             .collect();
         for s in p.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
             let stack: Vec<u64> = s.stack.iter().rev().map(|&f| ids[f as usize]).filter(|&id| id != 0).collect();
-            let states: Vec<i64> = s
+            let labels: Vec<(i64, i64)> = s
                 .stack
                 .iter()
-                .filter(|&&f| p.frame(f).kind == FrameKind::State)
-                .map(|&f| {
-                    let name = &p.frame(f).name;
-                    strings.id(name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name))
+                .map(|&f| p.frame(f))
+                .filter_map(|frame| match frame.kind {
+                    FrameKind::State => {
+                        let name = &frame.name;
+                        Some((state_key, strings.id(name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name))))
+                    }
+                    FrameKind::Label => crate::labels::parse_frame(&frame.name).map(|(k, v)| (strings.id(k), strings.id(v))),
+                    _ => None,
                 })
                 .collect();
-            let key = (stack, states);
+            let key = (stack, labels);
             let i = match sample_ids.get(&key) {
                 Some(&i) => i,
                 None => {
@@ -179,10 +188,10 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     }
     let sample = samples
         .into_iter()
-        .map(|(location_id, states, value)| pb::Sample {
+        .map(|(location_id, labels, value)| pb::Sample {
             location_id,
             value,
-            label: states.into_iter().map(|word| pb::Label { key: state_key, str: word, ..pb::Label::default() }).collect(),
+            label: labels.into_iter().map(|(key, str)| pb::Label { key, str, ..pb::Label::default() }).collect(),
         })
         .collect();
     let mut comment = Vec::new();
@@ -285,9 +294,16 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     }
     for sample in &p.sample {
         let mut stack = Vec::new();
-        for l in sample.label.iter().filter(|l| s(l.key) == STATE_LABEL) {
-            let frame = ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame);
-            stack.push(profile.intern(frame));
+        // Context labels first (outermost), then the thread state, as the
+        // agent builds stacks.
+        let state = |l: &&pb::Label| s(l.key) == STATE_LABEL && ThreadState::from_word(s(l.str)).is_some();
+        for l in sample.label.iter().filter(|l| !state(l) && l.num == 0 && crate::labels::valid_key(s(l.key))) {
+            stack.push(profile.intern(crate::labels::frame(s(l.key), s(l.str))));
+        }
+        for l in sample.label.iter().filter(state) {
+            stack.push(
+                profile.intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)),
+            );
         }
         for id in sample.location_id.iter().rev() {
             let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
@@ -362,6 +378,29 @@ mod tests {
         let sleeping = back.samples().iter().find(|x| x.samples == 3).unwrap();
         assert_eq!(back.frame(sleeping.stack[0]), &ThreadState::Sleeping.frame());
         assert_eq!(back.frame(sleeping.stack[2]).name, "Main.nap");
+    }
+
+    #[test]
+    fn context_labels_are_sample_labels_and_read_back() {
+        use crate::labels;
+        let mut p = Profile::new(Meta { event: "cpu".into(), total_unit: "ns".into(), interval: 10_000_000, ..Meta::default() });
+        let main = Frame::new("Main.main", FrameKind::Jit);
+        let odd = "GET /a;b=c \u{1F600}\n";
+        p.add_frames([labels::frame("endpoint", odd), labels::frame("state", "checkout"), ThreadState::Running.frame(), main.clone()], 4, 40);
+        p.add_frames([main.clone()], 1, 10);
+        let m = encode(&p);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        let labels: Vec<(&str, &str)> = m.sample[0].label.iter().map(|l| (s(l.key), s(l.str))).collect();
+        assert_eq!(labels, [("endpoint", odd), ("state", "checkout"), ("state", "running")]);
+        assert_eq!(m.sample[0].location_id.len(), 1, "label frames are no locations");
+        assert!(m.sample[1].label.is_empty());
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let back = read(&out).unwrap();
+        let labelled = back.samples().iter().find(|x| x.samples == 4).unwrap();
+        let names: Vec<&str> = labelled.stack.iter().map(|&f| back.frame(f).name.as_str()).collect();
+        assert_eq!(names, [format!("[endpoint={odd}]").as_str(), "[state=checkout]", "[running]", "Main.main"]);
+        assert_eq!(labels::value_of(&back, labelled, "endpoint"), Some(odd));
     }
 
     #[test]

@@ -49,20 +49,20 @@ fn the_jdk_reads_what_the_writer_wrote() {
     w.setting(t0, 100, event_type::EXECUTION_SAMPLE, "period", "10 ms").unwrap();
     w.recording(t0, 100, "oxprof", "w.jfr", wall0 / 1_000_000, 0).unwrap();
     w.stack(1, &hot, false);
-    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Running).unwrap();
-    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Running).unwrap();
-    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 10_000_000, 100, 1, ThreadState::Running, 0).unwrap();
+    w.execution_sample(t0 + 20_000_000, 100, 1, ThreadState::Running, 0).unwrap();
+    w.execution_sample(t0 + 30_000_000, 101, 1, ThreadState::Running, 0).unwrap();
     assert_eq!(w.unnamed_threads(), vec![101]);
     w.thread(101, "worker-1", Some("worker-1"));
     w.stack(2, &alloc, false);
-    w.allocation_sample(t0 + 40_000_000, 100, 2, "byte[]", 1000).unwrap();
-    w.allocation_sample(t0 + 41_000_000, 100, 2, "java.lang.String", 24).unwrap();
+    w.allocation_sample(t0 + 40_000_000, 100, 2, "byte[]", 1000, 0).unwrap();
+    w.allocation_sample(t0 + 41_000_000, 100, 2, "java.lang.String", 24, 0).unwrap();
     w.end_chunk(t0 + 50_000_000, false).unwrap();
     // Chunk 2: pools start afresh; one CPU sample, one old object.
     w.begin_chunk(t0 + 50_000_000, wall0 + 50_000_000).unwrap();
     assert!(!w.has_stack(1));
     w.stack(1, &hot, true);
-    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 60_000_000, 100, 1, ThreadState::Running, 0).unwrap();
     // While a chunk is open the file holds only complete chunks: readers
     // never meet a half-written one.
     let first_chunk = w.stats().bytes;
@@ -146,9 +146,9 @@ fn wall_samples_and_states_read_back() {
     w.stack(1, &sleep, false);
     w.stack(2, &accept, false);
     for i in 0..3 {
-        w.execution_sample(t0 + i * 20_000_000, 100, 1, ThreadState::Sleeping).unwrap();
+        w.execution_sample(t0 + i * 20_000_000, 100, 1, ThreadState::Sleeping, 0).unwrap();
     }
-    w.native_method_sample(t0 + 60_000_000, 100, 2, ThreadState::Native).unwrap();
+    w.native_method_sample(t0 + 60_000_000, 100, 2, ThreadState::Native, 0).unwrap();
     w.end_chunk(t0 + 80_000_000, true).unwrap();
     drop(w);
     let printed = run_jfr(&["print", "--events", "jdk.ExecutionSample,jdk.NativeMethodSample", alone.to_str().unwrap()]);
@@ -171,9 +171,9 @@ fn wall_samples_and_states_read_back() {
     w.setting(t0, 100, event_type::WALL_CLOCK_SAMPLE, "period", "20 ms").unwrap();
     w.stack(1, &sleep, false);
     w.stack(2, &accept, false);
-    w.execution_sample(t0, 100, 2, ThreadState::Vm).unwrap();
-    w.wall_clock_sample(t0 + 1, 100, 1, ThreadState::Sleeping, 45_000_000).unwrap();
-    w.wall_clock_sample(t0 + 2, 100, 2, ThreadState::Blocked, 20_000_000).unwrap();
+    w.execution_sample(t0, 100, 2, ThreadState::Vm, 0).unwrap();
+    w.wall_clock_sample(t0 + 1, 100, 1, ThreadState::Sleeping, 45_000_000, 0).unwrap();
+    w.wall_clock_sample(t0 + 2, 100, 2, ThreadState::Blocked, 20_000_000, 0).unwrap();
     w.end_chunk(t0 + 80_000_000, true).unwrap();
     drop(w);
     let printed = run_jfr(&["print", "--events", "oxprof.WallClockSample", both.to_str().unwrap()]);
@@ -256,8 +256,8 @@ fn safepoint_events_are_the_jdks_and_read_back() {
     // CPU samples: one inside safepoint 41's time to safepoint, one after it.
     let spin = vec![frame("com.example.Spin", "loop", 9, FrameType::Jit)];
     w.stack(1, &spin, false);
-    w.execution_sample(t0 + 1_100_000, 7, 1, ThreadState::Running).unwrap();
-    w.execution_sample(t0 + 2_000_000, 7, 1, ThreadState::Running).unwrap();
+    w.execution_sample(t0 + 1_100_000, 7, 1, ThreadState::Running, 0).unwrap();
+    w.execution_sample(t0 + 2_000_000, 7, 1, ThreadState::Running, 0).unwrap();
     w.end_chunk(t0 + 20_000_000, false).unwrap();
     // A second chunk: the operation's pool starts afresh.
     w.begin_chunk(t0 + 20_000_000, wall0 + 20_000_000).unwrap();
@@ -349,5 +349,58 @@ fn safepoint_events_are_the_jdks_and_read_back() {
             sp(44, 50_000_000, 100, Some(100_000), Some("ThreadDump"), Some(12), 0),
         ]
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Context labels: a pooled `labels` field on every sample event, printed
+/// by the JDK's tool (odd characters and all), read back by oxprof's reader
+/// into label sets, and turned into root frames by convert.
+#[test]
+fn context_labels_are_read_by_the_jdk_and_back() {
+    use oxprof_profile::convert::{profiles, Options};
+    use oxprof_profile::{labels, Counter};
+    let dir = std::env::temp_dir().join(format!("oxprof-jfr-labels-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("l.jfr");
+    let t0: i64 = 5_000_000_000;
+    let wall0: i64 = 1_700_000_000_000_000_000;
+    let odd = "GET /a?b=c;d \"quoted\" \u{1F600}";
+    let set: Vec<(String, String)> = vec![("endpoint".into(), odd.into()), ("tenant".into(), "t1".into())];
+    let hot = vec![frame("com.example.Hot", "spin", 42, FrameType::Jit)];
+    let mut w = JfrWriter::new(std::fs::File::create(&path).unwrap());
+    for chunk in 0..2 {
+        let t = t0 + chunk * 100_000_000;
+        w.begin_chunk(t, wall0 + chunk * 100_000_000).unwrap();
+        w.thread(100, "main", Some("main"));
+        w.stack(1, &hot, false);
+        assert!(!w.has_labels(7), "pools start afresh in each chunk");
+        w.labels(7, &set);
+        w.execution_sample(t + 1, 100, 1, ThreadState::Running, 7).unwrap();
+        w.execution_sample(t + 2, 100, 1, ThreadState::Running, 0).unwrap();
+        w.wall_clock_sample(t + 3, 100, 1, ThreadState::Sleeping, 20_000_000, 7).unwrap();
+        w.allocation_sample(t + 4, 100, 1, "byte[]", 512, 7).unwrap();
+        w.lock_wait(true, t + 5, 3, 100, 1, "java.lang.Object", 7).unwrap();
+        w.end_chunk(t + 50_000_000, chunk == 1).unwrap();
+    }
+    drop(w);
+    let printed = run_jfr(&["print", "--events", "jdk.ExecutionSample", path.to_str().unwrap()]);
+    assert!(printed.contains("labels = \"endpoint=GET /a?b=c;d") && printed.contains(", tenant=t1\""), "{printed}");
+    assert!(printed.contains("labels = N/A"), "a sample without labels: {printed}");
+    let rec = oxprof_profile::jfr_read::read_file(&path, &mut |_, _| {}).unwrap();
+    assert_eq!(rec.label_sets, vec![Vec::new(), set.clone()]);
+    assert_eq!(rec.cpu.iter().map(|s| s.labels).collect::<Vec<_>>(), [1, 0, 1, 0]);
+    assert!(rec.wall.iter().chain(&rec.native).all(|s| s.labels == 1));
+    assert!(rec.alloc.iter().all(|s| s.labels == 1) && rec.lock.iter().all(|s| s.labels == 1));
+    let ps = profiles(&rec, &Options { cpu: true, alloc: true, lock: true, wall: true, ..Options::default() });
+    for (key, p) in &ps {
+        let labelled: u64 = p.samples().iter().filter(|s| labels::value_of(p, s, "endpoint") == Some(odd)).map(|s| s.samples).sum();
+        assert!(labelled > 0, "{key}: no labelled samples");
+        let s = p.samples().iter().find(|s| labels::value_of(p, s, "endpoint").is_some()).unwrap();
+        assert_eq!(p.frame(s.stack[0]).name, format!("[endpoint={odd}]"), "{key}: label frames lead");
+        assert_eq!(p.frame(s.stack[1]).name, "[tenant=t1]", "{key}");
+    }
+    let cpu = &ps.iter().find(|(k, _)| *k == "cpu").unwrap().1;
+    assert_eq!(cpu.sum(Counter::Samples), 4);
+    assert_eq!(labels::by_value(cpu, "endpoint").iter().map(|r| r.1).collect::<Vec<_>>(), [2, 2]);
     let _ = std::fs::remove_dir_all(&dir);
 }

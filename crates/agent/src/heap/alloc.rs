@@ -394,7 +394,7 @@ impl AllocSampler {
                 }
             };
             let frames = raw.get(..n + 1).unwrap_or_default();
-            store.record(tid_key, frames, weight);
+            store.record(tid_key, crate::sampling::label_slots::current(tid), frames, weight);
             // The live site is stack + class, without the thread.
             // SAFETY: `object` is live (this function's contract).
             unsafe { self.live.track(jni, object, frames, size, exact_weight) };

@@ -93,6 +93,7 @@ impl AllocSource {
             st.samples += t.samples;
             st.estimated_bytes += t.total;
             ids.clear();
+            cx.label_roots(&mut profile, t.labels, &mut ids);
             if cx.rec.config.threads && t.tid != 0 {
                 ids.push(profile.intern(cx.thread_root(t.tid)));
             }

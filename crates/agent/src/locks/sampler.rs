@@ -200,8 +200,10 @@ impl LockSampler {
             let bci = if kind == Kind::Park { MARK_PARK_CLASS } else { MARK_LOCK_CLASS };
             *first = RawFrame { bci, method: class_id as usize };
         }
-        let tid = if self.per_thread.load(Ordering::Relaxed) { crate::sampling::threads::current_tid() } else { 0 };
-        store.record(tid, frames.get(..n + 1).unwrap_or_default(), weight);
+        let current = crate::sampling::threads::current_tid();
+        let tid = if self.per_thread.load(Ordering::Relaxed) { current } else { 0 };
+        let labels = crate::sampling::label_slots::current(current);
+        store.record(tid, labels, frames.get(..n + 1).unwrap_or_default(), weight);
         if let Some(r) = self.recorded.get(kind as usize) {
             r.fetch_add(1, Ordering::Relaxed);
         }

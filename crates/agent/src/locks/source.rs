@@ -91,6 +91,7 @@ impl EventSource for LockSource {
                 samples += t.samples;
                 total += t.total;
                 ids.clear();
+                cx.label_roots(&mut profile, t.labels, &mut ids);
                 if cx.rec.config.threads && t.tid != 0 {
                     ids.push(profile.intern(cx.thread_root(t.tid)));
                 }

@@ -6,7 +6,8 @@
 //! a daemon, drains the logs every [`DRAIN_PERIOD`], resolves the stacks it
 //! has not written in the current chunk, and appends `jdk.ExecutionSample`
 //! (with the sampled thread's state), wall-clock samples and
-//! `jdk.ObjectAllocationSample` events to the file; leak reports add
+//! `jdk.ObjectAllocationSample` events to the file, each with its context
+//! labels (a `labels` field, its sets pooled per chunk); leak reports add
 //! `jdk.OldObjectSample` and oxprof's `oxprof.LiveSite` per site. Wall-clock samples are
 //! the JDK's `jdk.ExecutionSample` (`jdk.NativeMethodSample` in native
 //! code), one per interval they stand for, when no CPU source runs, so JFR
@@ -98,23 +99,34 @@ struct Wall {
 }
 
 /// Per stored slot, its sample's state (`ThreadState as u8`, refined as
-/// [`crate::sampling::cpu::refine_state`] does), so a trace is read once
-/// per chunk, when its stack is written. [`NO_STATE`] = not known yet.
+/// [`crate::sampling::cpu::refine_state`] does) and context-label set, so a
+/// trace is read once per chunk, when its stack is written. [`NO_STATE`] =
+/// not known yet.
 #[derive(Default)]
-struct States(Vec<u8>);
+struct States(Vec<(u8, u32)>);
 
 impl States {
-    fn get(&self, slot: u32) -> Option<ThreadState> {
-        self.0.get(slot as usize).filter(|&&s| s != NO_STATE).map(|&s| ThreadState::from_u8(s))
+    fn get(&self, slot: u32) -> Option<(ThreadState, u32)> {
+        self.0.get(slot as usize).filter(|s| s.0 != NO_STATE).map(|&(s, l)| (ThreadState::from_u8(s), l))
     }
 
-    fn set(&mut self, slot: u32, s: ThreadState) {
+    fn set(&mut self, slot: u32, s: ThreadState, labels: u32) {
         let i = slot as usize;
         if self.0.len() <= i {
-            self.0.resize(i + 1, NO_STATE);
+            self.0.resize(i + 1, (NO_STATE, 0));
         }
-        self.0[i] = s as u8;
+        self.0[i] = (s as u8, labels);
     }
+}
+
+/// The id of label set `labels` in the writer's chunk (added to its pool
+/// the first time the chunk needs it); 0 for no labels.
+fn labels_in_chunk(writer: &mut JfrWriter<File>, labels: u32) -> u64 {
+    let id = labels as u64;
+    if id != 0 && !writer.has_labels(id) {
+        writer.labels(id, &crate::labels::set(labels));
+    }
+    id
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -571,12 +583,13 @@ impl Inner {
         if let Some(src) = self.cpu {
             while let Some(e) = src.log.pop() {
                 let id = e.slot as u64;
-                let Some(state) = thread_stack(&mut self.writer, &mut self.lines, &mut self.cpu_states, &cx, src.store, id, e.slot) else {
+                let Some((state, labels)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.cpu_states, &cx, src.store, id, e.slot) else {
                     self.counts.missing += 1;
                     continue;
                 };
                 self.name_thread(agent, e.tid);
-                if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, state) {
+                let labels = labels_in_chunk(&mut self.writer, labels);
+                if let Err(err) = self.writer.execution_sample(e.ticks as i64, e.tid as u64, id, state, labels) {
                     return self.fail(err);
                 }
                 self.counts.cpu += 1;
@@ -586,12 +599,13 @@ impl Inner {
         if let Some(src) = self.wall.as_ref().map(|w| w.src) {
             while let Some(e) = src.log.pop() {
                 let id = WALL_STACK_BIT | e.slot as u64;
-                let Some(state) = thread_stack(&mut self.writer, &mut self.lines, &mut self.wall_states, &cx, src.store, id, e.slot) else {
+                let Some((state, labels)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.wall_states, &cx, src.store, id, e.slot) else {
                     self.counts.missing += 1;
                     continue;
                 };
                 self.name_thread(agent, e.tid);
-                if let Err(err) = self.wall_sample(e.ticks as i64, e.tid, id, state, e.weight) {
+                let labels = labels_in_chunk(&mut self.writer, labels);
+                if let Err(err) = self.wall_sample(e.ticks as i64, e.tid, id, (state, labels), e.weight) {
                     return self.fail(err);
                 }
                 self.rotate(agent);
@@ -618,7 +632,8 @@ impl Inner {
                     self.writer.stack(id, &frames, false);
                 }
                 self.name_thread(agent, e.tid);
-                if let Err(err) = self.writer.allocation_sample(e.ticks as i64, e.tid as u64, id, &class, e.weight) {
+                let labels = labels_in_chunk(&mut self.writer, t.labels);
+                if let Err(err) = self.writer.allocation_sample(e.ticks as i64, e.tid as u64, id, &class, e.weight, labels) {
                     return self.fail(err);
                 }
                 self.counts.alloc += 1;
@@ -648,9 +663,10 @@ impl Inner {
                 self.writer.stack(id, &frames, false);
             }
             self.name_thread(agent, e.tid);
+            let labels = labels_in_chunk(&mut self.writer, t.labels);
             // The event's duration is the waiting time it stands for (its
             // weight), so sums per site stay unbiased at any interval.
-            if let Err(err) = self.writer.lock_wait(park, e.ticks as i64, e.weight.min(i64::MAX as u64) as i64, e.tid as u64, id, &class) {
+            if let Err(err) = self.writer.lock_wait(park, e.ticks as i64, e.weight.min(i64::MAX as u64) as i64, e.tid as u64, id, &class, labels) {
                 return self.fail(err);
             }
             self.counts.lock += 1;
@@ -685,19 +701,20 @@ impl Inner {
         }
     }
 
-    /// Writes one wall-clock sample of `weight_ns` (see the module comment).
-    fn wall_sample(&mut self, ticks: i64, tid: u32, stack: u64, state: ThreadState, weight_ns: u64) -> std::io::Result<()> {
+    /// Writes one wall-clock sample of `weight_ns` (see the module comment)
+    /// with its state and label set (already in the chunk).
+    fn wall_sample(&mut self, ticks: i64, tid: u32, stack: u64, (state, labels): (ThreadState, u64), weight_ns: u64) -> std::io::Result<()> {
         let Some(wall) = self.wall.as_mut() else { return Ok(()) };
         if !wall.as_execution_samples {
             self.counts.wall += 1;
-            return self.writer.wall_clock_sample(ticks, tid as u64, stack, state, weight_ns);
+            return self.writer.wall_clock_sample(ticks, tid as u64, stack, state, weight_ns, labels);
         }
         let carry = wall.carry.entry(tid).or_insert(0);
         let n = intervals(carry, weight_ns, wall.interval_ns);
         for _ in 0..n {
             match state {
-                ThreadState::Native => self.writer.native_method_sample(ticks, tid as u64, stack, state)?,
-                _ => self.writer.execution_sample(ticks, tid as u64, stack, state)?,
+                ThreadState::Native => self.writer.native_method_sample(ticks, tid as u64, stack, state, labels)?,
+                _ => self.writer.execution_sample(ticks, tid as u64, stack, state, labels)?,
             }
         }
         self.counts.wall += n;
@@ -724,9 +741,9 @@ fn intervals(carry: &mut i64, weight_ns: u64, interval_ns: u64) -> u64 {
 }
 
 /// Makes sure stack `id` (slot `slot` of `store`) is in the chunk's pool,
-/// and returns the sample's state: read and refined when the stack is
-/// written (once per chunk), cached per slot. `None` when the slot is no
-/// longer in the store.
+/// and returns the sample's state and label set: read (the state refined)
+/// when the stack is written (once per chunk), cached per slot. `None` when
+/// the slot is no longer in the store.
 fn thread_stack(
     writer: &mut JfrWriter<File>,
     lines: &mut Lines,
@@ -735,7 +752,7 @@ fn thread_stack(
     store: &SampleStore,
     id: u64,
     slot: u32,
-) -> Option<ThreadState> {
+) -> Option<(ThreadState, u32)> {
     if writer.has_stack(id) {
         if let Some(s) = states.get(slot) {
             return Some(s);
@@ -744,9 +761,9 @@ fn thread_stack(
     let t = store.trace(slot)?;
     let frames = cpu_stack(cx, lines, t.tid, &t.frames);
     let state = refine_state(ThreadState::from_u8(t.state), &frames);
-    states.set(slot, state);
+    states.set(slot, state, t.labels);
     writer.stack(id, &frames, false);
-    Some(state)
+    Some((state, t.labels))
 }
 
 /// A sample's state told apart by its innermost Java frame (see

@@ -336,7 +336,7 @@ pub fn with_state(config: &crate::options::Config) -> bool {
 }
 
 /// Appends the frame ids of one stored CPU or wall trace to `out` (root
-/// first), its state first when `with_state`.
+/// first): its context labels, its state when `with_state`, then its frames.
 pub fn trace_frames(
     t: &StoredTrace,
     (per_thread, with_state): (bool, bool),
@@ -347,6 +347,7 @@ pub fn trace_frames(
 ) {
     let (profile, memo) = into;
     let first = out.len();
+    cx.label_roots(profile, t.labels, out);
     if with_state {
         out.push(profile.intern(refine_state(t, cx).frame()));
     }

@@ -77,19 +77,19 @@ mod tests {
     #[test]
     fn intervals_hold_each_sample_once() {
         let store = SampleStore::new(64, 256).unwrap();
-        store.record(1, &stack(1), 10);
-        store.record(1, &stack(1), 10);
-        store.record(1, &stack(2), 5);
+        store.record(1, 0, &stack(1), 10);
+        store.record(1, 0, &stack(1), 10);
+        store.record(1, 0, &stack(2), 5);
         // A dump in the interval sees it so far and moves nothing.
         assert_eq!(counts(&read(&store, false)), vec![(1, 2, 20), (2, 1, 5)]);
         assert_eq!(counts(&read(&store, true)), vec![(1, 2, 20), (2, 1, 5)]);
-        store.record(1, &stack(2), 5);
-        store.record(1, &stack(3), 7);
+        store.record(1, 0, &stack(2), 5);
+        store.record(1, 0, &stack(3), 7);
         assert_eq!(counts(&read(&store, true)), vec![(2, 1, 5), (3, 1, 7)]);
         assert!(read(&store, true).is_empty());
         // An emptied store starts over.
         store.reset();
-        store.record(1, &stack(1), 10);
+        store.record(1, 0, &stack(1), 10);
         assert_eq!(counts(&read(&store, true)), vec![(1, 1, 10)]);
     }
 
@@ -103,7 +103,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut n = 0u64;
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        store.record(1, &stack(w * 10 + (n % 7) as usize), 3);
+                        store.record(1, 0, &stack(w * 10 + (n % 7) as usize), 3);
                         n += 1;
                     }
                     n

@@ -2,7 +2,8 @@
 //! to, all preallocated and lock-free (`store`, the sample store; `event_log`,
 //! timed events for JFR), its CPU-time accounting (`cputime`), and the
 //! registry of sampled threads and their timers (`threads`), each thread's
-//! wall-clock bookkeeping (`wall_table`), and the CPU and wall-clock event
+//! wall-clock bookkeeping (`wall_table`), each thread's context-label slot
+//! (`label_slots`), and the CPU and wall-clock event
 //! sources that arm the handler and build their profiles (`cpu`, `wall`),
 //! and what each store held when the last interval ended (`interval`);
 //! these never run in the handler. May use `engine`, `hotspot` and
@@ -13,6 +14,7 @@ pub mod cpu;
 pub mod cputime;
 pub mod event_log;
 pub mod interval;
+pub mod label_slots;
 pub mod signal;
 pub mod store;
 pub mod threads;

@@ -48,6 +48,7 @@ use crate::hotspot::javawalk::{self, Walked};
 use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
 use crate::sampling::cputime::CpuSpent;
+use crate::sampling::label_slots;
 use crate::sampling::store::{sample_key, RawFrame, SampleStore};
 use crate::sampling::wall_table;
 use crate::trigger::traps;
@@ -761,8 +762,10 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     let tid = gettid();
     let env = jni_env(ctx.vm);
     if env.is_null() && ctx.cstack == CStack::No {
-        return (record_marker(ctx, tid, MARK_NON_JAVA_THREAD, weight), false);
+        return (record_marker(ctx, tid, 0, MARK_NON_JAVA_THREAD, weight), false);
     }
+    // The context labels the thread's Java code set (0 for other threads).
+    let labels = if env.is_null() { 0 } else { label_slots::current(tid) };
     let Some(buffer) = take_buffer(ctx, tid) else {
         ctx.store.count_dropped();
         return (None, !env.is_null());
@@ -771,7 +774,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     let native = native_part(ctx, tid, ucontext, buffer);
     PART_NATIVE.end(part);
     if env.is_null() {
-        let slot = record_native_marker(ctx, buffer, native, tid, MARK_NON_JAVA_THREAD, weight);
+        let slot = record_native_marker(ctx, buffer, native, (tid, 0), MARK_NON_JAVA_THREAD, weight);
         buffer.busy.store(false, Ordering::Release);
         return (slot, false);
     }
@@ -830,15 +833,15 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         }
         // SAFETY: the native part, `n` Java frames and any marker are in our buffer.
         let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, len) };
-        ctx.store.record_slot(tid_key, frames, weight)
+        ctx.store.record_slot(tid_key, labels, frames, weight)
     } else if n == 0 {
-        record_native_marker(ctx, buffer, native, sample_key(tid, state), MARK_NO_JAVA_FRAME, weight)
+        record_native_marker(ctx, buffer, native, (sample_key(tid, state), labels), MARK_NO_JAVA_FRAME, weight)
     } else if n == ticks::UNKNOWN_NOT_JAVA {
         // JIT compiler and other JVM-internal threads land here too; the dump
         // tells them from application threads, so keep the thread id.
-        record_native_marker(ctx, buffer, native, sample_key(tid, state), n, weight)
+        record_native_marker(ctx, buffer, native, (sample_key(tid, state), labels), n, weight)
     } else {
-        record_native_marker(ctx, buffer, native, tid_key, n, weight)
+        record_native_marker(ctx, buffer, native, (tid_key, labels), n, weight)
     };
     buffer.busy.store(false, Ordering::Release);
     (slot, true)
@@ -923,23 +926,24 @@ fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Bu
 }
 
 /// Records the native part followed by a marker frame naming why there is
-/// no Java stack (a one-frame stack when there is no native part).
-fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, tid: u32, code: i32, weight: u64) -> Option<u32> {
+/// no Java stack (a one-frame stack when there is no native part), under
+/// (thread key, label set).
+fn record_native_marker(ctx: &SignalContext, buffer: &Buffer, native: usize, (tid, labels): (u32, u32), code: i32, weight: u64) -> Option<u32> {
     if native == 0 || native >= buffer.len {
-        return record_marker(ctx, tid, code, weight);
+        return record_marker(ctx, tid, labels, code, weight);
     }
     // SAFETY: we own the buffer and `native < buffer.len`.
     let frames = unsafe {
         buffer.ptr.add(native).write(RawFrame::marker(code));
         std::slice::from_raw_parts(buffer.ptr, native + 1)
     };
-    ctx.store.record_slot(tid, frames, weight)
+    ctx.store.record_slot(tid, labels, frames, weight)
 }
 
 /// Records a one-frame stack naming why there is no Java stack.
-fn record_marker(ctx: &SignalContext, tid: u32, code: i32, weight: u64) -> Option<u32> {
+fn record_marker(ctx: &SignalContext, tid: u32, labels: u32, code: i32, weight: u64) -> Option<u32> {
     let frame = [RawFrame::marker(code)];
-    ctx.store.record_slot(tid, &frame, weight)
+    ctx.store.record_slot(tid, labels, &frame, weight)
 }
 
 /// One wall-clock sample: weighed by the wall time since the thread was

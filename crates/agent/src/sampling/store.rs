@@ -149,6 +149,8 @@ struct Slot {
     tid: AtomicU32,
     frames_at: AtomicU64,
     num_frames: AtomicU32,
+    /// The context-label set of its samples (`sampling::label_slots`).
+    labels: AtomicU32,
     samples: AtomicU64,
     total: AtomicU64,
 }
@@ -246,7 +248,9 @@ unsafe impl Send for SampleStore {}
 
 /// A sample's key in the store: the thread id (0 when samples are not kept
 /// per thread) in the low 24 bits (Linux thread ids stay below 2^22), the
-/// thread's state (`hotspot::frames::ThreadState`) in the top 8.
+/// thread's state (`hotspot::frames::ThreadState`) in the top 8. Its
+/// context-label set is the other part of a stack's identity beside its
+/// frames (the `labels` argument of [`SampleStore::record`]).
 pub const fn sample_key(tid: u32, state: u8) -> u32 {
     (tid & 0x00FF_FFFF) | ((state as u32) << 24)
 }
@@ -258,6 +262,8 @@ pub struct StoredTrace {
     pub tid: u32,
     /// The thread-state part of its key (`ThreadState as u8`; 0 unknown).
     pub state: u8,
+    /// Its context-label set (`labels.rs`; 0: none).
+    pub labels: u32,
     /// Frames as the walker produced them: top (leaf) first.
     pub frames: Vec<RawFrame>,
     pub samples: u64,
@@ -295,9 +301,9 @@ fn mix(mut h: u64, v: u64) -> u64 {
     h ^ (h >> 29)
 }
 
-/// Hash of a stack and thread id; never 0 (0 marks an empty slot).
-fn hash(tid: u32, frames: &[RawFrame]) -> u64 {
-    let mut h = mix(0xcbf2_9ce4_8422_2325, tid as u64);
+/// Hash of a stack, thread id and label set; never 0 (0 marks an empty slot).
+fn hash(tid: u32, labels: u32, frames: &[RawFrame]) -> u64 {
+    let mut h = mix(0xcbf2_9ce4_8422_2325, tid as u64 | (labels as u64) << 32);
     for f in frames {
         h = mix(h, f.method as u64);
         h = mix(h, f.bci as u32 as u64);
@@ -355,21 +361,22 @@ impl SampleStore {
         unsafe { (self.frames.ptr.as_ptr() as *mut RawFrame).add(at) }
     }
 
-    /// Records one sample. Async-signal-safe: no allocation, no lock, no panic.
+    /// Records one sample of thread key `tid` ([`sample_key`]) and label
+    /// set `labels`. Async-signal-safe: no allocation, no lock, no panic.
     /// Returns false when the sample was dropped.
-    pub fn record(&self, tid: u32, frames: &[RawFrame], weight: u64) -> bool {
-        self.record_slot(tid, frames, weight).is_some()
+    pub fn record(&self, tid: u32, labels: u32, frames: &[RawFrame], weight: u64) -> bool {
+        self.record_slot(tid, labels, frames, weight).is_some()
     }
 
     /// Records one sample and returns its stack's slot (a stable stack id
     /// until [`SampleStore::reset`]), or `None` when it was dropped. When an
     /// event log is attached, the sample is also logged there with its time
     /// and thread. Async-signal-safe, like [`SampleStore::record`].
-    pub fn record_slot(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
+    pub fn record_slot(&self, tid: u32, labels: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
         if !self.enter() {
             return None;
         }
-        let slot = self.insert(tid, frames, weight);
+        let slot = self.insert(tid, labels, frames, weight);
         if let Some(slot) = slot {
             let log = self.log.load(Ordering::Acquire);
             if !log.is_null() {
@@ -428,8 +435,8 @@ impl SampleStore {
         self.log.store(log.map_or(std::ptr::null_mut(), |l| l as *const EventLog as *mut EventLog), Ordering::Release);
     }
 
-    fn insert(&self, tid: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
-        let key = hash(tid, frames);
+    fn insert(&self, tid: u32, labels: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
+        let key = hash(tid, labels, frames);
         let mut i = key as usize;
         let mut mine: Option<usize> = None;
         for _ in 0..MAX_PROBE {
@@ -440,7 +447,7 @@ impl SampleStore {
                 let n = match mine {
                     Some(n) => n,
                     None => {
-                        let n = self.new_slot(key, tid, frames, weight)?;
+                        let n = self.new_slot(key, tid, labels, frames, weight)?;
                         mine = Some(n);
                         n
                     }
@@ -459,7 +466,7 @@ impl SampleStore {
             }
             let n = e as usize - 1;
             if let Some(slot) = self.slot(n).filter(|s| s.key.load(Ordering::Relaxed) == key) {
-                if self.matches(slot, tid, frames) {
+                if self.matches(slot, tid, labels, frames) {
                     self.abandon(mine);
                     return self.count(slot, weight).then_some(n as u32);
                 }
@@ -473,7 +480,7 @@ impl SampleStore {
 
     /// Takes the next free slot and fills it with this stack, unpublished.
     /// `None` (counted as dropped) when the slots or the arena ran out.
-    fn new_slot(&self, key: u64, tid: u32, frames: &[RawFrame], weight: u64) -> Option<usize> {
+    fn new_slot(&self, key: u64, tid: u32, labels: u32, frames: &[RawFrame], weight: u64) -> Option<usize> {
         let n = self.next_slot.fetch_add(1, Ordering::Relaxed);
         let Some(slot) = self.slot(n) else {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -491,6 +498,7 @@ impl SampleStore {
         unsafe { std::ptr::copy_nonoverlapping(frames.as_ptr(), self.frame_ptr(at), len) };
         slot.key.store(key, Ordering::Relaxed);
         slot.tid.store(tid, Ordering::Relaxed);
+        slot.labels.store(labels, Ordering::Relaxed);
         slot.frames_at.store(at as u64, Ordering::Relaxed);
         slot.num_frames.store(len as u32, Ordering::Relaxed);
         slot.samples.store(1, Ordering::Relaxed);
@@ -527,6 +535,7 @@ impl SampleStore {
         Some(StoredTrace {
             tid: key & 0x00FF_FFFF,
             state: (key >> 24) as u8,
+            labels: slot.labels.load(Ordering::Relaxed),
             frames,
             samples: slot.samples.load(Ordering::Relaxed),
             total: slot.total.load(Ordering::Relaxed),
@@ -542,7 +551,7 @@ impl SampleStore {
 
     /// Whether a slot (whose key matched) holds exactly this stack. Waits a
     /// bounded time for a slot another thread has just published.
-    fn matches(&self, slot: &Slot, tid: u32, frames: &[RawFrame]) -> bool {
+    fn matches(&self, slot: &Slot, tid: u32, labels: u32, frames: &[RawFrame]) -> bool {
         let mut spins = 0;
         loop {
             match slot.state.load(Ordering::Acquire) {
@@ -554,7 +563,10 @@ impl SampleStore {
                 _ => return false,
             }
         }
-        if slot.tid.load(Ordering::Relaxed) != tid || slot.num_frames.load(Ordering::Relaxed) as usize != frames.len() {
+        if slot.tid.load(Ordering::Relaxed) != tid
+            || slot.labels.load(Ordering::Relaxed) != labels
+            || slot.num_frames.load(Ordering::Relaxed) as usize != frames.len()
+        {
             return false;
         }
         let at = slot.frames_at.load(Ordering::Relaxed) as usize;
@@ -628,7 +640,7 @@ impl SampleStore {
     /// logged for JFR. False when the store has no room.
     pub fn restore(&self, t: &StoredTrace) -> bool {
         let key = sample_key(t.tid, t.state);
-        let Some(n) = self.insert(key, &t.frames, t.total) else { return false };
+        let Some(n) = self.insert(key, t.labels, &t.frames, t.total) else { return false };
         if let Some(slot) = self.slot(n as usize) {
             slot.samples.fetch_add(t.samples.saturating_sub(1), Ordering::Relaxed);
             self.recorded.fetch_add(t.samples.saturating_sub(1), Ordering::Relaxed);
@@ -710,10 +722,10 @@ mod tests {
     #[test]
     fn identical_stacks_share_a_slot() {
         let s = SampleStore::new(64, 1024).unwrap();
-        assert!(s.record(1, &[f(1, 10), f(2, 20)], 5));
-        assert!(s.record(1, &[f(1, 10), f(2, 20)], 5));
-        assert!(s.record(2, &[f(1, 10), f(2, 20)], 5));
-        assert!(s.record(1, &[f(1, 10)], 5));
+        assert!(s.record(1, 0, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(1, 0, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(2, 0, &[f(1, 10), f(2, 20)], 5));
+        assert!(s.record(1, 0, &[f(1, 10)], 5));
         let mut snap = s.snapshot();
         snap.sort_by_key(|t| (t.tid, t.frames.len()));
         assert_eq!(snap.len(), 3);
@@ -726,10 +738,10 @@ mod tests {
     #[test]
     fn slots_name_stacks() {
         let s = SampleStore::new(64, 1024).unwrap();
-        let a = s.record_slot(1, &[f(1, 10), f(2, 20)], 5).unwrap();
-        let b = s.record_slot(1, &[f(1, 11)], 5).unwrap();
+        let a = s.record_slot(1, 0, &[f(1, 10), f(2, 20)], 5).unwrap();
+        let b = s.record_slot(1, 0, &[f(1, 11)], 5).unwrap();
         assert_ne!(a, b);
-        assert_eq!(s.record_slot(1, &[f(1, 10), f(2, 20)], 5), Some(a));
+        assert_eq!(s.record_slot(1, 0, &[f(1, 10), f(2, 20)], 5), Some(a));
         let t = s.trace(a).unwrap();
         assert_eq!((t.frames.clone(), t.samples, t.total), (vec![f(1, 10), f(2, 20)], 2, 10));
         assert!(s.trace((a + 1) % 64).is_none() || (a + 1) % 64 == b);
@@ -741,14 +753,14 @@ mod tests {
         // 75% of 16 slots = 12 distinct stacks at most; the arena holds 8 frames.
         let mut ok = 0;
         for m in 0..40 {
-            if s.record(0, &[f(0, m + 1)], 1) {
+            if s.record(0, 0, &[f(0, m + 1)], 1) {
                 ok += 1;
             }
         }
         assert_eq!(ok, 8);
         assert_eq!(s.stats().dropped, 32);
         // Existing stacks still count when the store is full.
-        assert!(s.record(0, &[f(0, 1)], 1));
+        assert!(s.record(0, 0, &[f(0, 1)], 1));
     }
 
     /// Pages of `m` the kernel has mapped (mincore).
@@ -769,9 +781,9 @@ mod tests {
         assert_eq!(mapped_pages(&s.index), 64);
         assert_eq!(mapped_pages(&s.slots), 0);
         for m in 0..200 {
-            assert!(s.record(7, &[f(1, 10 + m), f(2, 20)], 3));
+            assert!(s.record(7, 0, &[f(1, 10 + m), f(2, 20)], 3));
         }
-        assert!(s.record(7, &[f(1, 10), f(2, 20)], 3));
+        assert!(s.record(7, 0, &[f(1, 10), f(2, 20)], 3));
         let snap = s.snapshot();
         assert_eq!(snap.len(), 200);
         // First seen first; the repeated stack counted in its slot.
@@ -784,13 +796,24 @@ mod tests {
     }
 
     #[test]
+    fn label_sets_tell_stacks_apart() {
+        let s = SampleStore::new(64, 1024).unwrap();
+        let a = s.record_slot(1, 0, &[f(1, 10)], 5).unwrap();
+        let b = s.record_slot(1, 7, &[f(1, 10)], 5).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(s.record_slot(1, 7, &[f(1, 10)], 5), Some(b));
+        assert_eq!((s.trace(a).unwrap().labels, s.trace(b).unwrap().labels), (0, 7));
+        assert_eq!(s.trace(b).unwrap().samples, 2);
+    }
+
+    #[test]
     fn reset_empties() {
         let s = SampleStore::new(64, 64).unwrap();
-        s.record(0, &[f(0, 1)], 1);
+        s.record(0, 0, &[f(0, 1)], 1);
         s.reset();
         assert!(s.snapshot().is_empty());
         assert_eq!(s.stats(), StoreStats::default());
-        assert!(s.record(0, &[f(0, 1)], 1));
+        assert!(s.record(0, 0, &[f(0, 1)], 1));
         assert_eq!(s.snapshot().len(), 1);
     }
 
@@ -803,7 +826,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..20_000usize {
                         let m = i % 50;
-                        s.record(0, &[f(m as i32, m + 1), f(0, 99)], t + 1);
+                        s.record(0, 0, &[f(m as i32, m + 1), f(0, 99)], t + 1);
                     }
                 })
             })

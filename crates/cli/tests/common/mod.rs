@@ -2,6 +2,8 @@
 //! them under the real agent, and read the profiles back.
 #![allow(dead_code)]
 
+pub mod api;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -92,6 +94,32 @@ pub fn compile(out: &Path, names: &[&str]) {
     assert!(o.status.success(), "javac failed: {}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// `oxprof.jar` (the Java API), which the agent's build script writes into
+/// the target directory beside the `oxprof` binary.
+pub fn jar() -> PathBuf {
+    let p = oxprof().parent().unwrap().join("oxprof.jar");
+    assert!(p.is_file(), "{} not built: the agent's build needs `javac` and `jar` (a JDK)", p.display());
+    p
+}
+
+/// [`compile`] with `oxprof.jar` on the class path, for programs that use
+/// the Java API.
+pub fn compile_with_jar(out: &Path, names: &[&str]) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
+    let mut cmd = Command::new(tool("javac"));
+    cmd.arg("--release").arg("11").arg("-cp").arg(jar()).arg("-d").arg(out);
+    for n in names.iter().chain(&["CpuBudget.java"]) {
+        cmd.arg(src.join(n));
+    }
+    let o = cmd.output().expect("run javac");
+    assert!(o.status.success(), "javac failed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A class path of `dir` and `oxprof.jar`.
+pub fn with_jar(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), jar().display())
+}
+
 /// Runs `java -agentpath:liboxprof.so=OPTS -cp CP ARGS...` in `cwd`.
 pub fn run_java(cwd: &Path, opts: &str, jvm_args: &[&str], cp: &Path, main_and_args: &[&str]) -> Output {
     run_java_env(cwd, &[], opts, jvm_args, cp, main_and_args)
@@ -136,6 +164,25 @@ impl RunningJvm {
 
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for the program to end, with what it printed after the ready line.
+    pub fn finish(&mut self) -> Output {
+        use std::io::Read;
+        let err = self.child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = e.read_to_end(&mut v);
+                v
+            })
+        });
+        let mut stdout = Vec::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            let _ = o.read_to_end(&mut stdout);
+        }
+        let status = self.child.wait().unwrap();
+        let stderr = err.map(|t| t.join().unwrap()).unwrap_or_default();
+        Output { status, stdout, stderr }
     }
 }
 

@@ -42,6 +42,9 @@ pub mod id {
     pub const OLD_OBJECT_ARRAY: u64 = 47;
     pub const OLD_OBJECT_FIELD: u64 = 48;
     pub const VM_OPERATION_TYPE: u64 = 49;
+    /// `oxprof.types.ContextLabels`: a sample's context labels (pooled), as
+    /// one text (`crate::labels::encode_set`).
+    pub const CONTEXT_LABELS: u64 = 50;
 
     pub const EXECUTION_SAMPLE: u64 = 101;
     pub const OBJECT_ALLOCATION_SAMPLE: u64 = 102;
@@ -195,6 +198,18 @@ fn count(name: &'static str, label_text: &str, description_text: &str) -> F {
 
 fn stack_trace() -> F {
     F("stackTrace", id::STACK_TRACE, true, false, vec![label("Stack Trace")])
+}
+
+/// `labels`, the context labels of a sample (null when it has none), last
+/// field of every sample event oxprof writes.
+fn context_labels() -> F {
+    F(
+        "labels",
+        id::CONTEXT_LABELS,
+        true,
+        false,
+        vec![label("Context Labels"), description("Labels the application set on the thread (OxProfiler.context) when the sample was taken")],
+    )
 }
 
 fn types() -> Vec<Element> {
@@ -388,6 +403,17 @@ fn types() -> Vec<Element> {
             ],
             vec![label("GC Root")],
         ),
+        // A simple type (as jdk.types.Symbol): `jfr print` shows its text.
+        // Arrays of objects would say more, but the JDK's tool cannot print
+        // them (a NullPointerException in its PrettyWriter).
+        class(
+            CONTEXT_LABELS,
+            "oxprof.types.ContextLabels",
+            None,
+            true,
+            vec![F("text", STRING, false, false, vec![label("Text"), description("key=value, key=value (in values, \\\\ and \\, stand for \\ and ,)")])],
+            vec![label("Context Labels")],
+        ),
         class(
             OLD_OBJECT_ROOT_SYSTEM,
             "jdk.types.OldObjectRootSystem",
@@ -412,6 +438,7 @@ fn types() -> Vec<Element> {
                 F("sampledThread", THREAD, true, false, vec![label("Thread")]),
                 F("stackTrace", STACK_TRACE, true, false, vec![label("Stack Trace")]),
                 F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
+                context_labels(),
             ],
             vec![category(&["Java Virtual Machine", "Profiling"]), label("Method Profiling Sample"), description("Snapshot of a threads state")],
         ),
@@ -423,6 +450,7 @@ fn types() -> Vec<Element> {
                 F("sampledThread", THREAD, true, false, vec![label("Thread")]),
                 F("stackTrace", STACK_TRACE, true, false, vec![label("Stack Trace")]),
                 F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
+                context_labels(),
             ],
             vec![
                 category(&["Java Virtual Machine", "Profiling"]),
@@ -439,6 +467,7 @@ fn types() -> Vec<Element> {
                 F("stackTrace", STACK_TRACE, true, false, vec![label("Stack Trace")]),
                 F("state", THREAD_STATE, true, false, vec![label("Thread State")]),
                 F("weight", LONG, false, false, vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Wall Time")]),
+                context_labels(),
             ],
             vec![
                 category(&["Java Virtual Machine", "Profiling"]),
@@ -455,6 +484,7 @@ fn types() -> Vec<Element> {
                 stack_trace(),
                 F("objectClass", CLASS, true, false, vec![label("Object Class")]),
                 F("weight", LONG, false, false, vec![ann(DATA_AMOUNT, Some("BYTES")), label("Sample Weight")]),
+                context_labels(),
             ],
             vec![category(&["Java Application"]), label("Object Allocation Sample")],
         ),
@@ -542,6 +572,7 @@ fn types() -> Vec<Element> {
                 F("monitorClass", CLASS, true, false, vec![label("Monitor Class")]),
                 F("previousOwner", THREAD, true, false, vec![label("Previous Monitor Owner")]),
                 F("address", LONG, false, false, vec![ann(MEMORY_ADDRESS, None), label("Monitor Address")]),
+                context_labels(),
             ],
             vec![category(&["Java Application"]), label("Java Monitor Blocked")],
         ),
@@ -556,6 +587,7 @@ fn types() -> Vec<Element> {
                 F("timeout", LONG, false, false, vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Park Timeout")]),
                 F("until", LONG, false, false, vec![ann(TIMESTAMP, Some("MILLISECONDS_SINCE_EPOCH")), label("Park Until")]),
                 F("address", LONG, false, false, vec![ann(MEMORY_ADDRESS, None), label("Address of Object Parked")]),
+                context_labels(),
             ],
             vec![category(&["Java Application"]), label("Java Thread Park")],
         ),

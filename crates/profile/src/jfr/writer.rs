@@ -4,9 +4,8 @@
 //! A chunk is: a 68-byte header, events, one checkpoint event holding every
 //! constant pool the chunk's events refer to (threads, stack traces, frames,
 //! methods, classes, packages, symbols, frame types, thread states, VM
-//! operation types), and the metadata event. Pool keys are only valid
-//! inside their chunk, so each
-//! chunk is self-contained and pools are forgotten when it ends: memory is
+//! operation types, context label sets), and the metadata event. Pool keys
+//! are only valid inside their chunk, so each chunk is self-contained and pools are forgotten when it ends: memory is
 //! bounded by one chunk (the caller ends chunks at a size limit), not by the
 //! recording's length. A chunk is built in memory and appended to the output
 //! only when complete, so the file on disk always holds whole chunks and is
@@ -184,6 +183,8 @@ struct Pools {
     old_objects: (u64, Buf),
     vm_operations: HashMap<String, u64>,
     vm_operation_entries: (u64, Buf),
+    label_sets: HashMap<u64, ()>,
+    label_set_entries: (u64, Buf),
 }
 
 impl Pools {
@@ -447,23 +448,42 @@ impl<W: Write> JfrWriter<W> {
         }
     }
 
-    /// `jdk.ExecutionSample`: a CPU sample of thread `tid` with stack `stack`.
-    pub fn execution_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState) -> io::Result<()> {
-        self.thread_sample(id::EXECUTION_SAMPLE, ticks, tid, stack, state, None)
+    /// Whether label set `id` is already in this chunk's pool.
+    pub fn has_labels(&self, id: u64) -> bool {
+        self.pools.label_sets.contains_key(&id)
+    }
+
+    /// Adds label set `id` (not 0, which stands for no labels; an id must
+    /// name the same set in every chunk): its labels, outermost first.
+    pub fn labels(&mut self, id: u64, labels: &[(String, String)]) {
+        if id == 0 || self.pools.label_sets.insert(id, ()).is_some() {
+            return;
+        }
+        let (n, b) = &mut self.pools.label_set_entries;
+        *n += 1;
+        b.varint(id);
+        b.string(&crate::labels::encode_set(labels));
+    }
+
+    /// `jdk.ExecutionSample`: a CPU sample of thread `tid` with stack
+    /// `stack` and label set `labels` (0: none; see [`JfrWriter::labels`]).
+    pub fn execution_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState, labels: u64) -> io::Result<()> {
+        self.thread_sample(id::EXECUTION_SAMPLE, ticks, tid, stack, state, None, labels)
     }
 
     /// `jdk.NativeMethodSample`: a sample of thread `tid` in native code.
-    pub fn native_method_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState) -> io::Result<()> {
-        self.thread_sample(id::NATIVE_METHOD_SAMPLE, ticks, tid, stack, state, None)
+    pub fn native_method_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState, labels: u64) -> io::Result<()> {
+        self.thread_sample(id::NATIVE_METHOD_SAMPLE, ticks, tid, stack, state, None, labels)
     }
 
     /// `oxprof.WallClockSample`: a wall-clock sample standing for
     /// `weight_ns` of the thread's wall time.
-    pub fn wall_clock_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight_ns: u64) -> io::Result<()> {
-        self.thread_sample(id::WALL_CLOCK_SAMPLE, ticks, tid, stack, state, Some(weight_ns))
+    pub fn wall_clock_sample(&mut self, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight_ns: u64, labels: u64) -> io::Result<()> {
+        self.thread_sample(id::WALL_CLOCK_SAMPLE, ticks, tid, stack, state, Some(weight_ns), labels)
     }
 
-    fn thread_sample(&mut self, event: u64, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight: Option<u64>) -> io::Result<()> {
+    #[allow(clippy::too_many_arguments)] // the event's own fields
+    fn thread_sample(&mut self, event: u64, ticks: i64, tid: u64, stack: u64, state: ThreadState, weight: Option<u64>, labels: u64) -> io::Result<()> {
         self.refer_thread(tid);
         let b = &mut self.body;
         b.clear();
@@ -475,6 +495,7 @@ impl<W: Write> JfrWriter<W> {
         if let Some(w) = weight {
             b.long(w.min(i64::MAX as u64) as i64);
         }
+        b.varint(labels);
         self.emit()
     }
 
@@ -483,7 +504,7 @@ impl<W: Write> JfrWriter<W> {
     /// lock of class `class`. The previous owner and addresses are not known
     /// (null, 0); a park's timeout and deadline read as not applicable.
     #[allow(clippy::too_many_arguments)] // the event's own fields
-    pub fn lock_wait(&mut self, park: bool, end_ticks: i64, duration: i64, tid: u64, stack: u64, class: &str) -> io::Result<()> {
+    pub fn lock_wait(&mut self, park: bool, end_ticks: i64, duration: i64, tid: u64, stack: u64, class: &str, labels: u64) -> io::Result<()> {
         self.refer_thread(tid);
         let class = self.pools.class(class);
         let b = &mut self.body;
@@ -501,6 +522,7 @@ impl<W: Write> JfrWriter<W> {
             b.varint(0); // previous owner: null
         }
         b.long(0); // address
+        b.varint(labels);
         self.emit()
     }
 
@@ -552,7 +574,7 @@ impl<W: Write> JfrWriter<W> {
     }
 
     /// `jdk.ObjectAllocationSample`: `weight` bytes allocated as `class`.
-    pub fn allocation_sample(&mut self, ticks: i64, tid: u64, stack: u64, class: &str, weight: u64) -> io::Result<()> {
+    pub fn allocation_sample(&mut self, ticks: i64, tid: u64, stack: u64, class: &str, weight: u64, labels: u64) -> io::Result<()> {
         self.refer_thread(tid);
         let class = self.pools.class(class);
         let b = &mut self.body;
@@ -563,6 +585,7 @@ impl<W: Write> JfrWriter<W> {
         b.varint(stack + 1);
         b.varint(class);
         b.long(weight as i64);
+        b.varint(labels);
         self.emit()
     }
 
@@ -704,6 +727,7 @@ impl<W: Write> JfrWriter<W> {
         count += pool(&mut pools, id::SYMBOL, &p.symbol_entries);
         count += pool(&mut pools, id::OLD_OBJECT, &p.old_objects);
         count += pool(&mut pools, id::VM_OPERATION_TYPE, &p.vm_operation_entries);
+        count += pool(&mut pools, id::CONTEXT_LABELS, &p.label_set_entries);
         let b = &mut self.body;
         b.clear();
         b.varint(1); // checkpoint event

@@ -291,6 +291,7 @@ struct Resolver<'a> {
     methods: FastMap<i64, String>,
     frame_types: FastMap<i64, FrameKind>,
     states: FastMap<i64, ThreadState>,
+    labels: FastMap<i64, u32>,
     /// (method key, line, frame type key) → global frame id.
     frames: FastMap<(i64, i64, i64), u32>,
 }
@@ -325,6 +326,7 @@ impl<'a> Resolver<'a> {
             methods: FastMap::default(),
             frame_types: FastMap::default(),
             states: FastMap::default(),
+            labels: FastMap::default(),
             frames: FastMap::default(),
         }
     }
@@ -431,18 +433,20 @@ impl<'a> Resolver<'a> {
                     let thread = self.thread(&ev, type_id, "sampledThread");
                     let stack = self.stack(&ev, type_id);
                     let state = self.state(&ev, type_id);
-                    self.rec.cpu.push(CpuSample { time, thread, stack, state });
+                    let labels = self.labels(&ev, type_id);
+                    self.rec.cpu.push(CpuSample { time, thread, stack, state, labels });
                 }
                 Interest::NativeSample | Interest::WallSample => {
                     let thread = self.thread(&ev, type_id, "sampledThread");
                     let stack = self.stack(&ev, type_id);
                     let state = self.state(&ev, type_id);
+                    let labels = self.labels(&ev, type_id);
                     if what == Interest::WallSample {
                         let weight_ns = self.int(&ev, type_id, "weight").unwrap_or(0).max(0) as u64;
-                        self.rec.wall.push(WallSample { time, thread, stack, state, weight_ns });
+                        self.rec.wall.push(WallSample { time, thread, stack, state, weight_ns, labels });
                     } else {
                         // Weighed by the period once the whole file is read.
-                        self.rec.native.push(WallSample { time, thread, stack, state, weight_ns: 0 });
+                        self.rec.native.push(WallSample { time, thread, stack, state, weight_ns: 0, labels });
                     }
                 }
                 Interest::AllocSample | Interest::AllocNewTlab | Interest::AllocOutsideTlab => {
@@ -454,7 +458,8 @@ impl<'a> Resolver<'a> {
                     let thread = self.thread(&ev, type_id, "eventThread");
                     let stack = self.stack(&ev, type_id);
                     let class = self.class_of(&ev, type_id, "objectClass");
-                    self.rec.alloc.push(AllocSample { time, thread, stack, class, bytes: weight.unwrap_or(0).max(0) as u64 });
+                    let labels = self.labels(&ev, type_id);
+                    self.rec.alloc.push(AllocSample { time, thread, stack, class, bytes: weight.unwrap_or(0).max(0) as u64, labels });
                 }
                 Interest::MonitorEnter | Interest::ThreadPark => {
                     let park = what == Interest::ThreadPark;
@@ -462,7 +467,8 @@ impl<'a> Resolver<'a> {
                     let stack = self.stack(&ev, type_id);
                     let class = self.class_of(&ev, type_id, if park { "parkedClass" } else { "monitorClass" });
                     let duration_ns = self.duration_ns(&ev, type_id);
-                    self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park });
+                    let labels = self.labels(&ev, type_id);
+                    self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park, labels });
                 }
                 Interest::OldObject => {
                     let thread = self.thread(&ev, type_id, "eventThread");
@@ -575,6 +581,33 @@ impl<'a> Resolver<'a> {
         let s = name.map_or(ThreadState::Unknown, |n| ThreadState::from_jfr_name(&n));
         self.states.insert(key, s);
         s
+    }
+
+    /// The context labels of a sample event (oxprof's pooled `labels`
+    /// field, see `crate::labels`), as an index into the recording's label
+    /// sets; 0 when it has none.
+    fn labels<'v>(&mut self, ev: &'v Value, type_id: i64) -> u32
+    where
+        'a: 'v,
+    {
+        let key = match field(self.meta, type_id, ev, "labels") {
+            Some((v, f)) if f.pooled => v.as_i64().unwrap_or(0),
+            _ => return 0,
+        };
+        if key == 0 {
+            return 0;
+        }
+        if let Some(&id) = self.labels.get(&key) {
+            return id;
+        }
+        let text = match self.get(ev, type_id, "labels") {
+            Some((v @ Value::Obj(_), t)) => self.text(v, t, "text"),
+            Some((v @ Value::Str(_), _)) => self.string(v),
+            _ => None,
+        };
+        let id = self.rec.intern_labels(text.map(|t| crate::labels::decode_set(&t)).unwrap_or_default());
+        self.labels.insert(key, id);
+        id
     }
 
     fn thread<'v>(&mut self, ev: &'v Value, type_id: i64, name: &str) -> u32

@@ -96,6 +96,8 @@ pub struct CpuSample {
     pub thread: u32,
     pub stack: u32,
     pub state: ThreadState,
+    /// Its context labels: an index into [`Recording::label_sets`] (0: none).
+    pub labels: u32,
 }
 
 /// A wall-clock sample: a thread sampled whatever it was doing, standing
@@ -107,6 +109,8 @@ pub struct WallSample {
     pub stack: u32,
     pub state: ThreadState,
     pub weight_ns: u64,
+    /// Its context labels (see [`CpuSample::labels`]).
+    pub labels: u32,
 }
 
 /// An allocation sample: the allocated class and the bytes it stands for.
@@ -117,6 +121,8 @@ pub struct AllocSample {
     pub stack: u32,
     pub class: u32,
     pub bytes: u64,
+    /// Its context labels (see [`CpuSample::labels`]).
+    pub labels: u32,
 }
 
 /// A wait for a lock (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`): the class
@@ -131,6 +137,8 @@ pub struct LockSample {
     pub duration_ns: u64,
     /// A park (`jdk.ThreadPark`) rather than a monitor.
     pub park: bool,
+    /// Its context labels (see [`CpuSample::labels`]).
+    pub labels: u32,
 }
 
 /// A sampled object still alive when the recording ended.
@@ -216,6 +224,9 @@ pub struct Recording {
     pub stacks: Vec<Vec<u32>>,
     pub threads: Vec<String>,
     pub classes: Vec<String>,
+    /// Context label sets (oxprof's `labels` field), outermost label
+    /// first; set 0 is the empty one (samples without labels).
+    pub label_sets: Vec<Vec<(String, String)>>,
     pub cpu: Vec<CpuSample>,
     /// Wall-clock samples (see the module comment for which events).
     pub wall: Vec<WallSample>,
@@ -261,6 +272,7 @@ pub struct Recording {
     stack_ids: FastMap<Vec<u32>, u32>,
     thread_ids: FastMap<String, u32>,
     class_ids: FastMap<String, u32>,
+    label_set_ids: FastMap<Vec<(String, String)>, u32>,
 }
 
 impl Default for Recording {
@@ -270,6 +282,7 @@ impl Default for Recording {
             stacks: Vec::new(),
             threads: Vec::new(),
             classes: Vec::new(),
+            label_sets: vec![Vec::new()],
             cpu: Vec::new(),
             wall: Vec::new(),
             native: Vec::new(),
@@ -294,6 +307,7 @@ impl Default for Recording {
             stack_ids: FastMap::default(),
             thread_ids: FastMap::default(),
             class_ids: FastMap::default(),
+            label_set_ids: std::iter::once((Vec::new(), 0)).collect(),
         }
     }
 }
@@ -323,6 +337,10 @@ impl Recording {
 
     pub(crate) fn intern_class(&mut self, name: &str) -> u32 {
         intern(&mut self.class_ids, &mut self.classes, name.to_string())
+    }
+
+    pub(crate) fn intern_labels(&mut self, labels: Vec<(String, String)>) -> u32 {
+        intern(&mut self.label_set_ids, &mut self.label_sets, labels)
     }
 
     /// The sites of the last leak report written before `to_ns` (the whole
@@ -379,7 +397,8 @@ impl Recording {
             self.wall_period_ns.get_or_insert(period);
             let native_period = self.native_period_ns.unwrap_or(period);
             let cpu = std::mem::take(&mut self.cpu);
-            let wall = cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period });
+            let wall =
+                cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period, labels: s.labels });
             let native = std::mem::take(&mut self.native).into_iter().map(|s| WallSample { weight_ns: native_period, ..s });
             self.wall.extend(wall.chain(native));
             self.wall.sort_by_key(|s| s.time);

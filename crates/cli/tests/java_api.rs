@@ -1,0 +1,172 @@
+//! The Java API (`oxprof.jar`, `one.oxprof.OxProfiler`): the agent loaded by
+//! the jar, by `-agentpath` and by `oxprof attach`, always one agent with
+//! one state; commands as attach takes them, errors as Java exceptions.
+
+mod common;
+
+use common::api::*;
+use common::*;
+use std::path::Path;
+
+#[test]
+fn the_jar_alone_loads_the_agent_and_runs_commands() {
+    jar_alone_scenario(&java(), "jdk17");
+    agentpath_status_scenario(&java(), "jdk17");
+}
+
+#[test]
+fn the_jar_finds_the_library_beside_itself_or_on_the_library_path() {
+    let s = Scratch::new("api-find");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let (beside, libpath, alone) = (s.path("beside"), s.path("libpath"), s.path("alone"));
+    for d in [&beside, &libpath, &alone] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::copy(jar(), d.join("oxprof.jar")).unwrap();
+    }
+    std::fs::copy(agent(), beside.join("liboxprof.so")).unwrap();
+    let lib_dir = s.path("lib");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::copy(agent(), lib_dir.join("liboxprof.so")).unwrap();
+    let cp = |d: &Path| format!("{}:{}", s.0.display(), d.join("oxprof.jar").display());
+
+    let o = api_user(&java(), &s.0, &[], &cp(&beside), &["status"]);
+    let st = steps(&text(&o.stdout));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    expect(&st.replies[0], "OK idle");
+    assert_eq!(canonical(Path::new(&st.library)), canonical(&beside.join("liboxprof.so")));
+
+    let o = api_user(&java(), &s.0, &[format!("-Djava.library.path={}", lib_dir.display())], &cp(&libpath), &["status"]);
+    let st = steps(&text(&o.stdout));
+    expect(&st.replies[0], "OK idle");
+    assert_eq!(canonical(Path::new(&st.library)), canonical(&lib_dir.join("liboxprof.so")));
+
+    let o = api_user(&java(), &s.0, &[], &cp(&alone), &["status"]);
+    let st = steps(&text(&o.stdout));
+    expect(
+        &st.replies[0],
+        "EXC java.lang.UnsatisfiedLinkError liboxprof.so not found: set -Doxprof.library=/path/to/liboxprof.so or put it next to the jar; tried ",
+    );
+    assert!(st.replies[0].contains(&alone.join("liboxprof.so").display().to_string()), "{}", st.replies[0]);
+    assert!(o.status.success());
+}
+
+/// Loaded by `-agentpath` with a recording running: the API sees that
+/// recording (no second agent), and its dump writes the JFR stream, which
+/// reads back with the hot method.
+#[test]
+fn with_agentpath_the_api_drives_the_same_agent() {
+    let s = Scratch::new("api-agentpath");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let rec = s.path("rec.jfr");
+    let agentpath = format!("-agentpath:{}=start,event=cpu,interval=2ms,file={}", agent().display(), rec.display());
+    let cmd = api_user_cmd(&java(), &[agentpath], &with_jar(&s.0), &["burn:1.5", "status", "dump", "wait", "stop", "status"]);
+    let (mut jvm, mut lines, replies) = spawn_until_ready(cmd, &s.0);
+    expect(&replies[0], "OK running: cpu");
+    assert!(replies[0].contains(&format!("output {}", rec.display())), "{}", replies[0]);
+    assert!(replies[1].starts_with("OK ") && replies[1].contains("jfr summary:"), "dump of a JFR recording: {}", replies[1]);
+    // The JVM waits: the dumped recording is readable now.
+    let collapsed = s.path("rec.collapsed");
+    let convert = || {
+        let o = oxprof_cmd().arg("convert").arg(&rec).arg("-o").arg(&collapsed).output().unwrap();
+        assert!(o.status.success(), "convert: {}", text(&o.stderr));
+        hot_share(&collapsed)
+    };
+    let (share, n) = convert();
+    eprintln!("dumped JFR: ApiUser.apiHot {:.1}% of {n} samples", 100.0 * share);
+    assert!(n >= 200 && share >= 0.8, "{n} samples, {:.1}% in ApiUser.apiHot", 100.0 * share);
+    // Status from outside agrees with what the API saw.
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "status"]).output().unwrap();
+    expect(&text(&o.stdout), "running: cpu");
+    let (replies, end) = go_on(&mut jvm, &mut lines);
+    assert!(replies[0].starts_with("OK ") && replies[0].contains(&rec.display().to_string()), "{}", replies[0]);
+    expect(&replies[1], "OK idle: profiling is not running");
+    assert_eq!(canonical(Path::new(&end.expect("END"))), canonical(&agent()));
+    let o = jvm.finish();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (share, n) = convert();
+    assert!(n >= 200 && share >= 0.8, "final recording: {n} samples, {:.1}% in ApiUser.apiHot", 100.0 * share);
+}
+
+/// `oxprof attach PID start` first, then the program's API: one agent, the
+/// attach's recording; then the API's stop, seen by the next attach.
+#[test]
+fn after_attach_the_api_drives_the_attached_agent() {
+    let s = Scratch::new("api-attach");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let dumped = s.path("d.collapsed");
+    let dump = format!("dump,file={}", dumped.display());
+    let cmd = api_user_cmd(&java(), &[], &with_jar(&s.0), &["wait", "burn:1", "status", &dump, "stop", "wait", "status"]);
+    let (mut jvm, mut lines, _) = spawn_until_ready(cmd, &s.0);
+    let pid = jvm.pid().to_string();
+    let o = oxprof_cmd().args(["attach", &pid, "start", "--interval", "2ms"]).output().unwrap();
+    assert!(o.status.success(), "attach start: {}", text(&o.stderr));
+    let (replies, end) = go_on(&mut jvm, &mut lines);
+    assert!(end.is_none(), "{replies:?}");
+    expect(&replies[0], "OK running: cpu");
+    assert!(replies[1].contains(&format!("profile written to {}", dumped.display())), "{}", replies[1]);
+    let (share, n) = hot_share(&dumped);
+    eprintln!("dump after attach: ApiUser.apiHot {:.1}% of {n} samples", 100.0 * share);
+    assert!(n >= 100 && share >= 0.8, "{n} samples, {:.1}% in ApiUser.apiHot", 100.0 * share);
+    expect(&replies[2], "OK ");
+    // The program waits again: the attach side sees the API's stop.
+    let o = oxprof_cmd().args(["attach", &pid, "status"]).output().unwrap();
+    expect(&text(&o.stdout), "idle: profiling is not running");
+    let o = oxprof_cmd().args(["attach", &pid, "stop"]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("not running"), "{}", text(&o.stderr));
+    let (replies, end) = go_on(&mut jvm, &mut lines);
+    expect(&replies[0], "OK idle: profiling is not running");
+    assert_eq!(canonical(Path::new(&end.expect("END"))), canonical(&agent()));
+}
+
+/// The jar loads the agent and starts; `oxprof attach` (same library) then
+/// sees that recording and dumps it.
+#[test]
+fn after_the_jar_attach_drives_the_same_agent() {
+    let s = Scratch::new("api-then-attach");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let (from_attach, from_api) = (s.path("attach.collapsed"), s.path("api.collapsed"));
+    let stop = format!("stop,file={}", from_api.display());
+    let cmd = api_user_cmd(&java(), &[library_property()], &with_jar(&s.0), &["start,event=cpu,interval=2ms", "burn:1", "wait", &stop]);
+    let (mut jvm, mut lines, replies) = spawn_until_ready(cmd, &s.0);
+    expect(&replies[0], "OK started cpu profiling");
+    let pid = jvm.pid().to_string();
+    let o = oxprof_cmd().args(["attach", &pid, "status"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    expect(&text(&o.stdout), "running: cpu");
+    let o = oxprof_cmd().args(["attach", &pid, "dump", "-o", from_attach.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = oxprof_cmd().args(["attach", &pid, "start"]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("already running"), "{}", text(&o.stderr));
+    let (replies, end) = go_on(&mut jvm, &mut lines);
+    assert!(replies[0].contains(&format!("profile written to {}", from_api.display())), "{replies:?}");
+    assert!(end.is_some());
+    for f in [&from_attach, &from_api] {
+        let (share, n) = hot_share(f);
+        assert!(n >= 100 && share >= 0.8, "{}: {n} samples, {:.1}% in ApiUser.apiHot", f.display(), 100.0 * share);
+    }
+}
+
+/// A second copy of the library (another file) is not a second agent: the
+/// API says which file the JVM runs, and the JVM goes on.
+#[test]
+fn a_second_copy_of_the_library_is_refused_by_name() {
+    let s = Scratch::new("api-copy");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let copy = s.path("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(agent(), copy.join("liboxprof.so")).unwrap();
+    let args = [format!("-agentpath:{}", agent().display()), format!("-Doxprof.library={}", copy.join("liboxprof.so").display())];
+    let o = api_user(&java(), &s.0, &args, &with_jar(&s.0), &["status", "status", "burn:0.1"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    let st = steps(&out);
+    let loaded = canonical(&agent()).display().to_string();
+    for r in &st.replies {
+        expect(r, &format!("EXC java.lang.IllegalStateException oxprof is already loaded in this JVM from {loaded}; load that file"));
+    }
+    // Without the property, the loaded copy is used.
+    let o = api_user(&java(), &s.0, &args[..1], &with_jar(&s.0), &["status"]);
+    let st = steps(&text(&o.stdout));
+    expect(&st.replies[0], "OK idle");
+    assert_eq!(canonical(Path::new(&st.library)), canonical(&agent()));
+}

@@ -1,0 +1,301 @@
+//! Context labels (`OxProfiler.context`, docs/labels.md) on real samples:
+//! two threads under their own labels in every kind of sample (CPU, wall,
+//! allocation, lock) and every output (collapsed, JFR read by the JDK's
+//! `jfr` and by oxprof, pprof read by `go tool pprof`); nesting and
+//! out-of-order closing; odd characters and long values; the bound on
+//! distinct label sets; bad keys; `--label` and `--by` in the CLI.
+
+mod common;
+
+use common::api::labels_of;
+use common::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const EVERY_KIND: &str = "start,event=cpu,interval=1ms,alloc=16k,wall=5ms,lock=0,threads";
+
+fn labelled(dir: &Path, opts: &str, args: &[&str]) -> Output {
+    let o = Command::new(java())
+        .current_dir(dir)
+        .arg(format!("-agentpath:{}={opts}", agent().display()))
+        .args(["-cp", &with_jar(dir), "Labelled"])
+        .args(args)
+        .output()
+        .expect("run java");
+    assert!(o.status.success(), "{opts} {args:?}: {}\n{}", text(&o.stdout), text(&o.stderr));
+    o
+}
+
+fn compiled(name: &str) -> Scratch {
+    let s = Scratch::new(name);
+    compile_with_jar(&s.0, &["Labelled.java"]);
+    s
+}
+
+/// Per worker thread (`a`, `b`): (samples carrying its own label
+/// `[worker=X]`, all its samples), from stacks with thread frames
+/// (`[worker-X tid=N]` or `[worker-X]`).
+fn own_label_shares(stacks: &[(Vec<String>, u64)]) -> HashMap<String, (u64, u64)> {
+    let mut out: HashMap<String, (u64, u64)> = HashMap::new();
+    for (stack, n) in stacks {
+        let Some(thread) = stack.iter().find_map(|f| f.strip_prefix("[worker-").and_then(|r| r.get(..1))) else { continue };
+        let e = out.entry(thread.to_string()).or_default();
+        e.1 += n;
+        if stack.iter().any(|f| *f == format!("[worker={thread}]")) {
+            e.0 += n;
+        }
+    }
+    out
+}
+
+#[track_caller]
+fn check_shares(what: &str, shares: &HashMap<String, (u64, u64)>, min_samples: u64) {
+    for w in ["a", "b"] {
+        let (own, all) = shares.get(w).copied().unwrap_or_default();
+        let share = own as f64 / all.max(1) as f64;
+        eprintln!("{what}: worker-{w}: {own} of {all} ({:.1}%) carry worker={w}", 100.0 * share);
+        assert!(all >= min_samples, "{what}: worker-{w} has only {all} samples");
+        assert!(share >= 0.95, "{what}: worker-{w}: {:.1}% of its samples carry its label\n{shares:?}", 100.0 * share);
+    }
+}
+
+#[test]
+fn two_threads_carry_their_own_labels_in_collapsed_output() {
+    let s = compiled("labels-collapsed");
+    let out = s.path("two.collapsed");
+    labelled(&s.0, &format!("{EVERY_KIND},file={}", out.display()), &["two", "1.5"]);
+    for (kind, file, min) in
+        [("cpu", "two.collapsed", 300), ("wall", "two.wall.collapsed", 100), ("alloc", "two.alloc.collapsed", 50), ("lock", "two.lock.collapsed", 50)]
+    {
+        let stacks = read_collapsed(&s.path(file));
+        check_shares(&format!("collapsed {kind}"), &own_label_shares(&stacks), min);
+        // The label is the root: before the thread frame.
+        let (stack, _) = stacks.iter().find(|(st, _)| st.iter().any(|f| f == "[worker=a]")).unwrap();
+        assert_eq!(stack[0], "[worker=a]", "{kind}: {stack:?}");
+    }
+}
+
+/// JFR: the JDK's `jfr print` shows each sample's thread and labels; oxprof's
+/// reader turns them back into label frames (convert --threads).
+#[test]
+fn two_threads_carry_their_own_labels_in_jfr() {
+    let s = compiled("labels-jfr");
+    let rec = s.path("two.jfr");
+    labelled(&s.0, &format!("{EVERY_KIND},file={}", rec.display()), &["two", "1.5"]);
+    // The JDK's reader: every jdk.ExecutionSample of a worker thread.
+    let o = Command::new(tool("jfr"))
+        .args(["print", "--events", "jdk.ExecutionSample,oxprof.WallClockSample,jdk.ObjectAllocationSample"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "jfr print: {}", text(&o.stderr));
+    let printed = text(&o.stdout);
+    let mut by_event: HashMap<(String, String), (u64, u64)> = HashMap::new();
+    for event in printed.split("\n\n").filter(|e| e.contains('{')) {
+        let name = event.split_whitespace().next().unwrap_or("").to_string();
+        let Some(thread) = event.split("\"worker-").nth(1).and_then(|r| r.get(..1)) else { continue };
+        let e = by_event.entry((name, thread.to_string())).or_default();
+        e.1 += 1;
+        if event.contains(&format!("labels = \"worker={thread}\"")) {
+            e.0 += 1;
+        }
+    }
+    for name in ["jdk.ExecutionSample", "oxprof.WallClockSample", "jdk.ObjectAllocationSample"] {
+        let shares: HashMap<String, (u64, u64)> =
+            ["a", "b"].iter().map(|w| (w.to_string(), by_event.get(&(name.to_string(), w.to_string())).copied().unwrap_or_default())).collect();
+        check_shares(&format!("jfr print {name}"), &shares, 20);
+    }
+    // oxprof's reader.
+    for kind in ["cpu", "wall", "alloc", "lock"] {
+        let out = s.path(&format!("{kind}.collapsed"));
+        let o = oxprof_cmd().arg("convert").arg(&rec).args([&format!("--{kind}"), "--threads", "-o"]).arg(&out).output().unwrap();
+        assert!(o.status.success(), "convert --{kind}: {}", text(&o.stderr));
+        check_shares(&format!("JFR via oxprof convert --{kind}"), &own_label_shares(&read_collapsed(&out)), 20);
+    }
+    cli_selections(&s, &rec);
+}
+
+/// `--label`, `--by` and `--no-labels` of convert, report and diff on a
+/// recording of the two workers.
+fn cli_selections(s: &Scratch, rec: &Path) {
+    let run = |args: &[&str]| {
+        let o = oxprof_cmd().args(args).output().unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+    let rec = rec.to_str().unwrap();
+    let only_a = s.path("a.collapsed");
+    let (ok, _, err) = run(&["convert", rec, "--cpu", "--threads", "--label", "worker=a", "-o", only_a.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let stacks = read_collapsed(&only_a);
+    assert!(total(&stacks) >= 300 && stacks.iter().all(|(st, _)| st[0] == "[worker=a]"), "--label keeps worker=a only");
+    // All inside the worker's context (but for a failed walk now and then).
+    assert!(samples_with(&stacks, "Labelled.worker") as f64 >= 0.98 * total(&stacks) as f64);
+    let by = s.path("by.collapsed");
+    let (ok, _, err) = run(&["convert", rec, "--wall", "--by", "worker", "-o", by.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let stacks = read_collapsed(&by);
+    let roots: std::collections::BTreeSet<&str> = stacks.iter().map(|(st, _)| st[0].as_str()).collect();
+    assert_eq!(roots.into_iter().collect::<Vec<_>>(), ["[worker=(none)]", "[worker=a]", "[worker=b]"]);
+    let plain = s.path("plain.collapsed");
+    let (ok, _, err) = run(&["convert", rec, "--cpu", "--no-labels", "-o", plain.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(read_collapsed(&plain).iter().all(|(st, _)| !st.iter().any(|f| f.starts_with("[worker="))));
+    // report --by: CPU, wall, allocation and lock per worker; each burned
+    // the same CPU time.
+    let (ok, out, err) = run(&["report", rec, "--by", "worker"]);
+    assert!(ok, "{err}");
+    eprintln!("{}", out.lines().take(6).collect::<Vec<_>>().join("\n"));
+    let header = out.lines().next().unwrap_or("");
+    assert!(header.starts_with("By worker: CPU (ns), wall clock (ns), allocated (bytes), lock wait (ns)"), "{out}");
+    for w in ["a", "b"] {
+        let row = out.lines().find(|l| l.trim_start().starts_with(&format!("{w} "))).unwrap_or_else(|| panic!("no row for {w}:\n{out}"));
+        let shares: Vec<f64> = row.split_whitespace().filter_map(|c| c.strip_suffix('%')?.parse().ok()).collect();
+        assert_eq!(shares.len(), 4, "{row}");
+        assert!((35.0..=60.0).contains(&shares[0]), "worker {w}'s CPU share: {row}");
+    }
+    // diff of one label between two recordings (here the same one twice).
+    let d = s.path("d.html");
+    let (ok, _, err) = run(&["diff", rec, rec, "--cpu", "--label", "worker=b", "-o", d.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    // Bad selections.
+    let (ok, _, err) = run(&["convert", rec, "--label", "worker", "-o", "x.collapsed"]);
+    assert!(!ok && err.contains("--label: 'worker' is not KEY=VALUE"), "{err}");
+    let (ok, _, err) = run(&["report", rec, "--by", "bad key"]);
+    assert!(!ok && err.contains("--by: 'bad key' is not a label key"), "{err}");
+}
+
+/// `go tool pprof -traces` on the first sample type (counts): (labels,
+/// count, frames leaf first) per distinct sample.
+fn pprof_traces(file: &Path) -> Vec<(HashMap<String, String>, f64, Vec<String>)> {
+    let o = Command::new("go").args(["tool", "pprof", "-traces", "-sample_index=0"]).arg(file).output().expect("go tool pprof (scripts/test.sh installs Go)");
+    assert!(o.status.success(), "go tool pprof: {}", text(&o.stderr));
+    let mut out = Vec::new();
+    for block in text(&o.stdout).split("-----------+-------------------------------------------------------").skip(1) {
+        let (mut labels, mut value, mut frames) = (HashMap::new(), None, Vec::new());
+        for line in block.lines().filter(|l| !l.trim().is_empty()) {
+            let t = line.trim();
+            if value.is_none() {
+                if let Some((k, v)) = t.split_once(":  ").filter(|(k, _)| !k.contains(' ')) {
+                    labels.insert(k.to_string(), v.trim().to_string());
+                    continue;
+                }
+                let (num, frame) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
+                value = Some(num.parse::<f64>().unwrap_or_else(|_| panic!("a count in {t:?}")));
+                frames.push(frame.trim().to_string());
+            } else {
+                frames.push(t.to_string());
+            }
+        }
+        out.push((labels, value.unwrap_or(0.0), frames));
+    }
+    out
+}
+
+#[test]
+fn two_threads_carry_their_own_labels_in_pprof() {
+    let s = compiled("labels-pprof");
+    let out = s.path("two.pb.gz");
+    labelled(&s.0, &format!("{EVERY_KIND},file={}", out.display()), &["two", "1.5"]);
+    for file in ["two.pb.gz", "two.wall.pb.gz", "two.alloc.pb.gz", "two.lock.pb.gz"] {
+        let mut shares: HashMap<String, (u64, u64)> = HashMap::new();
+        let traces = pprof_traces(&s.path(file));
+        for (labels, count, frames) in &traces {
+            let Some(w) = frames.iter().find_map(|f| f.strip_prefix("[worker-").and_then(|r| r.get(..1))) else { continue };
+            let e = shares.entry(w.to_string()).or_default();
+            e.1 += *count as u64;
+            if labels.get("worker").map(String::as_str) == Some(w) {
+                e.0 += *count as u64;
+            }
+        }
+        check_shares(&format!("go tool pprof {file}"), &shares, 10);
+        assert!(traces.iter().all(|(_, _, frames)| !frames.iter().any(|f| f.starts_with("[worker="))), "{file}: labels are no frames in pprof");
+    }
+}
+
+#[test]
+fn nested_contexts_restore_the_outer_labels_and_out_of_order_closes_clear() {
+    common::api::check_nested_labels(&java(), "jdk17");
+}
+
+#[test]
+fn odd_characters_survive_and_long_values_are_cut_visibly() {
+    let s = compiled("labels-odd");
+    let odd = "a \"q\"; b=c, d\\e \u{e9} \u{1F600}";
+    let long = format!("{}\u{2026}", "0123456789".repeat(26).get(..256).unwrap());
+    // pprof keeps every character.
+    let pb = s.path("o.pb.gz");
+    labelled(&s.0, &format!("start,event=cpu,interval=1ms,file={}", pb.display()), &["odd", "0.5"]);
+    let traces = pprof_traces(&pb);
+    let with = |key: &str, method: &str| -> (f64, f64) {
+        let on: Vec<_> = traces.iter().filter(|(_, _, f)| f.iter().any(|f| f == method)).collect();
+        (on.iter().filter(|(l, _, _)| l.contains_key(key)).map(|t| t.1).sum(), on.iter().map(|t| t.1).sum())
+    };
+    let (odd_n, all_n) = with("odd", "Labelled.oddWork");
+    assert!(all_n >= 100.0 && odd_n >= 0.95 * all_n, "oddWork: {odd_n} of {all_n} samples labelled");
+    let values: std::collections::HashSet<&str> = traces.iter().filter_map(|(l, _, _)| l.get("odd").map(String::as_str)).collect();
+    assert_eq!(values.into_iter().collect::<Vec<_>>(), [odd], "pprof keeps the value as set");
+    let longs: std::collections::HashSet<&str> = traces.iter().filter_map(|(l, _, _)| l.get("long").map(String::as_str)).collect();
+    assert_eq!(longs.into_iter().collect::<Vec<_>>(), [long.as_str()], "the long value: its first 256 characters and …");
+    // JFR: the JDK's reader prints the set's text, oxprof's reads it back exactly.
+    let rec = s.path("o.jfr");
+    labelled(&s.0, &format!("start,event=cpu,interval=1ms,file={}", rec.display()), &["odd", "0.5"]);
+    let o = Command::new(tool("jfr")).args(["print", "--events", "jdk.ExecutionSample"]).arg(&rec).output().unwrap();
+    let printed = text(&o.stdout);
+    // The JDK's tool prints strings as they are (quotes unescaped); the
+    // set's text escapes `,` and `\` (see docs/labels.md).
+    assert!(
+        printed.contains("labels = \"odd=a \"q\"; b=c\\, d\\\\e \u{e9} \u{1F600}\""),
+        "{}",
+        printed.lines().filter(|l| l.contains("labels")).take(3).collect::<Vec<_>>().join("\n")
+    );
+    let o = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--by", "odd"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains(odd), "report --by odd:\n{}", text(&o.stdout));
+    // Collapsed stacks lose the separators only (`;` becomes `:`).
+    let col = s.path("o.collapsed");
+    labelled(&s.0, &format!("start,event=cpu,interval=1ms,file={}", col.display()), &["odd", "0.5"]);
+    let stacks = read_collapsed(&col);
+    assert!(
+        samples_with(&stacks, &format!("[odd={}]", odd.replace(';', ":"))) > 50,
+        "{:?}",
+        stacks.iter().map(|s| &s.0[0]).collect::<std::collections::HashSet<_>>()
+    );
+    assert!(samples_with(&stacks, &format!("[long={long}]")) > 50);
+}
+
+#[test]
+fn distinct_label_sets_are_bounded_and_the_rest_is_over_limit() {
+    let s = compiled("labels-many");
+    let out = s.path("m.collapsed");
+    let o = labelled(&s.0, &format!("start,event=cpu,interval=1ms,file={}", out.display()), &["many", "10000"]);
+    let stdout = text(&o.stdout);
+    let stats: Vec<HashMap<String, u64>> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("STATS "))
+        .map(|l| l.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.parse().unwrap())).collect())
+        .collect();
+    eprintln!("{stdout}");
+    assert_eq!(stats.len(), 2, "{stdout}");
+    for st in &stats {
+        assert_eq!(st["label_sets"], 4096, "the agent names at most 4096 sets: {st:?}");
+        assert_eq!(st["limit"], 4096);
+        assert!(st["cached"] <= 4096, "the Java side caches no more than the agent names: {st:?}");
+    }
+    assert!(stats[0]["refused"] >= 1, "{stats:?}");
+    // The samples of a set past the limit say so.
+    let stacks = read_collapsed(&out);
+    let (ok, all) = labels_of(&stacks, "Labelled.overWork", &["[oxprof=labels over limit]"]);
+    assert!(all >= 100 && ok as f64 >= 0.95 * all as f64, "overWork: {ok} of {all} samples over limit");
+}
+
+#[test]
+fn bad_keys_are_refused_with_the_accepted_form() {
+    let s = compiled("labels-bad");
+    let o = labelled(&s.0, "start,event=cpu", &["bad"]);
+    let lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (line, key) in lines.iter().zip(["has space", "", "oxprof", "k=v"]) {
+        assert_eq!(line, &format!("EXC '{key}' is not a label key: 1 to 64 of A-Z a-z 0-9 _ . : / - (and not 'oxprof')"));
+    }
+}

@@ -1,0 +1,295 @@
+package one.oxprof;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.FileReader;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.security.CodeSource;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Drives the oxprof agent ({@code liboxprof.so}) from Java: the same commands
+ * and options as {@code oxprof attach} (and {@code -agentpath:...=OPTIONS}),
+ * in the same JVM, with the same single agent.
+ *
+ * <pre>{@code
+ * OxProfiler p = OxProfiler.getInstance();
+ * p.execute("start,event=cpu,interval=1ms,file=rec.jfr");
+ * ...
+ * p.execute("dump");
+ * p.stop();
+ * }</pre>
+ *
+ * <p>{@link #getInstance()} loads the library the first time: the copy the JVM
+ * already runs (loaded by {@code -agentpath} or {@code oxprof attach}) if
+ * there is one, else the first found of: the {@code oxprof.library} system
+ * property, {@code liboxprof.so} next to this jar, {@code java.library.path}.
+ * Given explicitly, {@code oxprof.library} is loaded as is: when it names
+ * another file than the agent already loaded, {@code getInstance} throws
+ * {@link IllegalStateException} naming the loaded one (two copies would be
+ * two agents).
+ *
+ * <p>Errors are exceptions with the agent's one-line message: a bad option is
+ * an {@link IllegalArgumentException} naming the option and what is accepted,
+ * a command that cannot run now (stop while idle, a second start) an
+ * {@link IllegalStateException}. The JVM keeps running either way.
+ *
+ * <p>Load this class in one class loader only (the application class path):
+ * the JVM binds a native library to a single class loader.
+ */
+public final class OxProfiler {
+    /** The system property naming {@code liboxprof.so}. */
+    public static final String LIBRARY_PROPERTY = "oxprof.library";
+    private static final String LIBRARY_FILE = "liboxprof.so";
+
+    private static OxProfiler instance;
+
+    private final String libraryPath;
+
+    private OxProfiler(String libraryPath) {
+        this.libraryPath = libraryPath;
+    }
+
+    /**
+     * The profiler of this JVM, loading {@code liboxprof.so} the first time
+     * (see the class comment for where it is looked for).
+     *
+     * @throws UnsatisfiedLinkError when the library is found nowhere, or
+     *     cannot be loaded
+     * @throws IllegalStateException when the agent cannot run in this JVM
+     *     (another copy of it is loaded, no JVMTI)
+     */
+    public static synchronized OxProfiler getInstance() {
+        if (instance == null) {
+            String path = load();
+            String problem = init0();
+            if (problem != null) {
+                throw new IllegalStateException(problem);
+            }
+            instance = new OxProfiler(path);
+        }
+        return instance;
+    }
+
+    /**
+     * Runs one agent command, as {@code oxprof attach} sends it: comma
+     * separated options such as {@code start,event=cpu,interval=5ms,alloc},
+     * {@code dump,file=now.html}, {@code stop}, {@code status}.
+     *
+     * @return the agent's reply, one line per item (what started, where a
+     *     profile was written, the status line)
+     * @throws IllegalArgumentException for an option the agent does not
+     *     accept, with its message naming the option
+     * @throws IllegalStateException when the command cannot run now, with
+     *     the agent's message
+     */
+    public String execute(String command) {
+        if (command == null) {
+            throw new NullPointerException("command");
+        }
+        return execute0(command);
+    }
+
+    /** {@code execute("start," + options)}. */
+    public String start(String options) {
+        return execute(options == null || options.isEmpty() ? "start" : "start," + options);
+    }
+
+    /** Stops profiling and writes the profile where the start said. */
+    public String stop() {
+        return execute("stop");
+    }
+
+    /** Writes what was gathered so far to {@code file}, and keeps profiling. */
+    public String dump(String file) {
+        return execute(file == null ? "dump" : "dump,file=" + file);
+    }
+
+    /** One line: what runs, since when, how many samples. */
+    public String status() {
+        return execute("status");
+    }
+
+    /** The agent's version. */
+    public String getVersion() {
+        return version0();
+    }
+
+    /** The file the agent was loaded from. */
+    public String getLibraryPath() {
+        return libraryPath;
+    }
+
+    // ---- context labels
+
+    /**
+     * Labels the samples the current thread gives while the returned context
+     * is open (CPU, wall clock, allocation and lock samples alike):
+     *
+     * <pre>{@code
+     * try (OxProfiler.Context c = OxProfiler.context("endpoint", "GET /orders")) {
+     *     handle(request);
+     * }
+     * }</pre>
+     *
+     * <p>Contexts nest: an inner one adds its labels to the outer one's (a key
+     * set again takes the inner value) and closing it brings the outer
+     * labels back. Setting and clearing labels already seen allocates
+     * nothing and costs a few nanoseconds while a recording runs, and one
+     * memory read otherwise (a context opened while no recording runs
+     * labels nothing, even if one starts before it closes). Keys are 1 to
+     * 64 of {@code A-Z a-z 0-9 _ . : / -}; values longer than 256
+     * characters are cut, ending with {@code …}. At most 4096 distinct
+     * label sets exist in a JVM; samples of later new ones carry
+     * {@code oxprof=labels over limit}. See docs/labels.md.
+     *
+     * <p>Loads the agent on first use, as {@link #getInstance()} does; when
+     * it cannot be loaded, contexts do nothing. On virtual threads contexts
+     * do nothing (their samples are taken on carrier threads).
+     *
+     * @throws IllegalArgumentException for a key that is not valid
+     */
+    public static Context context(String key, String value) {
+        if (!ThreadLabels.active()) {
+            return Context.NONE;
+        }
+        return ThreadLabels.CURRENT.get().push(key, value, null, null);
+    }
+
+    /** {@link #context(String, String)} with two labels. */
+    public static Context context(String key1, String value1, String key2, String value2) {
+        if (!ThreadLabels.active()) {
+            return Context.NONE;
+        }
+        return ThreadLabels.CURRENT.get().push(key1, value1, key2, value2);
+    }
+
+    /**
+     * {@link #context(String, String)} with any number of labels: key,
+     * value, key, value... (the array costs an allocation per call; the one-
+     * and two-label forms do not).
+     */
+    public static Context context(String... keysAndValues) {
+        if (!ThreadLabels.active()) {
+            return Context.NONE;
+        }
+        return ThreadLabels.CURRENT.get().push(keysAndValues);
+    }
+
+    /**
+     * The label sets the agent has named so far, its limit, how many were
+     * refused past it, and how many this side has cached, e.g.
+     * {@code label_sets=12 limit=4096 refused=0 cached=12}.
+     */
+    public static String labelStats() {
+        return ThreadLabels.stats();
+    }
+
+    /**
+     * An open context of labels ({@link #context(String, String)}); close it
+     * once, on the thread that opened it (try-with-resources does). Context
+     * objects are reused by their thread: do not keep one after closing it.
+     */
+    public static final class Context implements AutoCloseable {
+        /** The context that labels nothing (no recording, or no agent). */
+        static final Context NONE = new Context(null);
+
+        private final ThreadLabels owner;
+        int previous;
+        boolean open;
+
+        Context(ThreadLabels owner) {
+            this.owner = owner;
+        }
+
+        /** Brings back the labels of before this context (see the class comment). */
+        @Override
+        public void close() {
+            if (owner != null && open) {
+                owner.close(this);
+            }
+        }
+    }
+
+    // ---- loading
+
+    private static String load() {
+        String explicit = System.getProperty(LIBRARY_PROPERTY);
+        if (explicit != null && !explicit.isEmpty()) {
+            String path = new File(explicit).getAbsolutePath();
+            System.load(path);
+            return path;
+        }
+        String mapped = loadedCopy();
+        if (mapped != null) {
+            System.load(mapped);
+            return mapped;
+        }
+        List<String> tried = new ArrayList<>();
+        File beside = besideJar();
+        if (beside != null) {
+            if (beside.isFile()) {
+                System.load(beside.getAbsolutePath());
+                return beside.getAbsolutePath();
+            }
+            tried.add(beside.getPath());
+        }
+        try {
+            System.loadLibrary("oxprof");
+        } catch (UnsatisfiedLinkError e) {
+            tried.add("java.library.path (" + System.getProperty("java.library.path") + ")");
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError(
+                    LIBRARY_FILE + " not found: set -D" + LIBRARY_PROPERTY + "=/path/to/" + LIBRARY_FILE
+                            + " or put it next to the jar; tried " + String.join(", ", tried));
+            error.initCause(e);
+            throw error;
+        }
+        return mappedPath();
+    }
+
+    /** The oxprof library this process has mapped already, if any (Linux). */
+    private static String loadedCopy() {
+        String path = mappedPath();
+        return path != null && new File(path).isFile() ? path : null;
+    }
+
+    private static String mappedPath() {
+        try (BufferedReader r = new BufferedReader(new FileReader("/proc/self/maps"))) {
+            for (String line; (line = r.readLine()) != null; ) {
+                int slash = line.indexOf('/');
+                if (slash >= 0 && line.endsWith("/" + LIBRARY_FILE)) {
+                    return line.substring(slash);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // Not Linux, or /proc hidden: look in the usual places.
+        }
+        return null;
+    }
+
+    /** {@code liboxprof.so} in the directory of this class's jar (or class directory). */
+    private static File besideJar() {
+        try {
+            CodeSource source = OxProfiler.class.getProtectionDomain().getCodeSource();
+            if (source == null || source.getLocation() == null) {
+                return null;
+            }
+            File location = new File(source.getLocation().toURI());
+            File dir = location.isDirectory() ? location : location.getParentFile();
+            return dir == null ? null : new File(dir, LIBRARY_FILE);
+        } catch (URISyntaxException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    // ---- the agent's side (liboxprof.so)
+
+    /** Null when the agent runs in this JVM, else why not. */
+    private static native String init0();
+
+    private static native String execute0(String command);
+
+    private static native String version0();
+}

@@ -1,0 +1,324 @@
+package one.oxprof;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * One thread's context labels (see {@link OxProfiler#context(String, String)}
+ * and docs/labels.md): the thread's slot in the agent (a direct buffer over
+ * the 32-bit word the signal handler reads), the id of the label set now in
+ * it, and the stack of open contexts.
+ *
+ * <p>A label set is named by the agent once ({@link #intern0}); the ids are
+ * kept in a map shared by all threads, looked up with a per-thread probe
+ * key, so setting and clearing labels already named allocates nothing and
+ * makes no call into the agent: a map lookup and a 4-byte write.
+ */
+final class ThreadLabels {
+    /** The agent's limits (crates/profile/src/labels.rs). */
+    static final int MAX_SETS = 4096;
+    static final int MAX_KEY_CHARS = 64;
+    static final int MAX_VALUE_CHARS = 256;
+    static final int OVER_LIMIT = 1;
+    static final String RESERVED_KEY = "oxprof";
+
+    /** 1 while a recording runs; null when the agent is not available. */
+    private static final ByteBuffer ACTIVE;
+    private static final String UNAVAILABLE;
+    private static final MethodHandle IS_VIRTUAL;
+    /** (parent set, labels) → set id. */
+    private static final ConcurrentHashMap<Key, Integer> IDS = new ConcurrentHashMap<>();
+    /** The agent refused a set: it holds MAX_SETS, every new set is over the limit. */
+    private static volatile boolean full;
+
+    static final ThreadLocal<ThreadLabels> CURRENT = ThreadLocal.withInitial(ThreadLabels::new);
+
+    static {
+        ByteBuffer active = null;
+        String why = null;
+        try {
+            OxProfiler.getInstance();
+            active = activeFlag0();
+            if (active == null) {
+                why = "the agent gave no flag";
+            }
+        } catch (RuntimeException | LinkageError e) {
+            why = e.toString();
+        }
+        ACTIVE = active == null ? null : active.order(ByteOrder.nativeOrder());
+        UNAVAILABLE = why;
+        MethodHandle isVirtual = null;
+        try {
+            isVirtual = MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+        } catch (ReflectiveOperationException e) {
+            // Before JDK 21: no virtual threads.
+        }
+        IS_VIRTUAL = isVirtual;
+    }
+
+    /** Whether a recording runs (labels are set only then). */
+    static boolean active() {
+        ByteBuffer a = ACTIVE;
+        return a != null && a.getInt(0) != 0;
+    }
+
+    /** The agent's count of label sets, the limit, and this side's cache. */
+    static String stats() {
+        if (ACTIVE == null) {
+            return "labels unavailable: " + UNAVAILABLE;
+        }
+        return stats0() + " cached=" + IDS.size();
+    }
+
+    private final ByteBuffer slot;
+    private final Key probe = new Key();
+    /**
+     * This thread's recent label sets, direct-mapped by the strings' hash
+     * codes and matched by identity (the same String objects, as literals
+     * and reused values are): most contexts are found here without
+     * touching the shared map.
+     */
+    private final int[] recentParent = new int[RECENT];
+    private final String[] recentK1 = new String[RECENT], recentV1 = new String[RECENT], recentK2 = new String[RECENT], recentV2 = new String[RECENT];
+    private final int[] recentId = new int[RECENT];
+    private static final int RECENT = 64;
+    private OxProfiler.Context[] stack = new OxProfiler.Context[8];
+    private int depth;
+    private int current;
+
+    private ThreadLabels() {
+        ByteBuffer s = null;
+        if (!isVirtual(Thread.currentThread())) {
+            s = registerThread0();
+        }
+        slot = s == null ? null : s.order(ByteOrder.nativeOrder());
+    }
+
+    private static boolean isVirtual(Thread t) {
+        if (IS_VIRTUAL == null) {
+            return false;
+        }
+        try {
+            return (boolean) IS_VIRTUAL.invokeExact(t);
+        } catch (Throwable e) {
+            return true;
+        }
+    }
+
+    /** Opens a context with one or two labels (k2 null: one). */
+    OxProfiler.Context push(String k1, String v1, String k2, String v2) {
+        if (slot == null) {
+            return OxProfiler.Context.NONE;
+        }
+        int parent = current;
+        int h = k1.hashCode() * 31 + (v1 == null ? 0 : v1.hashCode()) + parent;
+        if (k2 != null) {
+            h = h * 31 + k2.hashCode() * 7 + (v2 == null ? 0 : v2.hashCode());
+        }
+        int i = (h ^ (h >>> 16)) & (RECENT - 1);
+        if (recentK1[i] == k1 && recentV1[i] == v1 && recentK2[i] == k2 && recentV2[i] == v2 && recentParent[i] == parent && recentK1[i] != null) {
+            return open(recentId[i]);
+        }
+        probe.set(parent, k1, v1, k2, v2, null);
+        int id = lookup();
+        recentParent[i] = parent;
+        recentK1[i] = k1;
+        recentV1[i] = v1;
+        recentK2[i] = k2;
+        recentV2[i] = v2;
+        recentId[i] = id;
+        return open(id);
+    }
+
+    /** Opens a context with any number of labels (key, value, key, value...). */
+    OxProfiler.Context push(String[] keysAndValues) {
+        if ((keysAndValues.length & 1) != 0) {
+            throw new IllegalArgumentException("labels come in key, value pairs; got " + keysAndValues.length + " strings");
+        }
+        if (slot == null || keysAndValues.length == 0) {
+            return OxProfiler.Context.NONE;
+        }
+        if (keysAndValues.length <= 4) {
+            String k2 = keysAndValues.length == 4 ? keysAndValues[2] : null;
+            String v2 = keysAndValues.length == 4 ? keysAndValues[3] : null;
+            return push(keysAndValues[0], keysAndValues[1], k2, v2);
+        }
+        probe.set(current, null, null, null, null, keysAndValues.clone());
+        return open(lookup());
+    }
+
+    private int lookup() {
+        Integer id = IDS.get(probe);
+        if (id != null) {
+            return id;
+        }
+        probe.check();
+        if (full) {
+            return OVER_LIMIT;
+        }
+        int named = intern0(probe.parent, probe.pairs());
+        if (named == OVER_LIMIT) {
+            full = true;
+        } else if (IDS.size() < 2 * MAX_SETS) {
+            IDS.put(probe.copy(), named);
+        }
+        return named;
+    }
+
+    private OxProfiler.Context open(int id) {
+        if (depth == stack.length) {
+            stack = java.util.Arrays.copyOf(stack, 2 * depth);
+        }
+        OxProfiler.Context c = stack[depth];
+        if (c == null) {
+            c = stack[depth] = new OxProfiler.Context(this);
+        }
+        c.previous = current;
+        c.open = true;
+        depth++;
+        set(id);
+        return c;
+    }
+
+    /** Closes `c`: the labels before it come back once every context opened after it is closed too. */
+    void close(OxProfiler.Context c) {
+        c.open = false;
+        if (depth == 0 || stack[depth - 1] != c) {
+            return; // closed out of order: it goes when those above it do
+        }
+        int restore = c.previous;
+        depth--;
+        while (depth > 0 && !stack[depth - 1].open) {
+            restore = stack[depth - 1].previous;
+            depth--;
+        }
+        set(restore);
+    }
+
+    private void set(int id) {
+        current = id;
+        slot.putInt(0, id);
+    }
+
+    /** A label set's name in the ids map: the parent set and the labels. */
+    private static final class Key {
+        int parent;
+        String k1, v1, k2, v2;
+        String[] more;
+        int hash;
+
+        void set(int parent, String k1, String v1, String k2, String v2, String[] more) {
+            this.parent = parent;
+            this.more = more;
+            if (more != null) {
+                for (int i = 0; i < more.length; i += 2) {
+                    more[i + 1] = bounded(more[i + 1]);
+                }
+                this.k1 = this.v1 = this.k2 = this.v2 = null;
+                hash = 31 * parent + java.util.Arrays.hashCode(more);
+                return;
+            }
+            this.k1 = k1;
+            this.v1 = bounded(v1);
+            this.k2 = k2;
+            this.v2 = k2 == null ? null : bounded(v2);
+            int h = 31 * parent + k1.hashCode();
+            h = 31 * h + this.v1.hashCode();
+            if (k2 != null) {
+                h = 31 * h + k2.hashCode();
+                h = 31 * h + this.v2.hashCode();
+            }
+            hash = h;
+        }
+
+        /** Throws IllegalArgumentException for a key the agent refuses. */
+        void check() {
+            if (more != null) {
+                for (int i = 0; i < more.length; i += 2) {
+                    checkKey(more[i]);
+                }
+            } else {
+                checkKey(k1);
+                if (k2 != null) {
+                    checkKey(k2);
+                }
+            }
+        }
+
+        String[] pairs() {
+            if (more != null) {
+                return more;
+            }
+            return k2 == null ? new String[] {k1, v1} : new String[] {k1, v1, k2, v2};
+        }
+
+        Key copy() {
+            Key k = new Key();
+            k.parent = parent;
+            k.k1 = k1;
+            k.v1 = v1;
+            k.k2 = k2;
+            k.v2 = v2;
+            k.more = more;
+            k.hash = hash;
+            return k;
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof Key)) {
+                return false;
+            }
+            Key k = (Key) o;
+            return hash == k.hash && parent == k.parent && eq(k1, k.k1) && eq(v1, k.v1) && eq(k2, k.k2) && eq(v2, k.v2)
+                    && java.util.Arrays.equals(more, k.more);
+        }
+
+        private static boolean eq(String a, String b) {
+            return a == b || (a != null && a.equals(b));
+        }
+    }
+
+    /** A value cut at MAX_VALUE_CHARS code points, visibly (as the agent cuts it). */
+    static String bounded(String v) {
+        if (v == null) {
+            return "null";
+        }
+        if (v.length() <= MAX_VALUE_CHARS || v.codePointCount(0, v.length()) <= MAX_VALUE_CHARS) {
+            return v;
+        }
+        return v.substring(0, v.offsetByCodePoints(0, MAX_VALUE_CHARS)) + "\u2026";
+    }
+
+    static void checkKey(String k) {
+        if (k == null) {
+            throw new NullPointerException("label key");
+        }
+        boolean ok = !k.isEmpty() && k.length() <= MAX_KEY_CHARS && !k.equals(RESERVED_KEY);
+        for (int i = 0; ok && i < k.length(); i++) {
+            char c = k.charAt(i);
+            ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "_.:/-".indexOf(c) >= 0;
+        }
+        if (!ok) {
+            throw new IllegalArgumentException("'" + k + "' is not a label key: 1 to " + MAX_KEY_CHARS
+                    + " of A-Z a-z 0-9 _ . : / - (and not '" + RESERVED_KEY + "')");
+        }
+    }
+
+    private static native ByteBuffer activeFlag0();
+
+    private static native ByteBuffer registerThread0();
+
+    private static native int intern0(int parent, String[] keysAndValues);
+
+    private static native String stats0();
+}
