@@ -269,7 +269,24 @@ pub struct OptionError {
 
 impl fmt::Display for OptionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid agent option '{}': {}", self.option, self.problem)
+        write!(f, "invalid agent option '{}': {}", Escaped(&self.option), Escaped(&self.problem))
+    }
+}
+
+/// Text quoting the user's option string, with control characters escaped
+/// (`\n`), so an error stays one line in the log and the reply file.
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_debug())?;
+            } else {
+                fmt::Write::write_char(f, c)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -748,6 +765,17 @@ mod tests {
         let e = Config::parse("cstack=deep").unwrap_err().to_string();
         assert!(e.contains("unknown native stack mode 'deep'; accepted: fp, dwarf, no"), "{e}");
         assert!(Config::parse("cstack=").is_err());
+    }
+
+    /// Fuzzing finding (agent_options): a newline in an option made its
+    /// error two lines, splitting the `error:` line of the reply file.
+    #[test]
+    fn errors_with_control_characters_stay_one_line() {
+        let e = Config::parse("st\ntctimerp/s,dump,jfr").unwrap_err().to_string();
+        assert!(e.starts_with("invalid agent option 'st\\ntctimerp/s': unknown option 'st\\ntctimerp/s'"), "{e}");
+        let e = Config::parse("event=\u{1b}[2J\rx").unwrap_err().to_string();
+        assert!(e.contains("unknown event '\\u{1b}[2J\\rx'"), "{e}");
+        assert!(!e.chars().any(char::is_control), "{e}");
     }
 
     #[test]

@@ -23,11 +23,14 @@
 //! `list` discovers JVMs ([`list_jvms`]), `creds` switches identity,
 //! `target_files` reads and removes files in a target's file system as its
 //! user ([`read_target_file`]) and makes its text [`printable`], and
-//! `error` defines [`AttachError`].
+//! `error` defines [`AttachError`]. With the feature `fuzzing`, `fuzzing`
+//! exposes the parsers of what a JVM sends or controls to `fuzz/`.
 
 mod agent;
 mod creds;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod list;
 mod process;
 mod protocol;

@@ -49,7 +49,7 @@ fn jvm_info(pid: u32) -> Option<JvmInfo> {
 }
 
 /// `text` without control characters, on one line.
-fn one_printable_line(text: &str) -> String {
+pub(crate) fn one_printable_line(text: &str) -> String {
     printable(text).replace(['\n', '\t'], " ")
 }
 
@@ -68,7 +68,7 @@ fn java_version(target: &Target, libjvm: &Path) -> Option<String> {
     })
 }
 
-fn parse_release(text: &str) -> Option<String> {
+pub(crate) fn parse_release(text: &str) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix("JAVA_VERSION=")).map(|v| one_printable_line(v.trim().trim_matches('"')))
 }
 
@@ -155,7 +155,7 @@ pub(crate) fn jvm_flag(pid: u32, name: &str) -> Option<bool> {
     flag_in(&jvm_options(pid), name)
 }
 
-fn flag_in(opts: &[String], name: &str) -> Option<bool> {
+pub(crate) fn flag_in(opts: &[String], name: &str) -> Option<bool> {
     opts.iter().rev().find_map(|o| match o.strip_prefix("-XX:")?.split_at_checked(1)? {
         ("+", n) if n == name => Some(true),
         ("-", n) if n == name => Some(false),

@@ -220,7 +220,7 @@ pub(crate) fn environ_var(pid: u32, name: &str) -> Option<String> {
     split_nul(&raw).into_iter().find_map(|kv| kv.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')).map(str::to_string))
 }
 
-fn split_nul(raw: &[u8]) -> Vec<String> {
+pub(crate) fn split_nul(raw: &[u8]) -> Vec<String> {
     let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
     if raw.is_empty() {
         return Vec::new();

@@ -1,0 +1,31 @@
+//! A pprof file given to `convert`/`diff`/`report`: the reader on raw bytes,
+//! or (first byte odd) on the rest gzipped, as pprof files usually are; what
+//! it reads is written back as pprof and collapsed stacks. No panic, one-line
+//! errors, no unbounded allocation.
+#![no_main]
+
+use std::io::Write;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use libfuzzer_sys::fuzz_target;
+use oxprof_profile::collapsed::{self, CollapsedOptions};
+use oxprof_profile::pprof;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let bytes = if mode & 1 == 1 {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        gz.write_all(rest).unwrap();
+        gz.finish().unwrap()
+    } else {
+        rest.to_vec()
+    };
+    match pprof::read(&bytes) {
+        Ok(p) => {
+            pprof::write(&p, std::io::sink()).unwrap();
+            collapsed::write(&p, CollapsedOptions::default(), std::io::sink()).unwrap();
+        }
+        Err(e) => assert!(!e.contains(['\n', '\r']), "error is not one line: {e:?}"),
+    }
+});
