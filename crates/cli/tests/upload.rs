@@ -204,19 +204,27 @@ fn a_store_that_is_absent_throttles_and_hangs_costs_no_interval_on_disk() {
         "start,event=cpu,interval=5ms,loop=1s,file={},upload=http://127.0.0.1:{port},format=otlp,upload_timeout=1s,upload_connect_timeout=500ms,upload_queue=4",
         pattern.display()
     );
-    let cmd = java_cmd([format!("-agentpath:{}={opts}", agent().display()), "-cp".into(), s.0.display().to_string(), "CpuBurn".into(), "9".into()]);
+    let cmd = java_cmd([format!("-agentpath:{}={opts}", agent().display()), "-cp".into(), s.0.display().to_string(), "CpuBurn".into(), "25".into()]);
     let mut jvm = RunningJvm::spawn(cmd, &s.0, "ready");
     let started = Instant::now();
-    // Absent for 2 s, then throttling with Retry-After, then hanging, then fine.
+    // Absent for 2 s, then throttling with Retry-After, then hanging, then
+    // fine; each phase lasts until the store has seen a request in it (the
+    // sender backs off with jitter, so phases of fixed length could be
+    // skipped on a slow machine).
     std::thread::sleep(Duration::from_secs(2));
     let store_dir = s.path("store");
     std::fs::create_dir_all(&store_dir).unwrap();
     std::fs::write(store_dir.join("mode"), "429:1").unwrap();
     let store = Store::start(&store_dir, Some(port));
-    std::thread::sleep(Duration::from_secs(2));
-    store.set_mode("hang");
-    std::thread::sleep(Duration::from_secs(2));
-    store.set_mode("ok");
+    for (mode, next) in [(" 429:1 ", "hang"), (" hang ", "ok")] {
+        let t0 = Instant::now();
+        while !store.log().contains(mode) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no request reached the store in mode{mode}within 60 s:\n{}", store.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        store.set_mode(next);
+    }
     let o = std::mem::replace(&mut jvm.child, Command::new("true").spawn().unwrap()).wait_with_output().unwrap();
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -233,7 +241,8 @@ fn a_store_that_is_absent_throttles_and_hangs_costs_no_interval_on_disk() {
     }
     // Every interval is on disk, whatever the store did.
     let files = std::fs::read_dir(&s.0).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("f-")).count();
-    assert!(files >= 9, "{files} interval files\n{err}");
+    let intervals = err.lines().filter(|l| l.contains("profile written to") && l.contains("/f-")).count();
+    assert!(files >= 20 && files >= intervals, "{files} interval files for {intervals} intervals\n{err}");
     // One log line per kind of failure at most (rate-limited), not one per retry.
     let failure_lines = err.lines().filter(|l| l.contains("upload") && (l.contains("warning") || l.contains("error"))).count();
     assert!(failure_lines <= 6, "{failure_lines} upload failure lines:\n{err}");
