@@ -30,7 +30,8 @@ Arms (--arms):
 
 Usage:
   bench/fleet/payload.py [--workloads javac,h2,jetty] [--arms otlp,otlp-only,otlp-nocstack,pyroscope]
-                         [--seconds 80] [--perf] [--out results.md] [--keep DIR]
+                         [--seconds 80] [--perf] [--loop 10s] [--extra-opts OPTS]
+                         [--out results.md] [--keep DIR] [--report-only DIR]
 Needs:  bench/setup.sh (the javac sources); apt-get install --no-install-recommends
         libh2-java libjetty9-java libservlet-api-java wrk; python3 with
         opentelemetry-proto (for the payload breakdown); a built agent
@@ -302,17 +303,24 @@ def start_store(d):
     die("the loopback store did not start")
 
 
-def agent_options(arm, workload, run_dir, port):
+def agent_options(arm, workload, run_dir, port, loop="10s"):
     iv = os.path.join(run_dir, "iv")
     os.makedirs(iv, exist_ok=True)
     url = f"upload=http://127.0.0.1:{port}"
     if arm == "otlp":
-        return f"start,event=cpu,alloc,loop=10s,file={iv}/iv-%n.pb.gz,{url},format=otlp,service={workload}"
+        return f"start,event=cpu,alloc,loop={loop},file={iv}/iv-%n.pb.gz,{url},format=otlp,service={workload}"
     if arm == "otlp-only":
-        return f"start,event=cpu,alloc,loop=10s,{url},format=otlp,service={workload}"
+        return f"start,event=cpu,alloc,loop={loop},{url},format=otlp,service={workload}"
     if arm == "otlp-nocstack":
-        return f"start,event=cpu,alloc,loop=10s,{url},format=otlp,service={workload},cstack=no"
-    return f"start,event=cpu,alloc,loop=10s,file={iv}/iv-%n.jfr,{url},format=pyroscope,service={workload}"
+        return f"start,event=cpu,alloc,loop={loop},{url},format=otlp,service={workload},cstack=no"
+    return f"start,event=cpu,alloc,loop={loop},file={iv}/iv-%n.jfr,{url},format=pyroscope,service={workload}"
+
+
+def loop_seconds(text):
+    m = re.fullmatch(r"(\d+)(s|m)", text)
+    if not m:
+        die(f"--loop takes seconds or minutes such as 10s or 1m, not '{text}'")
+    return int(m.group(1)) * (60 if m.group(2) == "m" else 1)
 
 
 def child_pid(pid, timeout=10):
@@ -336,7 +344,7 @@ def run_one(args, arm, workload, agent, classes, out):
     store_dir = os.path.join(run_dir, "store")
     store, port = start_store(store_dir)
     argv, drive, check, timeout = WORKLOADS[workload](args, run_dir, classes)
-    opts = agent_options(arm, workload, run_dir, port) + (f",{args.extra_opts}" if args.extra_opts else "")
+    opts = agent_options(arm, workload, run_dir, port, args.loop) + (f",{args.extra_opts}" if args.extra_opts else "")
     argv = [f"-agentpath:{agent}={opts}" if a == "@AGENT@" else a for a in argv]
     perf_data = os.path.join(run_dir, "perf.data")
     if args.perf:
@@ -383,7 +391,7 @@ def run_one(args, arm, workload, agent, classes, out):
     cpu = ru.ru_utime + ru.ru_stime if ru else None
     r = {"workload": workload, "arm": arm, "dir": run_dir, "cmd": shlex.join(argv), "rc": rc, "wall": wall,
          "jvm_cpu": cpu, "others_cores": (busy1 - busy0 - (cpu or 0)) / wall, "load": f"{load0} -> {load1}",
-         "proc_cpu_polled": poller.proc_ticks / TICK, "per_cut_ms": poller.per_cut(), **extra}
+         "proc_cpu_polled": poller.proc_ticks / TICK, "per_cut_ms": poller.per_cut(loop_seconds(args.loop)), **extra}
     r["threads_ticks"], r["threads"] = poller.by_name()
     r["problem"] = (f"exit status {rc}" if rc else None) or check(stdout)
     r.update(collect(arm, run_dir))
@@ -713,6 +721,8 @@ def main():
     ap.add_argument("--workloads", default="javac,h2,jetty", help="comma-separated: javac, h2, jetty")
     ap.add_argument("--arms", default="otlp,otlp-only,pyroscope", help="comma-separated: " + ", ".join(ARMS))
     ap.add_argument("--seconds", type=int, default=80, help="run time of h2 and the jetty load (javac runs to the end)")
+    ap.add_argument("--loop", default="10s", help="the interval (loop=), default 10s; on a busy machine a longer one "
+                    "holds as many samples as 10 s of an uncontended JVM")
     ap.add_argument("--h2-threads", type=int, default=2)
     ap.add_argument("--connections", type=int, default=16, help="wrk connections for jetty")
     ap.add_argument("--perf", action="store_true", help="also record the JVM with perf (cpu-clock) for the agent's total share")
@@ -738,6 +748,7 @@ def main():
         if n not in WORKLOADS:
             die(f"unknown workload '{n}' (accepted: {', '.join(WORKLOADS)})")
     check_prereqs(names, arms, args.perf)
+    loop_seconds(args.loop)
     os.makedirs("/tmp/fleet", exist_ok=True)
     out = args.keep or tempfile.mkdtemp(prefix="run.", dir="/tmp/fleet")
     os.makedirs(out, exist_ok=True)

@@ -209,17 +209,10 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
             let excluded = registry.excluded();
             tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
             let alive_set: std::collections::HashSet<u32> = tids.iter().copied().collect();
-            known.retain(|tid, java| {
+            known.retain(|tid, _| {
                 let alive = alive_set.contains(tid);
                 if !alive {
                     wall_table::release(*tid);
-                } else if !*java && registry.is_java_visible(*tid) {
-                    // Signalled at its very start, before the JVM had made
-                    // it a Java thread (no JNIEnv yet): it is one now, and
-                    // is sampled from here on instead of never again.
-                    wall_table::release(*tid);
-                    wall_table::claim(*tid, now);
-                    *java = true;
                 }
                 alive
             });
