@@ -230,3 +230,23 @@ pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_intern0(env: *mut JNI
 pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_stats0(env: *mut JNIEnv, _class: jclass) -> jstring {
     guard("ThreadLabels.stats0", std::ptr::null_mut(), || Jni(env).new_string(&crate::labels::stats()))
 }
+
+/// `OxProfiler.span0(start, end, tag)`: queues a span the calling thread
+/// timed (`System.nanoTime` values) for the JFR stream (`spans.rs`).
+///
+/// # Safety
+/// As the JVM calls a static native method: `env` is the thread's JNIEnv,
+/// `tag` null or a live reference to a String.
+#[no_mangle]
+pub unsafe extern "system" fn Java_one_oxprof_OxProfiler_span0(env: *mut JNIEnv, _class: jclass, start: jlong, end: jlong, tag: jstring) {
+    guard("OxProfiler.span0", (), || {
+        if !crate::output::jfr_stream::is_active() {
+            return; // no JFR recording: nowhere to write it
+        }
+        let tid = crate::sampling::threads::current_tid();
+        // SAFETY: `tag` is the String argument of this native method.
+        let tag = unsafe { Jni(env).string(tag) }.unwrap_or_else(|| "null".into());
+        let labels = crate::sampling::label_slots::current(tid);
+        crate::spans::record(crate::spans::Span { start_ticks: start.max(0) as u64, end_ticks: end.max(start).max(0) as u64, tid, tag, labels });
+    })
+}

@@ -7,7 +7,7 @@
 //!
 //! `java_api` holds the native side of `oxprof.jar` (`JNI_OnLoad`, which
 //! makes the agent when the jar loads the library first), `labels` the
-//! context-label sets it names.
+//! context-label sets it names, `spans` the intervals it times.
 //!
 //! The layout (see ARCHITECTURE.md): `options`, `jvmti`, `log`, `commands`,
 //! `profiler` (the recording lifecycle), `symbols` (Java method names) and
@@ -34,6 +34,7 @@ pub mod output;
 pub mod profiler;
 pub mod sampling;
 pub mod source;
+pub mod spans;
 pub mod symbols;
 pub mod trigger;
 

@@ -24,7 +24,7 @@ use crate::input::{self, Input, Selection};
 /// Print top methods, top allocation sites and leak suspects
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s\n  oxprof report rec.jfr --wall --threads\n  oxprof report rec.jfr --wall --state blocked,waiting,parked\n  oxprof report rec.jfr --by endpoint\n  oxprof report rec.jfr --label endpoint=\"GET /orders\""
+    after_help = "Examples:\n  oxprof report rec.jfr\n  oxprof report rec.jfr --top 20 --cpu --from 10s\n  oxprof report rec.jfr --wall --threads\n  oxprof report rec.jfr --wall --state blocked,waiting,parked\n  oxprof report rec.jfr --by endpoint\n  oxprof report rec.jfr --slowest-spans 10\n  oxprof report rec.jfr --label endpoint=\"GET /orders\""
 )]
 pub struct ReportArgs {
     /// A JFR recording, a pprof file or collapsed stacks
@@ -32,12 +32,27 @@ pub struct ReportArgs {
     /// Rows per table
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Only the N longest spans (OxProfiler.span, in oxprof's JFR recordings), with what
+    /// their thread did meanwhile
+    #[arg(long, value_name = "N")]
+    pub slowest_spans: Option<usize>,
     #[command(flatten)]
     pub selection: Selection,
 }
 
 pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
     args.selection.check()?;
+    if let Some(n) = args.slowest_spans {
+        let input = input::load(&args.file)?;
+        let Input::Jfr(rec) = &input else {
+            return Err("--slowest-spans needs a JFR recording written by oxprof (spans are oxprof.Span events)".into());
+        };
+        let mut out = std::io::stdout().lock();
+        return match slowest_spans(rec, &args.selection, n, &mut out).and_then(|()| out.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write the report: {e}")),
+            _ => Ok(std::process::ExitCode::SUCCESS),
+        };
+    }
     let mut selection = args.selection.clone();
     selection.show_state = true; // for the state tables; the method tables skip them
     let input = input::load(&args.file)?;
@@ -96,6 +111,87 @@ fn by_label(profiles: &[(&str, Profile)], key: &str, top: usize, out: &mut dyn W
         writeln!(out, "  ({} more values; --top shows more)", values.len() - top)?;
     }
     writeln!(out)
+}
+
+/// `--slowest-spans N`: the N longest spans within the time range (and
+/// with the `--label`s given), longest first: duration, start (from the
+/// recording's start), thread, tag, labels, and what the thread did
+/// meanwhile: the innermost Java method most of its CPU and wall samples
+/// inside the span were in.
+fn slowest_spans(rec: &Recording, selection: &Selection, n: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let (from, to) = selection.range(rec).unwrap_or((None, None));
+    let wanted = selection.labels().unwrap_or_default();
+    let set = |id: u32| rec.label_sets.get(id as usize).map_or(&[][..], Vec::as_slice);
+    // As `--label` selects samples: every key given, with one of its values.
+    let labels_ok = |id: u32| {
+        let mine = set(id);
+        wanted.iter().all(|(k, _)| mine.iter().any(|(mk, mv)| mk == k && wanted.iter().any(|(wk, wv)| wk == k && wv == mv)))
+    };
+    let mut spans: Vec<&oxprof_profile::jfr_read::SpanEvent> =
+        rec.spans.iter().filter(|s| from.is_none_or(|f| s.time >= f) && to.is_none_or(|t| s.time < t) && labels_ok(s.labels)).collect();
+    if spans.is_empty() {
+        return writeln!(
+            out,
+            "No spans in this recording{} (OxProfiler.span, recorded while a JFR recording runs)",
+            if rec.spans.is_empty() { "" } else { " that match" }
+        );
+    }
+    let count = spans.len();
+    spans.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.time.cmp(&b.time)));
+    spans.truncate(n);
+    // The samples of the spans' threads, in time order.
+    let mut by_thread: HashMap<u32, Vec<(i64, u32)>> = spans.iter().map(|s| (s.thread, Vec::new())).collect();
+    for (time, thread, stack) in rec.cpu.iter().map(|c| (c.time, c.thread, c.stack)).chain(rec.wall.iter().map(|w| (w.time, w.thread, w.stack))) {
+        if let Some(v) = by_thread.get_mut(&thread) {
+            v.push((time, stack));
+        }
+    }
+    by_thread.values_mut().for_each(|v| v.sort_unstable());
+    let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
+    writeln!(
+        out,
+        "Slowest spans ({} of {count}; top method: the innermost Java method of most of the thread's CPU and wall samples inside the span)",
+        spans.len()
+    )?;
+    writeln!(out, "  {:>10} {:>10}  {:<16} {:<24} {:<32} {:>7}  top method", "duration", "start", "thread", "tag", "labels", "samples")?;
+    for s in spans {
+        let end = s.time.saturating_add(s.duration_ns.min(i64::MAX as u64) as i64);
+        let inside = by_thread.get(&s.thread).map_or(&[][..], |v| {
+            let a = v.partition_point(|(t, _)| *t < s.time);
+            let b = v.partition_point(|(t, _)| *t <= end);
+            &v[a..b]
+        });
+        let mut methods: HashMap<&str, u64> = HashMap::new();
+        for (_, stack) in inside {
+            let frames = rec.stacks.get(*stack as usize).map_or(&[][..], Vec::as_slice);
+            let innermost =
+                frames.iter().rev().map(|&f| &rec.frames[f as usize]).find(|f| is_java(f.kind)).or_else(|| frames.last().map(|&f| &rec.frames[f as usize]));
+            if let Some(f) = innermost {
+                *methods.entry(f.name.as_str()).or_default() += 1;
+            }
+        }
+        let top_method = methods.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map_or(String::from("-"), |(m, k)| format!("{m} ({k})"));
+        let thread = rec.threads.get(s.thread as usize).map_or("?", String::as_str);
+        let labels = oxprof_profile::labels::encode_set(set(s.labels));
+        let clip = |t: &str, w: usize| -> String {
+            if t.chars().count() > w {
+                t.chars().take(w - 1).chain(['…']).collect()
+            } else {
+                t.to_string()
+            }
+        };
+        writeln!(
+            out,
+            "  {:>10} {:>10}  {:<16} {:<24} {:<32} {:>7}  {top_method}",
+            format_quantity(s.duration_ns, "ns"),
+            format!("{:+.3} s", (s.time - start) as f64 / 1e9),
+            clip(thread, 16),
+            clip(&s.tag, 24),
+            clip(&labels, 32),
+            inside.len()
+        )?;
+    }
+    Ok(())
 }
 
 /// A profile kind's name in tables.

@@ -299,3 +299,60 @@ fn bad_keys_are_refused_with_the_accepted_form() {
         assert_eq!(line, &format!("EXC '{key}' is not a label key: 1 to 64 of A-Z a-z 0-9 _ . : / - (and not 'oxprof')"));
     }
 }
+
+/// Spans: `oxprof.Span` events read by the JDK's tool and oxprof's reader,
+/// as long as the program measured them; `report --slowest-spans` lists the
+/// longest first with their labels and what the thread did meanwhile.
+#[test]
+fn spans_are_jfr_events_and_report_lists_the_slowest() {
+    let s = Scratch::new("spans");
+    compile_with_jar(&s.0, &["Spans.java"]);
+    let rec = s.path("s.jfr");
+    let o = Command::new(java())
+        .current_dir(&s.0)
+        .arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,wall=5ms,file={}", agent().display(), rec.display()))
+        .args(["-cp", &with_jar(&s.0), "Spans", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let truth = truth_line(&text(&o.stdout));
+    assert!(summary_fields(&text(&o.stderr), "[oxprof] jfr summary:")["spans"] == "22", "{}", text(&o.stderr));
+    let o = Command::new(tool("jfr")).args(["print", "--events", "oxprof.Span"]).arg(&rec).output().unwrap();
+    let printed = text(&o.stdout);
+    assert_eq!(printed.matches("oxprof.Span {").count(), 22, "{printed}");
+    assert!(printed.contains("tag = \"slow\"") && printed.contains("labels = \"endpoint=GET /orders\""), "{printed}");
+    let o = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--slowest-spans", "30"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report = text(&o.stdout);
+    eprintln!("{report}");
+    let rows: Vec<&str> = report.lines().skip(2).collect();
+    assert!(report.starts_with("Slowest spans (22 of 22;"), "{report}");
+    assert_eq!(rows.len(), 22, "{report}");
+    let ms = |row: &str| -> f64 {
+        let w: Vec<&str> = row.split_whitespace().collect();
+        let v: f64 = w[0].parse().unwrap();
+        match w[1] {
+            "s" => v * 1e3,
+            "ms" => v,
+            "µs" => v / 1e3,
+            u => panic!("unit {u} in {row}"),
+        }
+    };
+    assert!(rows.windows(2).all(|w| ms(w[0]) >= ms(w[1])), "longest first:\n{report}");
+    // One second of CPU against about a millisecond each: `slow` leads.
+    assert!(rows[0].contains(" slow "), "{report}");
+    // Durations as the program measured them around each span (within 2% + 2 ms).
+    for (tag, key, method) in [("slow", "slow", "Spans.burn"), ("sleepy", "sleepy", "Spans.nap")] {
+        let row = rows.iter().find(|r| r.contains(&format!(" {tag} "))).unwrap_or_else(|| panic!("no {tag} row:\n{report}"));
+        let truth_ms = truth[key] / 1e6;
+        assert!((ms(row) - truth_ms).abs() <= 0.02 * truth_ms + 2.0, "{tag}: {row} vs {truth_ms} ms");
+        assert!(row.contains(method), "{tag}: the thread was in {method}: {row}");
+        assert_eq!(row.contains("endpoint=GET /orders"), tag == "slow", "{row}");
+    }
+    assert_eq!(rows.iter().filter(|r| r.contains(" fast ")).count(), 20);
+    // --label selects spans as it selects samples.
+    let o = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--slowest-spans", "3", "--label", "endpoint=GET /orders"]).output().unwrap();
+    let report = text(&o.stdout);
+    assert!(report.starts_with("Slowest spans (3 of 21;") && !report.contains("sleepy"), "{report}");
+    assert!(report.lines().nth(2).is_some_and(|r| r.contains(" slow ")), "{report}");
+}

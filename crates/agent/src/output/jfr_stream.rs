@@ -7,7 +7,8 @@
 //! has not written in the current chunk, and appends `jdk.ExecutionSample`
 //! (with the sampled thread's state), wall-clock samples and
 //! `jdk.ObjectAllocationSample` events to the file, each with its context
-//! labels (a `labels` field, its sets pooled per chunk); leak reports add
+//! labels (a `labels` field, its sets pooled per chunk), and the spans the
+//! application timed (`oxprof.Span`, see `spans.rs`); leak reports add
 //! `jdk.OldObjectSample` and oxprof's `oxprof.LiveSite` per site. Wall-clock samples are
 //! the JDK's `jdk.ExecutionSample` (`jdk.NativeMethodSample` in native
 //! code), one per interval they stand for, when no CPU source runs, so JFR
@@ -144,6 +145,8 @@ struct Counts {
     lock: u64,
     /// Safepoints timed by `ttsp` (four JDK events each).
     safepoints: u64,
+    /// `oxprof.Span` events.
+    spans: u64,
 }
 
 struct Inner {
@@ -489,14 +492,15 @@ impl Inner {
     /// CPU time, known once it has ended.
     fn summary(&self, path: &Path, thread_cpu_ns: Option<u64>) -> String {
         let c = self.counts;
-        let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum();
+        let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum::<u64>() + crate::spans::dropped();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} wall_samples={} lock_events={} safepoints={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} wall_samples={} lock_events={} safepoints={} spans={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.wall,
             c.lock,
             c.safepoints,
+            c.spans,
             c.alloc,
             c.alloc_bytes,
             c.live,
@@ -613,6 +617,7 @@ impl Inner {
         }
         self.drain_locks(agent, &cx);
         self.drain_safepoints(agent);
+        self.drain_spans(agent);
         if self.failed.is_some() {
             return;
         }
@@ -697,6 +702,24 @@ impl Inner {
                 return self.fail(err);
             }
             self.counts.safepoints += 1;
+            self.rotate(agent);
+        }
+    }
+
+    /// Writes the spans the application closed since the last drain
+    /// (`spans.rs`) as `oxprof.Span` events.
+    fn drain_spans(&mut self, agent: &Agent) {
+        for s in crate::spans::take() {
+            if self.failed.is_some() {
+                return;
+            }
+            self.name_thread(agent, s.tid);
+            let labels = labels_in_chunk(&mut self.writer, s.labels);
+            let duration = s.end_ticks.saturating_sub(s.start_ticks).min(i64::MAX as u64) as i64;
+            if let Err(err) = self.writer.span(s.start_ticks as i64, duration, s.tid as u64, &s.tag, labels) {
+                return self.fail(err);
+            }
+            self.counts.spans += 1;
             self.rotate(agent);
         }
     }

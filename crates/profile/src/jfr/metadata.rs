@@ -62,6 +62,9 @@ pub mod id {
     pub const EXECUTE_VM_OPERATION: u64 = 113;
     /// `oxprof.LiveSite`, oxprof's own event: one leak-report site.
     pub const LIVE_SITE: u64 = 114;
+    /// `oxprof.Span`, oxprof's own event: an interval the application timed
+    /// (`OxProfiler.span`).
+    pub const SPAN: u64 = 115;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -560,6 +563,17 @@ fn types() -> Vec<Element> {
                 category(&["Java Virtual Machine", "Profiling"]),
                 label("Live Allocation Site"),
                 description("oxprof's live objects of one allocation site at a leak report, with the inputs of its leak score"),
+            ],
+        ),
+        event(
+            SPAN,
+            "oxprof.Span",
+            true,
+            vec![event_thread(), F("tag", STRING, false, false, vec![label("Tag"), description("What the application named the interval")]), context_labels()],
+            vec![
+                category(&["Java Application"]),
+                label("Span"),
+                description("An interval the application timed with OxProfiler.span, on the thread that closed it"),
             ],
         ),
         event(

@@ -650,6 +650,22 @@ impl<W: Write> JfrWriter<W> {
         self.emit()
     }
 
+    /// `oxprof.Span`: an interval of `duration` ticks from `start_ticks`
+    /// that the application timed and named `tag` on thread `tid`, with
+    /// label set `labels` (0: none).
+    pub fn span(&mut self, start_ticks: i64, duration: i64, tid: u64, tag: &str, labels: u64) -> io::Result<()> {
+        self.refer_thread(tid);
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::SPAN);
+        b.long(start_ticks);
+        b.long(duration.max(0));
+        b.varint(tid);
+        b.string(tag);
+        b.varint(labels);
+        self.emit()
+    }
+
     /// `jdk.ActiveSetting`: a setting of event type `event_id` (one of the
     /// [`event_type`] ids).
     pub fn setting(&mut self, ticks: i64, tid: u64, event_id: u64, name: &str, value: &str) -> io::Result<()> {
@@ -777,6 +793,6 @@ impl<W: Write> JfrWriter<W> {
 pub mod event_type {
     pub use super::id::{
         EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, LIVE_SITE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE,
-        SAFEPOINT_BEGIN, SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, THREAD_PARK, WALL_CLOCK_SAMPLE,
+        SAFEPOINT_BEGIN, SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, SPAN, THREAD_PARK, WALL_CLOCK_SAMPLE,
     };
 }

@@ -5,7 +5,7 @@
 
 use super::bytes::{Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
-use super::{AllocSample, CpuSample, FastMap, LiveSample, LiveSiteEvent, LockSample, Recording, SafepointParts, WallSample};
+use super::{AllocSample, CpuSample, FastMap, LiveSample, LiveSiteEvent, LockSample, Recording, SafepointParts, SpanEvent, WallSample};
 use crate::model::FrameKind;
 use crate::state::ThreadState;
 
@@ -84,6 +84,7 @@ enum Interest {
     SafepointSync,
     SafepointEnd,
     VmOperation,
+    Span,
 }
 
 impl Interest {
@@ -98,6 +99,7 @@ impl Interest {
             "jdk.ActiveSetting" => Interest::ActiveSetting,
             "jdk.NativeMethodSample" => Interest::NativeSample,
             "oxprof.WallClockSample" => Interest::WallSample,
+            "oxprof.Span" => Interest::Span,
             "jdk.JavaMonitorEnter" => Interest::MonitorEnter,
             "jdk.ThreadPark" => Interest::ThreadPark,
             "jdk.SafepointBegin" => Interest::SafepointBegin,
@@ -482,6 +484,13 @@ impl<'a> Resolver<'a> {
                     self.rec.live.push(LiveSample { time, allocated, thread, stack, class, bytes });
                 }
                 Interest::LiveSite => self.live_site(&ev, type_id, time),
+                Interest::Span => {
+                    let thread = self.thread(&ev, type_id, "eventThread");
+                    let duration_ns = self.duration_ns(&ev, type_id);
+                    let tag = self.text(&ev, type_id, "tag").unwrap_or_default();
+                    let labels = self.labels(&ev, type_id);
+                    self.rec.spans.push(SpanEvent { time, duration_ns, thread, tag, labels });
+                }
                 Interest::SafepointBegin | Interest::SafepointSync | Interest::SafepointEnd | Interest::VmOperation => {
                     self.safepoint(what, &ev, type_id, time);
                 }

@@ -7,7 +7,8 @@
 //! (`jdk.ObjectAllocationSample`, or on JDK 11
 //! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
 //! (`jdk.OldObjectSample`), oxprof's leak-report sites
-//! (`oxprof.LiveSite`, rebuilt into [`crate::leak::Site`]s), safepoints (`jdk.SafepointBegin`,
+//! (`oxprof.LiveSite`, rebuilt into [`crate::leak::Site`]s), spans
+//! (`oxprof.Span`), safepoints (`jdk.SafepointBegin`,
 //! `jdk.SafepointStateSynchronization`, `jdk.SafepointEnd` and
 //! `jdk.ExecuteVMOperation`, joined by `safepointId`, with the CPU samples
 //! taken while threads were being stopped counted) and the sampling
@@ -141,6 +142,19 @@ pub struct LockSample {
     pub labels: u32,
 }
 
+/// An interval the application timed (`oxprof.Span`, `OxProfiler.span`).
+#[derive(Clone, Debug)]
+pub struct SpanEvent {
+    /// When it started, ns since the epoch.
+    pub time: i64,
+    pub duration_ns: u64,
+    /// The thread that closed it.
+    pub thread: u32,
+    pub tag: String,
+    /// Its thread's context labels (see [`CpuSample::labels`]).
+    pub labels: u32,
+}
+
 /// A sampled object still alive when the recording ended.
 #[derive(Clone, Copy, Debug)]
 pub struct LiveSample {
@@ -241,6 +255,8 @@ pub struct Recording {
     pub live: Vec<LiveSample>,
     /// oxprof's leak-report sites, every report's (see [`Recording::leak_sites`]).
     pub live_sites: Vec<LiveSiteEvent>,
+    /// oxprof's spans (`oxprof.Span`), in file order.
+    pub spans: Vec<SpanEvent>,
     /// The safepoints, in time order; `samples` counts the CPU samples
     /// taken inside each one's time to safepoint.
     pub safepoints: Vec<Safepoint>,
@@ -290,6 +306,7 @@ impl Default for Recording {
             lock: Vec::new(),
             live: Vec::new(),
             live_sites: Vec::new(),
+            spans: Vec::new(),
             safepoints: Vec::new(),
             cpu_period_ns: None,
             wall_period_ns: None,

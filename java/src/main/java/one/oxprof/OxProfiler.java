@@ -188,6 +188,51 @@ public final class OxProfiler {
     }
 
     /**
+     * Times an interval and names it: when the returned span is closed, a JFR
+     * recording that is running gets an {@code oxprof.Span} event with its
+     * start, duration, thread, {@code tag} and the thread's context labels
+     * ({@code oxprof report rec.jfr --slowest-spans 10} lists the longest,
+     * with what their thread did meanwhile). Without a recording, or when it
+     * is not JFR, spans cost one memory read and are not kept.
+     *
+     * <pre>{@code
+     * try (OxProfiler.Span s = OxProfiler.span("checkout " + orderId)) {
+     *     checkout(order);
+     * }
+     * }</pre>
+     */
+    public static Span span(String tag) {
+        if (!ThreadLabels.active()) {
+            return Span.NONE;
+        }
+        return new Span(tag, System.nanoTime());
+    }
+
+    /** An open span ({@link #span(String)}); close it once. */
+    public static final class Span implements AutoCloseable {
+        static final Span NONE = new Span(null, 0);
+
+        private final String tag;
+        private final long start;
+        private boolean open;
+
+        Span(String tag, long start) {
+            this.tag = tag;
+            this.start = start;
+            this.open = start != 0;
+        }
+
+        /** Ends the interval and hands it to the agent. */
+        @Override
+        public void close() {
+            if (open) {
+                open = false;
+                span0(start, System.nanoTime(), tag);
+            }
+        }
+    }
+
+    /**
      * An open context of labels ({@link #context(String, String)}); close it
      * once, on the thread that opened it (try-with-resources does). Context
      * objects are reused by their thread: do not keep one after closing it.
@@ -292,4 +337,6 @@ public final class OxProfiler {
     private static native String execute0(String command);
 
     private static native String version0();
+
+    private static native void span0(long startNanos, long endNanos, String tag);
 }
