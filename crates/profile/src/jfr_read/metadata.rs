@@ -195,7 +195,9 @@ impl Metadata {
         if let Some(p) = t.prim {
             match p {
                 Prim::Bool | Prim::Byte => c.u8().map(drop)?,
-                Prim::Char | Prim::Short | Prim::Int | Prim::Long => c.i64().map(drop)?,
+                Prim::Char | Prim::Short => c.i16().map(drop)?,
+                Prim::Int => c.i32().map(drop)?,
+                Prim::Long => c.i64().map(drop)?,
                 Prim::Float => c.f32().map(drop)?,
                 Prim::Double => c.f64().map(drop)?,
                 Prim::Str => c.skip_string()?,
@@ -362,6 +364,22 @@ mod tests {
         let v = meta.read_value(&mut Cursor::new(&data, 0, true), 4, 0).unwrap();
         assert_eq!(v, Value::Obj(vec![Value::Array(vec![Value::Obj(vec![Value::Int(300), Value::Str(JfrString::Inline("x".into()))])]), Value::Ref(7)]));
         assert!(meta.read_value(&mut Cursor::new(&data[..4], 0, true), 4, 0).is_err());
+    }
+
+    /// Found while writing the fuzzing seeds: in a chunk without compressed
+    /// integers, skipping an int or a short moved 8 bytes, so every pool
+    /// entry after one was misread.
+    #[test]
+    fn skipping_fixed_width_integers_moves_their_width() {
+        let bytes = metadata_bytes(&[(1, "int", &[]), (2, "short", &[]), (3, "long", &[]), (4, "S", &[("i", 1, false, false), ("s", 2, false, false), ("l", 3, false, false)])]);
+        let meta = Metadata::read(&mut Cursor::new(&bytes, 0, true)).unwrap();
+        let data = [0, 0, 0, 7, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9, 0xff];
+        let mut c = Cursor::new(&data, 0, false);
+        meta.skip_value(&mut c, 4, 0).unwrap();
+        assert_eq!(c.pos, 14);
+        let mut c = Cursor::new(&data, 0, false);
+        assert_eq!(meta.read_value(&mut c, 4, 0).unwrap(), Value::Obj(vec![Value::Int(7), Value::Int(8), Value::Int(9)]));
+        assert_eq!(c.pos, 14);
     }
 
     #[test]
