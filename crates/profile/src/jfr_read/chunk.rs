@@ -757,7 +757,7 @@ pub fn parse_period(s: &str) -> Option<u64> {
         "s" => 1_000_000_000,
         _ => return None,
     };
-    Some(n * scale).filter(|&v| v > 0)
+    n.checked_mul(scale).filter(|&v| v > 0)
 }
 
 #[cfg(test)]
@@ -778,6 +778,8 @@ mod tests {
         assert_eq!(parse_period("1 s"), Some(1_000_000_000));
         assert_eq!(parse_period("off"), None);
         assert_eq!(parse_period("0 ms"), None);
+        // Review finding (jfr_read): a period too large for 64 bits overflowed.
+        assert_eq!(parse_period("18446744073709551615 s"), None);
     }
 
     #[test]
