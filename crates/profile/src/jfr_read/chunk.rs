@@ -188,6 +188,9 @@ struct Pools {
 /// Moves past one field (array, pooled or inline) without building it.
 fn skip_field(meta: &Metadata, c: &mut Cursor, f: &Field) -> Result<()> {
     let n = if f.array { c.count("array")? } else { 1 };
+    if !f.pooled && meta.is_empty_type(f.type_id) {
+        return Ok(());
+    }
     for _ in 0..n {
         if f.pooled {
             c.i64()?;
@@ -211,6 +214,10 @@ fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnM
         }
         let ft = meta.types.get(&f.type_id).ok_or("unknown stack frame type")?;
         let n = c.count("stack frame")?;
+        if meta.is_empty_type(f.type_id) {
+            // Frames that take no bytes say nothing.
+            continue;
+        }
         frames.reserve(n);
         for _ in 0..n {
             let mut fr: FrameKeys = [-1, 0, -1, -1, -1];
@@ -762,7 +769,79 @@ pub fn parse_period(s: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::metadata::tests::{metadata_bytes, TestField};
     use super::*;
+
+    /// A varint, as the chunk's compressed integers are written.
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// A chunk with compressed integers: header, the events (type id and
+    /// payload each), then the metadata event `meta` (from `metadata_bytes`).
+    pub(crate) fn chunk_bytes(meta: &[u8], events: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (type_id, payload) in events {
+            let mut head = Vec::new();
+            varint(*type_id, &mut head);
+            let size = 4 + head.len() + payload.len();
+            body.extend([(size & 0x7f) as u8 | 0x80, ((size >> 7) & 0x7f) as u8 | 0x80, ((size >> 14) & 0x7f) as u8 | 0x80, (size >> 21) as u8]);
+            body.extend(head);
+            body.extend(payload);
+        }
+        let meta_offset = HEADER_SIZE + body.len();
+        let size = meta_offset + meta.len();
+        let mut out = MAGIC.to_vec();
+        out.extend(2u16.to_be_bytes());
+        out.extend(0u16.to_be_bytes());
+        for v in [size as i64, 0, meta_offset as i64, 1_700_000_000_000_000_000, 1_000_000_000, 0, 1_000_000_000] {
+            out.extend(v.to_be_bytes());
+        }
+        out.extend(1i32.to_be_bytes());
+        out.extend(body);
+        out.extend(meta);
+        out
+    }
+
+    /// A constant-pool event's payload: pools of (type, [(key, value bytes)]).
+    pub(crate) fn pool_payload(pools: &[(u64, Vec<(u64, Vec<u8>)>)]) -> Vec<u8> {
+        let mut out = vec![0, 0, 0, 0];
+        varint(pools.len() as u64, &mut out);
+        for (type_id, entries) in pools {
+            varint(*type_id, &mut out);
+            varint(entries.len() as u64, &mut out);
+            for (key, value) in entries {
+                varint(*key, &mut out);
+                out.extend(value);
+            }
+        }
+        out
+    }
+
+    /// Review finding (jfr_read): stack frames of a type that takes no
+    /// bytes made each pooled stack trace as many frames as its count said
+    /// (up to the bytes left in the chunk), for every stack trace.
+    #[test]
+    fn stack_frames_that_take_no_bytes_make_no_frames() {
+        let frames: &[TestField] = &[("frames", 3, false, true)];
+        let sample: &[TestField] = &[("startTime", 1, false, false), ("stackTrace", 2, true, false)];
+        let meta = metadata_bytes(&[(1, "long", &[]), (2, "jdk.types.StackTrace", frames), (3, "jdk.types.StackFrame", &[]), (4, "jdk.ExecutionSample", sample)]);
+        // 20 stack traces of 100 frames each, one sample on each.
+        let stacks: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (key, vec![100])).collect();
+        let mut events: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (4, vec![5, key as u8])).collect();
+        // Bytes after the pools, so that each count is within the bytes left.
+        let mut pool = pool_payload(&[(2, stacks)]);
+        pool.extend([0; 200]);
+        events.push((1, pool));
+        let mut rec = Recording::default();
+        read_chunk(&chunk_bytes(&meta, &events), &mut rec).unwrap();
+        assert_eq!(rec.cpu.len(), 20);
+        assert!(rec.stacks.iter().all(Vec::is_empty), "{:?}", rec.stacks);
+    }
 
     #[test]
     fn class_names() {

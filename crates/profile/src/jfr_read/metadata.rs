@@ -131,8 +131,54 @@ impl Metadata {
         let root = read_element(c, &strings, 0)?;
         let mut meta = Metadata::default();
         meta.collect(&root);
+        meta.drop_empty_fields();
         meta.string_type = meta.type_id("java.lang.String");
         Ok(meta)
+    }
+
+    /// Removes the fields whose values take no bytes (inline structs whose
+    /// fields are all such structs, however nested; the JDK writes none):
+    /// they carry nothing, and corrupt metadata full of them made a few
+    /// bytes decode into billions of values. A type left without fields
+    /// then takes no bytes ([`Metadata::is_empty_type`]).
+    fn drop_empty_fields(&mut self) {
+        // Worklist over the fields that can be empty (inline, not arrays):
+        // a type is empty once all of them are of empty types.
+        let mut pending: FastMap<i64, usize> = FastMap::default();
+        let mut users: FastMap<i64, Vec<i64>> = FastMap::default();
+        let mut todo: Vec<i64> = Vec::new();
+        for (&id, t) in &self.types {
+            if t.prim.is_some() || t.fields.iter().any(|f| f.array || f.pooled) {
+                continue;
+            }
+            pending.insert(id, t.fields.len());
+            if t.fields.is_empty() {
+                todo.push(id);
+            }
+            for f in &t.fields {
+                users.entry(f.type_id).or_default().push(id);
+            }
+        }
+        let mut empty: std::collections::HashSet<i64, std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
+        while let Some(id) = todo.pop() {
+            empty.insert(id);
+            for user in users.remove(&id).unwrap_or_default() {
+                if let Some(n) = pending.get_mut(&user) {
+                    *n -= 1;
+                    if *n == 0 {
+                        todo.push(user);
+                    }
+                }
+            }
+        }
+        for t in self.types.values_mut() {
+            t.fields.retain(|f| f.array || f.pooled || !empty.contains(&f.type_id));
+        }
+    }
+
+    /// Whether values of this type take no bytes (a struct without fields).
+    pub fn is_empty_type(&self, type_id: i64) -> bool {
+        self.types.get(&type_id).is_some_and(|t| t.prim.is_none() && t.fields.is_empty())
     }
 
     fn collect(&mut self, e: &Element) {
@@ -209,6 +255,9 @@ impl Metadata {
         }
         for f in &t.fields {
             let n = if f.array { c.count("array")? } else { 1 };
+            if !f.pooled && self.is_empty_type(f.type_id) {
+                continue;
+            }
             for _ in 0..n {
                 if f.pooled {
                     c.i64()?;
@@ -247,6 +296,10 @@ impl Metadata {
     pub fn read_field(&self, c: &mut Cursor, f: &Field, depth: usize) -> Result<Value> {
         if f.array {
             let n = c.count("array")?;
+            if !f.pooled && self.is_empty_type(f.type_id) {
+                // Elements that take no bytes: the count is all there is.
+                return Ok(Value::Array(Vec::new()));
+            }
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
                 items.push(self.read_single(c, f, depth)?);
@@ -285,11 +338,11 @@ fn read_element(c: &mut Cursor, strings: &[String], depth: usize) -> Result<Elem
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A field of a test class: name, type id, pooled, array.
-    type TestField<'a> = (&'a str, i64, bool, bool);
+    pub(crate) type TestField<'a> = (&'a str, i64, bool, bool);
 
     /// Encodes a metadata event: strings, then root > metadata > class elements.
     pub(crate) fn metadata_bytes(classes: &[(i64, &str, &[TestField<'_>])]) -> Vec<u8> {
@@ -380,6 +433,41 @@ mod tests {
         let mut c = Cursor::new(&data, 0, false);
         assert_eq!(meta.read_value(&mut c, 4, 0).unwrap(), Value::Obj(vec![Value::Int(7), Value::Int(8), Value::Int(9)]));
         assert_eq!(c.pos, 14);
+    }
+
+    /// Review finding (jfr_read): structs whose fields take no bytes, 8
+    /// fields of 8 fields eight deep, decoded into 8^8 values from no bytes
+    /// at all, and every array of them into as many values as its count
+    /// said, however many arrays: gigabytes and minutes from a small file.
+    #[test]
+    fn fields_that_take_no_bytes_are_dropped() {
+        let names: Vec<String> = (0..8).map(|i| format!("f{i}")).collect();
+        let levels: Vec<Vec<TestField>> = (1..=8i64).map(|inner| names.iter().map(|n| (n.as_str(), inner, false, false)).collect()).collect();
+        // 1 is "E" (no fields); 2..=9 have 8 fields of the type before; 10
+        // is an event with the deepest, an array of E and a byte.
+        let mut classes: Vec<(i64, &str, &[TestField])> = vec![(1, "E", &[]), (11, "byte", &[])];
+        let level_names: Vec<String> = (2..=9).map(|i| format!("L{i}")).collect();
+        for (i, fields) in levels.iter().enumerate() {
+            classes.push((i as i64 + 2, level_names[i].as_str(), fields.as_slice()));
+        }
+        let ev: &[TestField] = &[("deep", 9, false, false), ("xs", 1, false, true), ("b", 11, false, false)];
+        classes.push((10, "Ev", ev));
+        let meta = Metadata::read(&mut Cursor::new(&metadata_bytes(&classes), 0, true)).unwrap();
+        assert!(meta.is_empty_type(1) && meta.is_empty_type(9) && !meta.is_empty_type(11) && !meta.is_empty_type(10));
+        let kept: Vec<&str> = meta.types[&10].fields.iter().map(|f| &*f.name).collect();
+        assert_eq!(kept, ["xs", "b"]);
+        // xs: 3 elements that take no bytes, then b = 42.
+        let data = [3, 42, 0, 0];
+        let mut c = Cursor::new(&data, 0, true);
+        assert_eq!(meta.read_value(&mut c, 10, 0).unwrap(), Value::Obj(vec![Value::Array(Vec::new()), Value::Int(42)]));
+        assert_eq!(c.pos, 2);
+        let mut c = Cursor::new(&data, 0, true);
+        meta.skip_value(&mut c, 10, 0).unwrap();
+        assert_eq!(c.pos, 2);
+        // A struct containing itself is not empty: reading it stays an error.
+        let meta = Metadata::read(&mut Cursor::new(&metadata_bytes(&[(1, "Loop", &[("me", 1, false, false)])]), 0, true)).unwrap();
+        assert!(!meta.is_empty_type(1));
+        assert!(meta.read_value(&mut Cursor::new(&[0; 64], 0, true), 1, 0).is_err());
     }
 
     #[test]
