@@ -3,7 +3,7 @@
 //! generically), then resolving the pooled keys of those events into the
 //! recording's global tables.
 
-use super::bytes::{Cursor, JfrString, Result};
+use super::bytes::{capacity, Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
 use super::{AllocSample, CpuSample, FastMap, LiveSample, LiveSiteEvent, LockSample, Recording, SafepointParts, WallSample};
 use crate::model::FrameKind;
@@ -208,7 +208,7 @@ fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnM
     let t = meta.types.get(&type_id).ok_or("unknown stack trace type")?;
     let mut frames = Vec::new();
     for f in &t.fields {
-        if !(f.name == "frames" && f.array && !f.pooled) {
+        if !(&*f.name == "frames" && f.array && !f.pooled) {
             skip_field(meta, c, f)?;
             continue;
         }
@@ -218,11 +218,11 @@ fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnM
             // Frames that take no bytes say nothing.
             continue;
         }
-        frames.reserve(n);
+        frames.reserve(capacity(n));
         for _ in 0..n {
             let mut fr: FrameKeys = [-1, 0, -1, -1, -1];
             for g in &ft.fields {
-                match (g.name.as_str(), g.pooled, g.array) {
+                match (&*g.name, g.pooled, g.array) {
                     ("method", true, false) => {
                         fr[0] = c.i64()?;
                         fr[3] = g.type_id;
@@ -545,7 +545,7 @@ impl<'a> Resolver<'a> {
         let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else {
             return;
         };
-        let event = self.meta.types.get(&id).map_or("", |t| t.name.as_str());
+        let event = self.meta.types.get(&id).map_or("", |t| &*t.name);
         let period = if name == "period" { parse_period(&value) } else { None };
         match event {
             "jdk.ExecutionSample" if period.is_some() => self.rec.cpu_period_ns = period,
@@ -555,7 +555,7 @@ impl<'a> Resolver<'a> {
             "oxprof.WallClockSample" if period.is_some() => self.rec.wall_period_ns = period,
             _ => {}
         }
-        let is_alloc = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ObjectAllocationSample");
+        let is_alloc = self.meta.types.get(&id).is_some_and(|t| &*t.name == "jdk.ObjectAllocationSample");
         if is_alloc && (name.starts_with("allocation ") || name == "sampler byte count") {
             let facts = &mut self.rec.alloc_facts;
             match facts.iter_mut().find(|(k, _)| *k == name) {
