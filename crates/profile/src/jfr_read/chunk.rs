@@ -148,7 +148,7 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
         c.pos = end;
     }
     let pools = decode_reachable(&meta, data, h.compressed, &index, &events);
-    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec).resolve(events);
+    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec, text_budget(data.len())).resolve(events);
     rec.start_ns = rec.start_ns.min(h.start_nanos);
     rec.end_ns = rec.end_ns.max(h.start_nanos.saturating_add(h.duration_nanos));
     Ok(())
@@ -300,6 +300,18 @@ struct Resolver<'a> {
     states: FastMap<i64, ThreadState>,
     /// (method key, line, frame type key) → global frame id.
     frames: FastMap<(i64, i64, i64), u32>,
+    /// Bytes of text the chunk may still expand to (see [`text_budget`]).
+    budget: std::cell::Cell<usize>,
+    over_budget: std::cell::Cell<bool>,
+}
+
+/// How many bytes of strings (names, settings, texts) a chunk of `len`
+/// bytes may expand to: 32 times its size and 16 MiB. A pooled string is
+/// stored once but copied for every reference and every frame naming it; in
+/// a corrupt chunk, thousands of references to one long string (or frames
+/// of one method with a long name) would expand a megabyte into gigabytes.
+fn text_budget(len: usize) -> usize {
+    len.saturating_mul(32).saturating_add(16 << 20)
 }
 
 /// A field of a decoded object, with its definition.
@@ -319,6 +331,7 @@ impl<'a> Resolver<'a> {
         compact: &'a FastMap<i64, Vec<FrameKeys>>,
         header: &'a Header,
         rec: &'a mut Recording,
+        budget: usize,
     ) -> Resolver<'a> {
         Resolver {
             meta,
@@ -333,6 +346,23 @@ impl<'a> Resolver<'a> {
             frame_types: FastMap::default(),
             states: FastMap::default(),
             frames: FastMap::default(),
+            budget: budget.into(),
+            over_budget: false.into(),
+        }
+    }
+
+    /// Takes `bytes` of text from the budget; false (once recorded) when
+    /// the budget is spent, and the text is left out.
+    fn charge(&self, bytes: usize) -> bool {
+        match self.budget.get().checked_sub(bytes) {
+            Some(left) => {
+                self.budget.set(left);
+                true
+            }
+            None => {
+                self.over_budget.set(true);
+                false
+            }
         }
     }
 
@@ -362,17 +392,18 @@ impl<'a> Resolver<'a> {
     where
         'a: 'v,
     {
-        match v {
-            Value::Str(JfrString::Inline(s)) => Some(s.clone()),
+        let s = match v {
+            Value::Str(JfrString::Inline(s)) => s,
             Value::Str(JfrString::Pool(key)) => {
                 let id = self.meta.string_type?;
                 match self.pools.get(&id)?.get(key)? {
-                    Value::Str(JfrString::Inline(s)) => Some(s.clone()),
-                    _ => None,
+                    Value::Str(JfrString::Inline(s)) => s,
+                    _ => return None,
                 }
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        self.charge(s.len()).then(|| s.clone())
     }
 
     /// A string field, or a Symbol's `string`.
@@ -487,6 +518,12 @@ impl<'a> Resolver<'a> {
                     self.safepoint(what, &ev, type_id, time);
                 }
             }
+        }
+        if self.over_budget.get() {
+            self.rec.warnings.push(format!(
+                "the names and texts of a chunk expand to more than {} MiB (corrupt constant pools?); the rest are left out or shown as [unknown]",
+                text_budget(self.header.size as usize) >> 20
+            ));
         }
     }
 
@@ -628,7 +665,8 @@ impl<'a> Resolver<'a> {
         'a: 'v,
     {
         if let Some(n) = self.methods.get(&key) {
-            return n.clone();
+            // A copy for each frame: charged, as one method may name many frames.
+            return if self.charge(n.len()) { n.clone() } else { "[unknown method]".into() };
         }
         let name = match method {
             Some((m, mt)) => {
@@ -642,7 +680,11 @@ impl<'a> Resolver<'a> {
             None => "[unknown method]".into(),
         };
         self.methods.insert(key, name.clone());
-        name
+        if self.charge(name.len()) {
+            name
+        } else {
+            "[unknown method]".into()
+        }
     }
 
     fn frame_kind<'v>(&mut self, key: i64, v: Option<(&'v Value, i64)>) -> FrameKind
@@ -841,6 +883,48 @@ mod tests {
         read_chunk(&chunk_bytes(&meta, &events), &mut rec).unwrap();
         assert_eq!(rec.cpu.len(), 20);
         assert!(rec.stacks.iter().all(Vec::is_empty), "{:?}", rec.stacks);
+    }
+
+    /// Review finding (jfr_read): one long method name was copied into every
+    /// frame naming it: 300 frames (distinct lines) of a 100 KB name made
+    /// 30 MB of names from a chunk of 100 KB; a megabyte made gigabytes.
+    #[test]
+    fn pooled_strings_expand_within_a_budget() {
+        let symbol: &[TestField] = &[("string", 5, false, false)];
+        let method: &[TestField] = &[("name", 6, true, false)];
+        let frame: &[TestField] = &[("method", 7, true, false), ("lineNumber", 8, false, false)];
+        let stack: &[TestField] = &[("frames", 3, false, true)];
+        let sample: &[TestField] = &[("startTime", 1, false, false), ("stackTrace", 2, true, false)];
+        let meta = metadata_bytes(&[
+            (1, "long", &[]),
+            (2, "jdk.types.StackTrace", stack),
+            (3, "jdk.types.StackFrame", frame),
+            (4, "jdk.ExecutionSample", sample),
+            (5, "java.lang.String", &[]),
+            (6, "jdk.types.Symbol", symbol),
+            (7, "jdk.types.Method", method),
+            (8, "int", &[]),
+        ]);
+        let mut name = vec![3];
+        varint(100_000, &mut name);
+        name.extend([b'x'; 100_000]);
+        let mut frames = Vec::new();
+        varint(300, &mut frames);
+        for line in 1..=300 {
+            frames.push(1);
+            varint(line, &mut frames);
+        }
+        let pool = pool_payload(&[(6, vec![(1, name)]), (7, vec![(1, vec![1])]), (2, vec![(1, frames)])]);
+        let chunk = chunk_bytes(&meta, &[(4, vec![5, 1]), (1, pool)]);
+        let mut rec = Recording::default();
+        read_chunk(&chunk, &mut rec).unwrap();
+        assert_eq!((rec.cpu.len(), rec.stacks[rec.cpu[0].stack as usize].len()), (1, 300));
+        let named = rec.frames.iter().filter(|f| f.name.len() == 100_000).count();
+        let unknown = rec.frames.iter().filter(|f| f.name == "[unknown method]").count();
+        assert_eq!(named + unknown, 300);
+        assert!(named > 100 && unknown > 50, "{named} named, {unknown} unknown");
+        assert!(rec.frames.iter().map(|f| f.name.len()).sum::<usize>() <= text_budget(chunk.len()));
+        assert!(rec.warnings.iter().any(|w| w.contains("expand to more than 19 MiB")), "{:?}", rec.warnings);
     }
 
     #[test]
