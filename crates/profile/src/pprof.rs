@@ -233,13 +233,27 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
+/// The most a gzipped pprof file may decompress to (1 GiB): gzip expands
+/// up to a thousand times, so a small file could otherwise fill memory.
+const MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// Decompresses a gzip stream of at most `max` bytes.
+fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
+    let mut raw = Vec::new();
+    GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+    if raw.len() as u64 > max {
+        return Err(format!("the gzip stream decompresses to more than {} MiB", max >> 20));
+    }
+    Ok(raw)
+}
+
 /// Reads a pprof file (gzipped or not) into a profile: the first sample type
 /// becomes the sample count, the second (if any) the total. Frame kinds are
 /// not stored in pprof: frames come back as [`FrameKind::Java`].
 pub fn read(bytes: &[u8]) -> Result<Profile, String> {
-    let mut raw = Vec::new();
+    let raw;
     let data: &[u8] = if is_gzip(bytes) {
-        GzDecoder::new(bytes).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+        raw = gunzip(bytes, MAX_DECOMPRESSED)?;
         &raw
     } else {
         bytes
@@ -378,6 +392,18 @@ mod tests {
         assert_eq!(back.frame(hot.stack[1]).name, "Main.hot");
         assert_eq!(back.frame(hot.stack[1]).line, 12);
         assert!(read(b"\x1f\x8bgarbage").unwrap_err().contains("gzip"));
+    }
+
+    /// Review finding (pprof_read): a small gzip stream decompressed
+    /// without bound (gzip expands up to a thousand times).
+    #[test]
+    fn decompression_is_bounded() {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        gz.write_all(&vec![0u8; 4 << 20]).unwrap();
+        let bomb = gz.finish().unwrap();
+        assert!(bomb.len() < 16 << 10);
+        assert_eq!(gunzip(&bomb, 4 << 20).unwrap().len(), 4 << 20);
+        assert_eq!(gunzip(&bomb, 2 << 20).unwrap_err(), "the gzip stream decompresses to more than 2 MiB");
     }
 
     /// Allocations and live objects of one run in one message: Go's four
