@@ -237,6 +237,16 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 /// up to a thousand times, so a small file could otherwise fill memory.
 const MAX_DECOMPRESSED: u64 = 1 << 30;
 
+/// How many bytes of frames and names the profile read from `len` bytes may
+/// expand to: 32 times its size and 64 MiB. A sample's stack lists
+/// locations that each expand to their lines, and a frame or state label
+/// copies its name: in a corrupt file, many references to a location with
+/// thousands of lines, or to one long name, would make gigabytes of a
+/// megabyte.
+fn expansion_budget(len: usize) -> usize {
+    len.saturating_mul(32).saturating_add(64 << 20)
+}
+
 /// Decompresses a gzip stream of at most `max` bytes.
 fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
@@ -257,6 +267,11 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
         &raw
     } else {
         bytes
+    };
+    let mut budget = expansion_budget(data.len());
+    let mut charge = |bytes: usize| -> Result<(), String> {
+        budget = budget.checked_sub(bytes).ok_or_else(|| format!("the profile expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(data.len()) >> 20))?;
+        Ok(())
     };
     let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
     let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
@@ -286,25 +301,25 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     // A location with inlined lines expands to several frames, callee first.
     let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
     for loc in &p.location {
-        let frames = loc
-            .line
-            .iter()
-            .map(|l| {
-                let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
-                profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32))
-            })
-            .collect::<Vec<_>>();
+        let mut frames = Vec::with_capacity(loc.line.len());
+        for l in &loc.line {
+            let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
+            charge(name.len())?;
+            frames.push(profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32)));
+        }
         let frames = if frames.is_empty() { vec![profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native))] } else { frames };
         locations.insert(loc.id, frames);
     }
     for sample in &p.sample {
         let mut stack = Vec::new();
         for l in sample.label.iter().filter(|l| s(l.key) == STATE_LABEL) {
+            charge(s(l.str).len())?;
             let frame = ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame);
             stack.push(profile.intern(frame));
         }
         for id in sample.location_id.iter().rev() {
             let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
+            charge(frames.len() * std::mem::size_of::<u32>())?;
             stack.extend(frames.iter().rev());
         }
         let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
@@ -404,6 +419,25 @@ mod tests {
         assert!(bomb.len() < 16 << 10);
         assert_eq!(gunzip(&bomb, 4 << 20).unwrap().len(), 4 << 20);
         assert_eq!(gunzip(&bomb, 2 << 20).unwrap_err(), "the gzip stream decompresses to more than 2 MiB");
+    }
+
+    /// Review finding (pprof_read): 5000 references to one location of 4000
+    /// inlined lines made a stack of 20 million frames (80 MB) from 33 KB,
+    /// and more references or samples as many times that.
+    #[test]
+    fn stacks_expand_within_a_budget() {
+        let mut m = pb::Profile { string_table: vec!["".into(), "f".into()], ..pb::Profile::default() };
+        m.function.push(pb::Function { id: 1, name: 1, ..pb::Function::default() });
+        let line = |n: i64| pb::Line { function_id: 1, line: n, ..pb::Line::default() };
+        m.location.push(pb::Location { id: 1, line: (1..=4000).map(line).collect(), ..pb::Location::default() });
+        m.sample.push(pb::Sample { location_id: vec![1; 5000], value: vec![1], ..pb::Sample::default() });
+        let bytes = m.encode_to_vec();
+        assert!(bytes.len() < 40_000, "{}", bytes.len());
+        assert_eq!(read(&bytes).unwrap_err(), "the profile expands to more than 65 MiB of frames and names (corrupt?)");
+        // The same with 500 references is 2 million frames: read.
+        m.sample[0].location_id.truncate(500);
+        let p = read(&m.encode_to_vec()).unwrap();
+        assert_eq!(p.samples()[0].stack.len(), 2_000_000);
     }
 
     /// Allocations and live objects of one run in one message: Go's four
