@@ -82,7 +82,11 @@ pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
             continue;
         }
         let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
-        let count: u64 = count.parse().map_err(|_| format!("line {}: '{count}' is not a count", i + 1))?;
+        let count: u64 = count.parse().map_err(|_| {
+            // Quoted and cut short: the line may hold anything, control characters too.
+            let shown: String = count.chars().take(40).collect();
+            format!("line {}: {shown:?} is not a count", i + 1)
+        })?;
         let frames = stack.split(';').enumerate().map(|(at, name)| {
             // A root `[sleeping]` is a thread-state frame (agent option `state`).
             if at == 0 && crate::state::ThreadState::from_frame_name(name).is_some() {
@@ -137,6 +141,16 @@ mod tests {
         assert_eq!(back.sum(Counter::Samples), 75);
         assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
         assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
+    }
+
+    /// Fuzzing finding (collapsed_read): a carriage return in the count
+    /// made the error two lines on a terminal; a long line made it as long.
+    #[test]
+    fn errors_quote_what_is_not_a_count() {
+        let e = read("Tiny.loc\r\r;Main.main 1\r2\n", Meta::default()).unwrap_err();
+        assert_eq!(e, r#"line 1: "1\r2" is not a count"#);
+        let e = read(&format!("a {}\n", "x".repeat(10_000)), Meta::default()).unwrap_err();
+        assert_eq!(e, format!("line 1: {:?} is not a count", "x".repeat(40)));
     }
 
     #[test]
