@@ -51,7 +51,7 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
         key.clear();
         key.extend(sample.stack.iter().map(|&id| printed.get(id as usize).copied().unwrap_or(0)));
         match index.get(&key) {
-            Some(&i) => lines[i].1 += value,
+            Some(&i) => lines[i].1 = lines[i].1.saturating_add(value),
             None => {
                 index.insert(key.clone(), lines.len());
                 lines.push((key.clone(), value));
@@ -141,6 +141,22 @@ mod tests {
         assert_eq!(back.sum(Counter::Samples), 75);
         assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
         assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
+    }
+
+    /// Review finding (collapsed_read, pprof_read, jfr_read): counts from a
+    /// file were summed unchecked when stacks merge (reading, writing
+    /// collapsed stacks, pprof, flame graphs): a panic with overflow checks,
+    /// wrapped totals (negative in pprof) otherwise. They saturate.
+    #[test]
+    fn counts_saturate() {
+        let p = read("a;b 18446744073709551615\na;b 5\na;b_[j] 7\n", Meta::default()).unwrap();
+        assert_eq!(p.samples()[0].samples, u64::MAX);
+        assert_eq!((p.sum(Counter::Samples), p.sum(Counter::Total), p.samples_with_kind(FrameKind::Java)), (u64::MAX, u64::MAX, u64::MAX));
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "a;b 18446744073709551615\n");
+        let m = crate::pprof::encode(&p);
+        assert_eq!(m.sample[0].value, [i64::MAX, i64::MAX]);
     }
 
     /// Fuzzing finding (collapsed_read): a carriage return in the count

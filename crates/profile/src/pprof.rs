@@ -173,8 +173,10 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
                     samples.len() - 1
                 }
             };
-            samples[i].2[2 * k] += s.samples as i64;
-            samples[i].2[2 * k + 1] += s.total as i64;
+            // pprof values are signed: counts past i64::MAX saturate.
+            let v = &mut samples[i].2;
+            v[2 * k] = v[2 * k].saturating_add(s.samples.min(i64::MAX as u64) as i64);
+            v[2 * k + 1] = v[2 * k + 1].saturating_add(s.total.min(i64::MAX as u64) as i64);
         }
     }
     let sample = samples
