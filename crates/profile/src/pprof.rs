@@ -272,7 +272,9 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     };
     let mut budget = expansion_budget(data.len());
     let mut charge = |bytes: usize| -> Result<(), String> {
-        budget = budget.checked_sub(bytes).ok_or_else(|| format!("the profile expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(data.len()) >> 20))?;
+        budget = budget
+            .checked_sub(bytes)
+            .ok_or_else(|| format!("the profile expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(data.len()) >> 20))?;
         Ok(())
     };
     let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;

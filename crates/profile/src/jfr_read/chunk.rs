@@ -825,7 +825,7 @@ mod tests {
 
     /// A chunk with compressed integers: header, the events (type id and
     /// payload each), then the metadata event `meta` (from `metadata_bytes`).
-    pub(crate) fn chunk_bytes(meta: &[u8], events: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    fn chunk_bytes(meta: &[u8], events: &[(u64, Vec<u8>)]) -> Vec<u8> {
         let mut body = Vec::new();
         for (type_id, payload) in events {
             let mut head = Vec::new();
@@ -849,8 +849,11 @@ mod tests {
         out
     }
 
-    /// A constant-pool event's payload: pools of (type, [(key, value bytes)]).
-    pub(crate) fn pool_payload(pools: &[(u64, Vec<(u64, Vec<u8>)>)]) -> Vec<u8> {
+    /// One pool of a constant-pool event: its type and (key, value bytes).
+    type Pool = (u64, Vec<(u64, Vec<u8>)>);
+
+    /// A constant-pool event's payload.
+    fn pool_payload(pools: &[Pool]) -> Vec<u8> {
         let mut out = vec![0, 0, 0, 0];
         varint(pools.len() as u64, &mut out);
         for (type_id, entries) in pools {
@@ -871,7 +874,8 @@ mod tests {
     fn stack_frames_that_take_no_bytes_make_no_frames() {
         let frames: &[TestField] = &[("frames", 3, false, true)];
         let sample: &[TestField] = &[("startTime", 1, false, false), ("stackTrace", 2, true, false)];
-        let meta = metadata_bytes(&[(1, "long", &[]), (2, "jdk.types.StackTrace", frames), (3, "jdk.types.StackFrame", &[]), (4, "jdk.ExecutionSample", sample)]);
+        let meta =
+            metadata_bytes(&[(1, "long", &[]), (2, "jdk.types.StackTrace", frames), (3, "jdk.types.StackFrame", &[]), (4, "jdk.ExecutionSample", sample)]);
         // 20 stack traces of 100 frames each, one sample on each.
         let stacks: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (key, vec![100])).collect();
         let mut events: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (4, vec![5, key as u8])).collect();

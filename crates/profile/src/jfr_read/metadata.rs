@@ -438,7 +438,12 @@ pub(crate) mod tests {
     /// entry after one was misread.
     #[test]
     fn skipping_fixed_width_integers_moves_their_width() {
-        let bytes = metadata_bytes(&[(1, "int", &[]), (2, "short", &[]), (3, "long", &[]), (4, "S", &[("i", 1, false, false), ("s", 2, false, false), ("l", 3, false, false)])]);
+        let bytes = metadata_bytes(&[
+            (1, "int", &[]),
+            (2, "short", &[]),
+            (3, "long", &[]),
+            (4, "S", &[("i", 1, false, false), ("s", 2, false, false), ("l", 3, false, false)]),
+        ]);
         let meta = Metadata::read(&mut Cursor::new(&bytes, 0, true)).unwrap();
         let data = [0, 0, 0, 7, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9, 0xff];
         let mut c = Cursor::new(&data, 0, false);
