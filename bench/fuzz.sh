@@ -7,6 +7,7 @@
 #   bench/fuzz.sh                 # every target, 10 minutes each
 #   bench/fuzz.sh 15m             # every target, 15 minutes each
 #   bench/fuzz.sh 90s jfr_read pprof_read
+#   FUZZ_FLAGS=-max_len=20000 bench/fuzz.sh 15m jfr_read   # more libFuzzer flags
 #
 # One fuzzer at a time, one process (-jobs=1 -workers=1), niced; the CPU
 # time it took (user + system, /usr/bin/time) is printed beside the wall
@@ -71,7 +72,7 @@ for t in "${targets[@]}"; do
     (cd "$logs" && nice /usr/bin/time -f '%U %S' -o "$logs/cpu" cargo +nightly fuzz run --fuzz-dir "$FUZZ" "$t" "$corpus" "$FUZZ/seeds/$t" -- \
         -max_total_time="$seconds" -jobs=1 -workers=1 \
         -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
-        -print_final_stats=1 "${dict[@]}" >"$logs/driver.log" 2>&1) || status=$?
+        -print_final_stats=1 "${dict[@]}" ${FUZZ_FLAGS:-} >"$logs/driver.log" 2>&1) || status=$?
     elapsed=$(( $(date +%s) - start ))
     cpu=$(tail -1 "$logs/cpu" 2>/dev/null | awk '{ printf "%.0f", $1 + $2 }')
     log="$logs/fuzz-0.log"

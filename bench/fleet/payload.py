@@ -775,20 +775,20 @@ def main():
 
 
 def write_report(args, results, started, ended, agent_path, command, out):
-    report = [f"Runs started {started}, ended {ended}; agent {agent_path} (copied to {out}/liboxprof.so); run folders in {out}.\n",
-              f"Command: `{command}`\n",
+    report = [f"Runs started {started}, ended {ended}; agent {agent_path} (copied into the run folder); run folders in {out}.\n\n",
+              f"Command: `{command}`\n\n",
               "Sizes: medians and maxima over the intervals between the first and the last (both partial); "
               "\"first request\" is interval 0 (JVM startup). KiB = 1024 bytes. Request bytes as sent (gzip, or the "
-              "multipart body for pyroscope); raw = after gunzip (for pyroscope: the JFR part).\n",
+              "multipart body for pyroscope); raw = after gunzip (for pyroscope: the JFR part).\n\n",
               "CPU: run time of the agent's threads, read every 0.25 s while the JVM ran (the last values before it "
               "exited), from /proc/PID/task/TID/schedstat (exact, ns) and /proc/PID/task/TID/stat (utime+stime, whole "
               "10 ms ticks), divided by the JVM's wall time; encode+upload = oxprof-loop + oxprof-upload (+ oxprof-jfr, "
               "which writes the JFR recording, in the pyroscope arm). The cut at exit runs on the exiting thread and is "
-              "not counted. Per cut / per push: the loop and upload threads' run time around each 10 s boundary. "
+              "not counted. Per cut / per push: the loop and upload threads' run time around each interval boundary. "
               "\"others' cores\" = the machine's busy CPU during the run minus the JVM's own (other processes). "
               "perf (cpu-clock, 199 Hz): the agent's share of the JVM's samples = liboxprof.so on any non-oxprof thread "
               "(the signal handler, allocation callbacks) + every sample of an oxprof-* thread (its kernel time too); "
-              "times the JVM's cores = the agent's whole CPU in % of a core.\n",
+              "times the JVM's cores = the agent's whole CPU in % of a core.\n\n",
               tables(results), "\n", notes(results)]
     bd = [breakdown_md(r) for r in results if r.get("arm", "").startswith("otlp") and "error" not in r]
     if any(bd):

@@ -28,6 +28,11 @@ const NAME_MAX: usize = 16;
 const ARG_MAX: usize = 1024;
 const ARG_COUNT: usize = 3;
 
+/// The longest reply we take (256 MiB): far beyond a thread dump of tens of
+/// thousands of threads, and a bound on what a process posing as the JVM can
+/// make us hold.
+const MAX_REPLY: usize = 256 << 20;
+
 /// Sends `command` with up to three `args` to the JVM and returns its reply,
 /// starting its attach listener first if needed. Commands include
 /// `properties`, `agentProperties`, `threaddump`, `jcmd <line>` and `load`
@@ -39,7 +44,7 @@ pub fn execute(target: &Target, command: &str, args: &[&str], timeout: Duration)
     remove_foreign_stale_socket(target);
     let conn = connect(target, &deadline)?;
     conn.send_all(&request, &deadline, target, command)?;
-    let raw = conn.read_all(&deadline, target, command)?;
+    let raw = conn.read_all(&deadline, target, command, MAX_REPLY)?;
     parse_reply(target.pid, &raw)
 }
 
@@ -448,8 +453,9 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads until the JVM closes the connection, which ends its reply.
-    fn read_all(&self, deadline: &Deadline, target: &Target, command: &str) -> Result<Vec<u8>, AttachError> {
+    /// Reads until the JVM closes the connection, which ends its reply, of
+    /// at most `max` bytes.
+    fn read_all(&self, deadline: &Deadline, target: &Target, command: &str, max: usize) -> Result<Vec<u8>, AttachError> {
         let pid = target.pid;
         let mut out = Vec::new();
         let mut buf = [0u8; 16384];
@@ -457,6 +463,9 @@ impl Conn {
             // SAFETY: buf is valid for writing buf.len() bytes.
             let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
             if n > 0 {
+                if out.len() + n as usize > max {
+                    return Err(AttachError::Protocol(format!("JVM {pid}'s reply to '{command}' is longer than {} MiB; refusing the rest", max >> 20)));
+                }
                 out.extend_from_slice(&buf[..n as usize]);
                 continue;
             }
@@ -520,6 +529,30 @@ mod tests {
         assert_eq!(parse_reply(pid, b"0").unwrap(), Reply { status: 0, text: String::new() });
         assert!(matches!(parse_reply(pid, b"hello\n"), Err(AttachError::Protocol(_))));
         assert!(matches!(parse_reply(pid, b""), Err(AttachError::Protocol(_))));
+    }
+
+    /// Review finding (attach): the reply was read into memory without
+    /// bound until the JVM closed the connection or the time ran out, so a
+    /// process posing as the JVM could make us hold gigabytes.
+    #[test]
+    fn replies_are_bounded() {
+        let mut fds = [0; 2];
+        // SAFETY: fds has room for the two descriptors socketpair writes.
+        assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) }, 0);
+        // SAFETY: descriptors just created, each owned once.
+        let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let writer = std::thread::spawn(move || {
+            let mut f = std::fs::File::from(theirs);
+            // Stops when we stop reading and close our end.
+            while std::io::Write::write_all(&mut f, &[b'x'; 65536]).is_ok() {}
+        });
+        let root = crate::test_support::FakeRoot::new("reply-cap");
+        let deadline = Deadline { end: Instant::now() + Duration::from_secs(20), total: Duration::from_secs(20) };
+        let conn = Conn { fd: ours };
+        let err = conn.read_all(&deadline, &root.target(), "threaddump", 3 << 20).unwrap_err().to_string();
+        assert!(err.contains("reply to 'threaddump' is longer than 3 MiB"), "{err}");
+        drop(conn);
+        writer.join().unwrap();
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
         key.clear();
         key.extend(sample.stack.iter().map(|&id| printed.get(id as usize).copied().unwrap_or(0)));
         match index.get(&key) {
-            Some(&i) => lines[i].1 += value,
+            Some(&i) => lines[i].1 = lines[i].1.saturating_add(value),
             None => {
                 index.insert(key.clone(), lines.len());
                 lines.push((key.clone(), value));
@@ -84,7 +84,11 @@ pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
             continue;
         }
         let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
-        let count: u64 = count.parse().map_err(|_| format!("line {}: '{count}' is not a count", i + 1))?;
+        let count: u64 = count.parse().map_err(|_| {
+            // Quoted and cut short: the line may hold anything, control characters too.
+            let shown: String = count.chars().take(40).collect();
+            format!("line {}: {shown:?} is not a count", i + 1)
+        })?;
         // Context labels (`[endpoint=GET /orders]`) lead the stack, then
         // the thread state: the roots the agent writes.
         let mut roots = true;
@@ -146,6 +150,32 @@ mod tests {
         assert_eq!(back.sum(Counter::Samples), 75);
         assert_eq!(back.frames()[1], Frame::new("Main.hot", FrameKind::Jit));
         assert!(read("no count here", Meta::default()).unwrap_err().contains("line 1"));
+    }
+
+    /// Review finding (collapsed_read, pprof_read, jfr_read): counts from a
+    /// file were summed unchecked when stacks merge (reading, writing
+    /// collapsed stacks, pprof, flame graphs): a panic with overflow checks,
+    /// wrapped totals (negative in pprof) otherwise. They saturate.
+    #[test]
+    fn counts_saturate() {
+        let p = read("a;b 18446744073709551615\na;b 5\na;b_[j] 7\n", Meta::default()).unwrap();
+        assert_eq!(p.samples()[0].samples, u64::MAX);
+        assert_eq!((p.sum(Counter::Samples), p.sum(Counter::Total), p.samples_with_kind(FrameKind::Java)), (u64::MAX, u64::MAX, u64::MAX));
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "a;b 18446744073709551615\n");
+        let m = crate::pprof::encode(&p);
+        assert_eq!(m.sample[0].value, [i64::MAX, i64::MAX]);
+    }
+
+    /// Fuzzing finding (collapsed_read): a carriage return in the count
+    /// made the error two lines on a terminal; a long line made it as long.
+    #[test]
+    fn errors_quote_what_is_not_a_count() {
+        let e = read("Tiny.loc\r\r;Main.main 1\r2\n", Meta::default()).unwrap_err();
+        assert_eq!(e, r#"line 1: "1\r2" is not a count"#);
+        let e = read(&format!("a {}\n", "x".repeat(10_000)), Meta::default()).unwrap_err();
+        assert_eq!(e, format!("line 1: {:?} is not a count", "x".repeat(40)));
     }
 
     #[test]

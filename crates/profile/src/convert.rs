@@ -141,7 +141,7 @@ pub fn safepoints(rec: &Recording, opts: &Options) -> Vec<Safepoint> {
 /// A wall sample's weight as ticks of the wall clock (as the agent counts
 /// them): the nearest whole number of intervals, at least one.
 fn wall_ticks(weight_ns: u64, interval: u64) -> u64 {
-    ((weight_ns + interval / 2) / interval.max(1)).max(u64::from(weight_ns > 0))
+    (weight_ns.saturating_add(interval / 2) / interval.max(1)).max(u64::from(weight_ns > 0))
 }
 
 /// The state part of an [`Aggregate`] key when no state frame is shown.
@@ -161,8 +161,8 @@ struct Aggregate {
 impl Aggregate {
     fn add(&mut self, key: Key, samples: u64, total: u64) {
         let e = self.counts.entry(key).or_default();
-        e.0 += samples;
-        e.1 += total;
+        e.0 = e.0.saturating_add(samples);
+        e.1 = e.1.saturating_add(total);
     }
 }
 
@@ -238,5 +238,38 @@ impl<'r, 'o> Builder<'r, 'o> {
             ids.push(p.intern(Frame::new(name, self.class_kind)));
         }
         p.add(ids, samples, total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jfr::writer::event_type;
+    use crate::jfr::{FrameType, JfrFrame, JfrWriter};
+    use crate::model::Counter;
+
+    /// Review finding (jfr_read): weights from a file were summed unchecked:
+    /// three allocations of i64::MAX bytes on one stack, or wall samples
+    /// weighing a period of u64::MAX ns, overflowed (a panic with overflow
+    /// checks, wrapped totals otherwise). They saturate.
+    #[test]
+    fn totals_saturate() {
+        let mut w = JfrWriter::new(Vec::new());
+        w.begin_chunk(0, 1_700_000_000_000_000_000).unwrap();
+        w.thread(1, "main", Some("main"));
+        w.stack(1, &[JfrFrame { class: "Main".into(), method: "main".into(), descriptor: "()V".into(), line: 1, bci: 0, kind: FrameType::Jit }], false);
+        w.setting(0, 1, event_type::EXECUTION_SAMPLE, "period", "18446744073709551615 ns").unwrap();
+        w.setting(0, 1, event_type::EXECUTION_SAMPLE, "event", "wall").unwrap();
+        for t in 1..=3 {
+            w.allocation_sample(t, 1, 1, "byte[]", i64::MAX as u64, 0).unwrap();
+            w.execution_sample(t, 1, 1, crate::jfr::ThreadState::Running, 0).unwrap();
+        }
+        w.end_chunk(10, true).unwrap();
+        let bytes = w.into_inner();
+        let rec = crate::jfr_read::read_from(&mut &bytes[..], bytes.len() as u64, &mut |_, _| {}).unwrap();
+        let ps = profiles(&rec, &Options { alloc: true, wall: true, ..Options::default() });
+        let get = |key: &str| &ps.iter().find(|(k, _)| *k == key).unwrap().1;
+        assert_eq!((get("alloc").sum(Counter::Samples), get("alloc").sum(Counter::Total)), (3, u64::MAX));
+        assert_eq!((get("wall").sum(Counter::Samples), get("wall").sum(Counter::Total)), (3, u64::MAX));
     }
 }

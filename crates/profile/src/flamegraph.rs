@@ -474,8 +474,8 @@ impl Tree {
                 tree.open_child(&mut path, frame);
             }
             for &n in &path {
-                tree.nodes[n].value += value;
-                tree.nodes[n].before += before;
+                tree.nodes[n].value = tree.nodes[n].value.saturating_add(value);
+                tree.nodes[n].before = tree.nodes[n].before.saturating_add(before);
             }
             prev = stack;
         }
@@ -752,6 +752,17 @@ fn write_escaped_html<W: Write>(out: &mut W, text: &str) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::model::{Frame, Meta};
+
+    /// Review finding (collapsed_read, pprof_read): node values summed the
+    /// counts of a file unchecked. They saturate.
+    #[test]
+    fn node_values_saturate() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("a", FrameKind::Jit)], u64::MAX, 0);
+        p.add_frames([Frame::new("main", FrameKind::Jit), Frame::new("b", FrameKind::Jit)], 5, 0);
+        let tree = Tree::build(&p, Counter::Samples);
+        assert_eq!((tree.nodes[0].value, tree.nodes[1].value), (u64::MAX, u64::MAX));
+    }
 
     fn html(profile: &Profile, opts: &HtmlOptions) -> String {
         let mut out = Vec::new();

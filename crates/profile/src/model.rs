@@ -184,12 +184,13 @@ impl Profile {
         id
     }
 
-    /// Adds counts to a stack of frame ids (root first), merging identical stacks.
+    /// Adds counts to a stack of frame ids (root first), merging identical
+    /// stacks. Counts saturate: they come from files, which may say anything.
     pub fn add(&mut self, stack: Vec<u32>, samples: u64, total: u64) {
         if let Some(&i) = self.stack_ids.get(&stack) {
             let s = &mut self.samples[i];
-            s.samples += samples;
-            s.total += total;
+            s.samples = s.samples.saturating_add(samples);
+            s.total = s.total.saturating_add(total);
             return;
         }
         self.stack_ids.insert(stack.clone(), self.samples.len());
@@ -224,12 +225,12 @@ impl Profile {
 
     /// Sum of a counter over all stacks.
     pub fn sum(&self, counter: Counter) -> u64 {
-        self.samples.iter().map(|s| Profile::value(s, counter)).sum()
+        self.samples.iter().fold(0, |sum, s| sum.saturating_add(Profile::value(s, counter)))
     }
 
     /// Number of samples whose stack contains a frame of the given kind.
     pub fn samples_with_kind(&self, kind: FrameKind) -> u64 {
-        self.samples.iter().filter(|s| s.stack.iter().any(|&f| self.frame(f).kind == kind)).map(|s| s.samples).sum()
+        self.samples.iter().filter(|s| s.stack.iter().any(|&f| self.frame(f).kind == kind)).fold(0, |sum, s| sum.saturating_add(s.samples))
     }
 
     pub fn is_empty(&self) -> bool {

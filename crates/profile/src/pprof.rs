@@ -182,8 +182,10 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
                     samples.len() - 1
                 }
             };
-            samples[i].2[2 * k] += s.samples as i64;
-            samples[i].2[2 * k + 1] += s.total as i64;
+            // pprof values are signed: counts past i64::MAX saturate.
+            let v = &mut samples[i].2;
+            v[2 * k] = v[2 * k].saturating_add(s.samples.min(i64::MAX as u64) as i64);
+            v[2 * k + 1] = v[2 * k + 1].saturating_add(s.total.min(i64::MAX as u64) as i64);
         }
     }
     let sample = samples
@@ -242,16 +244,47 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
+/// The most a gzipped pprof file may decompress to (1 GiB): gzip expands
+/// up to a thousand times, so a small file could otherwise fill memory.
+const MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// How many bytes of frames and names the profile read from `len` bytes may
+/// expand to: 32 times its size and 64 MiB. A sample's stack lists
+/// locations that each expand to their lines, and a frame or state label
+/// copies its name: in a corrupt file, many references to a location with
+/// thousands of lines, or to one long name, would make gigabytes of a
+/// megabyte.
+fn expansion_budget(len: usize) -> usize {
+    len.saturating_mul(32).saturating_add(64 << 20)
+}
+
+/// Decompresses a gzip stream of at most `max` bytes.
+fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
+    let mut raw = Vec::new();
+    GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+    if raw.len() as u64 > max {
+        return Err(format!("the gzip stream decompresses to more than {} MiB", max >> 20));
+    }
+    Ok(raw)
+}
+
 /// Reads a pprof file (gzipped or not) into a profile: the first sample type
 /// becomes the sample count, the second (if any) the total. Frame kinds are
 /// not stored in pprof: frames come back as [`FrameKind::Java`].
 pub fn read(bytes: &[u8]) -> Result<Profile, String> {
-    let mut raw = Vec::new();
+    let raw;
     let data: &[u8] = if is_gzip(bytes) {
-        GzDecoder::new(bytes).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+        raw = gunzip(bytes, MAX_DECOMPRESSED)?;
         &raw
     } else {
         bytes
+    };
+    let mut budget = expansion_budget(data.len());
+    let mut charge = |bytes: usize| -> Result<(), String> {
+        budget = budget
+            .checked_sub(bytes)
+            .ok_or_else(|| format!("the profile expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(data.len()) >> 20))?;
+        Ok(())
     };
     let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
     let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
@@ -281,14 +314,12 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     // A location with inlined lines expands to several frames, callee first.
     let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
     for loc in &p.location {
-        let frames = loc
-            .line
-            .iter()
-            .map(|l| {
-                let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
-                profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32))
-            })
-            .collect::<Vec<_>>();
+        let mut frames = Vec::with_capacity(loc.line.len());
+        for l in &loc.line {
+            let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
+            charge(name.len())?;
+            frames.push(profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32)));
+        }
         let frames = if frames.is_empty() { vec![profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native))] } else { frames };
         locations.insert(loc.id, frames);
     }
@@ -298,15 +329,18 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
         // agent builds stacks.
         let state = |l: &&pb::Label| s(l.key) == STATE_LABEL && ThreadState::from_word(s(l.str)).is_some();
         for l in sample.label.iter().filter(|l| !state(l) && l.num == 0 && crate::labels::valid_key(s(l.key))) {
+            charge(s(l.key).len() + s(l.str).len())?;
             stack.push(profile.intern(crate::labels::frame(s(l.key), s(l.str))));
         }
         for l in sample.label.iter().filter(state) {
+            charge(s(l.str).len())?;
             stack.push(
                 profile.intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)),
             );
         }
         for id in sample.location_id.iter().rev() {
             let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
+            charge(frames.len() * std::mem::size_of::<u32>())?;
             stack.extend(frames.iter().rev());
         }
         let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
@@ -417,6 +451,37 @@ mod tests {
         assert_eq!(back.frame(hot.stack[1]).name, "Main.hot");
         assert_eq!(back.frame(hot.stack[1]).line, 12);
         assert!(read(b"\x1f\x8bgarbage").unwrap_err().contains("gzip"));
+    }
+
+    /// Review finding (pprof_read): a small gzip stream decompressed
+    /// without bound (gzip expands up to a thousand times).
+    #[test]
+    fn decompression_is_bounded() {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        gz.write_all(&vec![0u8; 4 << 20]).unwrap();
+        let bomb = gz.finish().unwrap();
+        assert!(bomb.len() < 16 << 10);
+        assert_eq!(gunzip(&bomb, 4 << 20).unwrap().len(), 4 << 20);
+        assert_eq!(gunzip(&bomb, 2 << 20).unwrap_err(), "the gzip stream decompresses to more than 2 MiB");
+    }
+
+    /// Review finding (pprof_read): 5000 references to one location of 4000
+    /// inlined lines made a stack of 20 million frames (80 MB) from 33 KB,
+    /// and more references or samples as many times that.
+    #[test]
+    fn stacks_expand_within_a_budget() {
+        let mut m = pb::Profile { string_table: vec!["".into(), "f".into()], ..pb::Profile::default() };
+        m.function.push(pb::Function { id: 1, name: 1, ..pb::Function::default() });
+        let line = |n: i64| pb::Line { function_id: 1, line: n, ..pb::Line::default() };
+        m.location.push(pb::Location { id: 1, line: (1..=4000).map(line).collect(), ..pb::Location::default() });
+        m.sample.push(pb::Sample { location_id: vec![1; 5000], value: vec![1], ..pb::Sample::default() });
+        let bytes = m.encode_to_vec();
+        assert!(bytes.len() < 40_000, "{}", bytes.len());
+        assert_eq!(read(&bytes).unwrap_err(), "the profile expands to more than 65 MiB of frames and names (corrupt?)");
+        // The same with 500 references is 2 million frames: read.
+        m.sample[0].location_id.truncate(500);
+        let p = read(&m.encode_to_vec()).unwrap();
+        assert_eq!(p.samples()[0].stack.len(), 2_000_000);
     }
 
     /// Allocations and live objects of one run in one message: Go's four

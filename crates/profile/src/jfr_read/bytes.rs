@@ -6,6 +6,16 @@
 /// A read failure: what was being read and where.
 pub type Result<T> = std::result::Result<T, String>;
 
+/// Room reserved ahead for `n` elements whose count was read from the data:
+/// at most 4096. [`Cursor::count`] bounds a count by the bytes left, not by
+/// the bytes each element takes in memory (up to 72 for a metadata element,
+/// at every nesting level at once); a vector grows past this as elements
+/// are actually read, so a corrupt count costs no more than the bytes that
+/// back it.
+pub fn capacity(n: usize) -> usize {
+    n.min(4096)
+}
+
 /// A string as stored in a chunk: inline, null, or a reference into the
 /// `java.lang.String` constant pool.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,7 +148,7 @@ impl<'a> Cursor<'a> {
             }
             4 => {
                 let n = self.count("string length")?;
-                let mut units = Vec::with_capacity(n);
+                let mut units = Vec::with_capacity(capacity(n));
                 for _ in 0..n {
                     units.push(self.i16()? as u16);
                 }

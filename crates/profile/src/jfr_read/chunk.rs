@@ -3,7 +3,7 @@
 //! generically), then resolving the pooled keys of those events into the
 //! recording's global tables.
 
-use super::bytes::{Cursor, JfrString, Result};
+use super::bytes::{capacity, Cursor, JfrString, Result};
 use super::metadata::{Field, Metadata, Value};
 use super::{AllocSample, CpuSample, FastMap, LiveSample, LiveSiteEvent, LockSample, Recording, SafepointParts, SpanEvent, WallSample};
 use crate::model::FrameKind;
@@ -150,7 +150,7 @@ pub fn read_chunk(data: &[u8], rec: &mut Recording) -> Result<()> {
         c.pos = end;
     }
     let pools = decode_reachable(&meta, data, h.compressed, &index, &events);
-    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec).resolve(events);
+    Resolver::new(&meta, &pools.values, &pools.stacks, &h, rec, text_budget(data.len())).resolve(events);
     rec.start_ns = rec.start_ns.min(h.start_nanos);
     rec.end_ns = rec.end_ns.max(h.start_nanos.saturating_add(h.duration_nanos));
     Ok(())
@@ -190,6 +190,9 @@ struct Pools {
 /// Moves past one field (array, pooled or inline) without building it.
 fn skip_field(meta: &Metadata, c: &mut Cursor, f: &Field) -> Result<()> {
     let n = if f.array { c.count("array")? } else { 1 };
+    if !f.pooled && meta.is_empty_type(f.type_id) {
+        return Ok(());
+    }
     for _ in 0..n {
         if f.pooled {
             c.i64()?;
@@ -207,17 +210,21 @@ fn read_stack(meta: &Metadata, c: &mut Cursor, type_id: i64, found: &mut dyn FnM
     let t = meta.types.get(&type_id).ok_or("unknown stack trace type")?;
     let mut frames = Vec::new();
     for f in &t.fields {
-        if !(f.name == "frames" && f.array && !f.pooled) {
+        if !(&*f.name == "frames" && f.array && !f.pooled) {
             skip_field(meta, c, f)?;
             continue;
         }
         let ft = meta.types.get(&f.type_id).ok_or("unknown stack frame type")?;
         let n = c.count("stack frame")?;
-        frames.reserve(n);
+        if meta.is_empty_type(f.type_id) {
+            // Frames that take no bytes say nothing.
+            continue;
+        }
+        frames.reserve(capacity(n));
         for _ in 0..n {
             let mut fr: FrameKeys = [-1, 0, -1, -1, -1];
             for g in &ft.fields {
-                match (g.name.as_str(), g.pooled, g.array) {
+                match (&*g.name, g.pooled, g.array) {
                     ("method", true, false) => {
                         fr[0] = c.i64()?;
                         fr[3] = g.type_id;
@@ -296,6 +303,18 @@ struct Resolver<'a> {
     labels: FastMap<i64, u32>,
     /// (method key, line, frame type key) → global frame id.
     frames: FastMap<(i64, i64, i64), u32>,
+    /// Bytes of text the chunk may still expand to (see [`text_budget`]).
+    budget: std::cell::Cell<usize>,
+    over_budget: std::cell::Cell<bool>,
+}
+
+/// How many bytes of strings (names, settings, texts) a chunk of `len`
+/// bytes may expand to: 32 times its size and 16 MiB. A pooled string is
+/// stored once but copied for every reference and every frame naming it; in
+/// a corrupt chunk, thousands of references to one long string (or frames
+/// of one method with a long name) would expand a megabyte into gigabytes.
+fn text_budget(len: usize) -> usize {
+    len.saturating_mul(32).saturating_add(16 << 20)
 }
 
 /// A field of a decoded object, with its definition.
@@ -315,6 +334,7 @@ impl<'a> Resolver<'a> {
         compact: &'a FastMap<i64, Vec<FrameKeys>>,
         header: &'a Header,
         rec: &'a mut Recording,
+        budget: usize,
     ) -> Resolver<'a> {
         Resolver {
             meta,
@@ -330,6 +350,23 @@ impl<'a> Resolver<'a> {
             states: FastMap::default(),
             labels: FastMap::default(),
             frames: FastMap::default(),
+            budget: budget.into(),
+            over_budget: false.into(),
+        }
+    }
+
+    /// Takes `bytes` of text from the budget; false (once recorded) when
+    /// the budget is spent, and the text is left out.
+    fn charge(&self, bytes: usize) -> bool {
+        match self.budget.get().checked_sub(bytes) {
+            Some(left) => {
+                self.budget.set(left);
+                true
+            }
+            None => {
+                self.over_budget.set(true);
+                false
+            }
         }
     }
 
@@ -359,17 +396,18 @@ impl<'a> Resolver<'a> {
     where
         'a: 'v,
     {
-        match v {
-            Value::Str(JfrString::Inline(s)) => Some(s.clone()),
+        let s = match v {
+            Value::Str(JfrString::Inline(s)) => s,
             Value::Str(JfrString::Pool(key)) => {
                 let id = self.meta.string_type?;
                 match self.pools.get(&id)?.get(key)? {
-                    Value::Str(JfrString::Inline(s)) => Some(s.clone()),
-                    _ => None,
+                    Value::Str(JfrString::Inline(s)) => s,
+                    _ => return None,
                 }
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        self.charge(s.len()).then(|| s.clone())
     }
 
     /// A string field, or a Symbol's `string`.
@@ -496,6 +534,12 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
+        if self.over_budget.get() {
+            self.rec.warnings.push(format!(
+                "the names and texts of a chunk expand to more than {} MiB (corrupt constant pools?); the rest are left out or shown as [unknown]",
+                text_budget(self.header.size as usize) >> 20
+            ));
+        }
     }
 
     /// An event's `duration` in nanoseconds (0 when it has none).
@@ -553,7 +597,7 @@ impl<'a> Resolver<'a> {
         let (Some(id), Some(name), Some(value)) = (self.int(ev, type_id, "id"), self.text(ev, type_id, "name"), self.text(ev, type_id, "value")) else {
             return;
         };
-        let event = self.meta.types.get(&id).map_or("", |t| t.name.as_str());
+        let event = self.meta.types.get(&id).map_or("", |t| &*t.name);
         let period = if name == "period" { parse_period(&value) } else { None };
         match event {
             "jdk.ExecutionSample" if period.is_some() => self.rec.cpu_period_ns = period,
@@ -563,7 +607,7 @@ impl<'a> Resolver<'a> {
             "oxprof.WallClockSample" if period.is_some() => self.rec.wall_period_ns = period,
             _ => {}
         }
-        let is_alloc = self.meta.types.get(&id).is_some_and(|t| t.name == "jdk.ObjectAllocationSample");
+        let is_alloc = self.meta.types.get(&id).is_some_and(|t| &*t.name == "jdk.ObjectAllocationSample");
         if is_alloc && (name.starts_with("allocation ") || name == "sampler byte count") {
             let facts = &mut self.rec.alloc_facts;
             match facts.iter_mut().find(|(k, _)| *k == name) {
@@ -663,7 +707,8 @@ impl<'a> Resolver<'a> {
         'a: 'v,
     {
         if let Some(n) = self.methods.get(&key) {
-            return n.clone();
+            // A copy for each frame: charged, as one method may name many frames.
+            return if self.charge(n.len()) { n.clone() } else { "[unknown method]".into() };
         }
         let name = match method {
             Some((m, mt)) => {
@@ -677,7 +722,11 @@ impl<'a> Resolver<'a> {
             None => "[unknown method]".into(),
         };
         self.methods.insert(key, name.clone());
-        name
+        if self.charge(name.len()) {
+            name
+        } else {
+            "[unknown method]".into()
+        }
     }
 
     fn frame_kind<'v>(&mut self, key: i64, v: Option<(&'v Value, i64)>) -> FrameKind
@@ -799,12 +848,130 @@ pub fn parse_period(s: &str) -> Option<u64> {
         "s" => 1_000_000_000,
         _ => return None,
     };
-    Some(n * scale).filter(|&v| v > 0)
+    n.checked_mul(scale).filter(|&v| v > 0)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::metadata::tests::{metadata_bytes, TestField};
     use super::*;
+
+    /// A varint, as the chunk's compressed integers are written.
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// A chunk with compressed integers: header, the events (type id and
+    /// payload each), then the metadata event `meta` (from `metadata_bytes`).
+    fn chunk_bytes(meta: &[u8], events: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (type_id, payload) in events {
+            let mut head = Vec::new();
+            varint(*type_id, &mut head);
+            let size = 4 + head.len() + payload.len();
+            body.extend([(size & 0x7f) as u8 | 0x80, ((size >> 7) & 0x7f) as u8 | 0x80, ((size >> 14) & 0x7f) as u8 | 0x80, (size >> 21) as u8]);
+            body.extend(head);
+            body.extend(payload);
+        }
+        let meta_offset = HEADER_SIZE + body.len();
+        let size = meta_offset + meta.len();
+        let mut out = MAGIC.to_vec();
+        out.extend(2u16.to_be_bytes());
+        out.extend(0u16.to_be_bytes());
+        for v in [size as i64, 0, meta_offset as i64, 1_700_000_000_000_000_000, 1_000_000_000, 0, 1_000_000_000] {
+            out.extend(v.to_be_bytes());
+        }
+        out.extend(1i32.to_be_bytes());
+        out.extend(body);
+        out.extend(meta);
+        out
+    }
+
+    /// One pool of a constant-pool event: its type and (key, value bytes).
+    type Pool = (u64, Vec<(u64, Vec<u8>)>);
+
+    /// A constant-pool event's payload.
+    fn pool_payload(pools: &[Pool]) -> Vec<u8> {
+        let mut out = vec![0, 0, 0, 0];
+        varint(pools.len() as u64, &mut out);
+        for (type_id, entries) in pools {
+            varint(*type_id, &mut out);
+            varint(entries.len() as u64, &mut out);
+            for (key, value) in entries {
+                varint(*key, &mut out);
+                out.extend(value);
+            }
+        }
+        out
+    }
+
+    /// Review finding (jfr_read): stack frames of a type that takes no
+    /// bytes made each pooled stack trace as many frames as its count said
+    /// (up to the bytes left in the chunk), for every stack trace.
+    #[test]
+    fn stack_frames_that_take_no_bytes_make_no_frames() {
+        let frames: &[TestField] = &[("frames", 3, false, true)];
+        let sample: &[TestField] = &[("startTime", 1, false, false), ("stackTrace", 2, true, false)];
+        let meta =
+            metadata_bytes(&[(1, "long", &[]), (2, "jdk.types.StackTrace", frames), (3, "jdk.types.StackFrame", &[]), (4, "jdk.ExecutionSample", sample)]);
+        // 20 stack traces of 100 frames each, one sample on each.
+        let stacks: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (key, vec![100])).collect();
+        let mut events: Vec<(u64, Vec<u8>)> = (1..=20).map(|key| (4, vec![5, key as u8])).collect();
+        // Bytes after the pools, so that each count is within the bytes left.
+        let mut pool = pool_payload(&[(2, stacks)]);
+        pool.extend([0; 200]);
+        events.push((1, pool));
+        let mut rec = Recording::default();
+        read_chunk(&chunk_bytes(&meta, &events), &mut rec).unwrap();
+        assert_eq!(rec.cpu.len(), 20);
+        assert!(rec.stacks.iter().all(Vec::is_empty), "{:?}", rec.stacks);
+    }
+
+    /// Review finding (jfr_read): one long method name was copied into every
+    /// frame naming it: 300 frames (distinct lines) of a 100 KB name made
+    /// 30 MB of names from a chunk of 100 KB; a megabyte made gigabytes.
+    #[test]
+    fn pooled_strings_expand_within_a_budget() {
+        let symbol: &[TestField] = &[("string", 5, false, false)];
+        let method: &[TestField] = &[("name", 6, true, false)];
+        let frame: &[TestField] = &[("method", 7, true, false), ("lineNumber", 8, false, false)];
+        let stack: &[TestField] = &[("frames", 3, false, true)];
+        let sample: &[TestField] = &[("startTime", 1, false, false), ("stackTrace", 2, true, false)];
+        let meta = metadata_bytes(&[
+            (1, "long", &[]),
+            (2, "jdk.types.StackTrace", stack),
+            (3, "jdk.types.StackFrame", frame),
+            (4, "jdk.ExecutionSample", sample),
+            (5, "java.lang.String", &[]),
+            (6, "jdk.types.Symbol", symbol),
+            (7, "jdk.types.Method", method),
+            (8, "int", &[]),
+        ]);
+        let mut name = vec![3];
+        varint(100_000, &mut name);
+        name.extend([b'x'; 100_000]);
+        let mut frames = Vec::new();
+        varint(300, &mut frames);
+        for line in 1..=300 {
+            frames.push(1);
+            varint(line, &mut frames);
+        }
+        let pool = pool_payload(&[(6, vec![(1, name)]), (7, vec![(1, vec![1])]), (2, vec![(1, frames)])]);
+        let chunk = chunk_bytes(&meta, &[(4, vec![5, 1]), (1, pool)]);
+        let mut rec = Recording::default();
+        read_chunk(&chunk, &mut rec).unwrap();
+        assert_eq!((rec.cpu.len(), rec.stacks[rec.cpu[0].stack as usize].len()), (1, 300));
+        let named = rec.frames.iter().filter(|f| f.name.len() == 100_000).count();
+        let unknown = rec.frames.iter().filter(|f| f.name == "[unknown method]").count();
+        assert_eq!(named + unknown, 300);
+        assert!(named > 100 && unknown > 50, "{named} named, {unknown} unknown");
+        assert!(rec.frames.iter().map(|f| f.name.len()).sum::<usize>() <= text_budget(chunk.len()));
+        assert!(rec.warnings.iter().any(|w| w.contains("expand to more than 19 MiB")), "{:?}", rec.warnings);
+    }
 
     #[test]
     fn class_names() {
@@ -820,6 +987,8 @@ mod tests {
         assert_eq!(parse_period("1 s"), Some(1_000_000_000));
         assert_eq!(parse_period("off"), None);
         assert_eq!(parse_period("0 ms"), None);
+        // Review finding (jfr_read): a period too large for 64 bits overflowed.
+        assert_eq!(parse_period("18446744073709551615 s"), None);
     }
 
     #[test]

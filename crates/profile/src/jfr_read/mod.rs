@@ -477,7 +477,7 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
                 break;
             }
         };
-        if total > 0 && offset + h.size > total {
+        if total > 0 && h.size > total - offset {
             stop(&mut rec, format!("chunk {n} is truncated: it needs {} bytes, the file ends after {}", h.size, total - offset))?;
             break;
         }
@@ -545,5 +545,22 @@ mod tests {
         assert!(read(b"hello world, this is not a recording at all, no no no no no no no no no").unwrap_err().contains("not a JFR file"));
         assert!(read(b"FLR\0\0\x02").unwrap_err().contains("truncated"));
         assert!(read(b"PK").unwrap_err().contains("not a JFR file"));
+    }
+
+    /// Review finding (jfr_read): a second chunk whose header claims nearly
+    /// 2^64 bytes overflowed the offset arithmetic (a panic with overflow
+    /// checks); it is a truncated chunk.
+    #[test]
+    fn a_chunk_size_near_the_limit_is_a_truncated_chunk() {
+        let mut w = crate::jfr::JfrWriter::new(Vec::new());
+        w.begin_chunk(0, 1_700_000_000_000_000_000).unwrap();
+        w.end_chunk(1_000, true).unwrap();
+        let mut bytes = w.into_inner();
+        let mut header = bytes[..chunk::HEADER_SIZE].to_vec();
+        header[8..16].copy_from_slice(&(-16i64).to_be_bytes());
+        bytes.extend(header);
+        let rec = read(&bytes).unwrap();
+        assert_eq!(rec.chunks, 1);
+        assert!(rec.warnings[0].starts_with("chunk 2 is truncated"), "{:?}", rec.warnings);
     }
 }
