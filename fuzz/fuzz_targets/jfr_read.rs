@@ -1,12 +1,14 @@
 //! `oxprof convert`/`report` on a JFR file: the reader on any bytes, then
-//! every kind of profile, the safepoints and the leak sites of what it read,
-//! written as collapsed stacks and pprof. Errors and warnings are one line;
-//! no panic, no unbounded allocation (run with -malloc_limit_mb), no hang.
+//! every kind of profile (written as collapsed stacks and pprof), the
+//! safepoints with their figures, and the leak sites of what it read.
+//! Errors and warnings are one line; no panic, no unbounded allocation (run
+//! with -malloc_limit_mb), no hang.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::convert::{self, Options};
+use oxprof_profile::safepoint::{self, SafepointStats};
 use oxprof_profile::{jfr_read, pprof};
 
 fuzz_target!(|data: &[u8]| {
@@ -27,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let range = Options { cpu: true, from_ns: Some(rec.start_ns.saturating_add(1)), to_ns: Some(rec.end_ns), ..Options::default() };
     let _ = convert::profiles(&rec, &range);
-    let _ = convert::safepoints(&rec, &opts);
+    // What `oxprof report` adds: safepoint figures and the leak report's sites.
+    let safepoints = convert::safepoints(&rec, &opts);
+    let _ = SafepointStats::of(&safepoints);
+    let _ = safepoint::slowest(&safepoints, 10);
     let _ = rec.leak_sites(None);
 });

@@ -92,7 +92,8 @@ impl SafepointStats {
             ttsp_p50_ns: rank(50),
             ttsp_p99_ns: rank(99),
             ttsp_max_ns: t.last().copied().unwrap_or(0),
-            ttsp_sum_ns: t.iter().sum(),
+            // Saturating: the times come from files, which may say anything.
+            ttsp_sum_ns: t.iter().fold(0, |sum: u64, &v| sum.saturating_add(v)),
         }
     }
 }
@@ -126,6 +127,14 @@ mod tests {
         let four: Vec<Safepoint> = [40, 10, 30, 20].iter().enumerate().map(|(i, &t)| sp(i as u64 + 1, t)).collect();
         let s = SafepointStats::of(&four);
         assert_eq!((s.ttsp_p50_ns, s.ttsp_p99_ns, s.ttsp_max_ns, s.ttsp_sum_ns), (20, 40, 40, 100));
+    }
+
+    /// Review finding (jfr_read, `oxprof report`): three safepoints of a
+    /// file each claiming 2^63 ns to safepoint overflowed the sum.
+    #[test]
+    fn the_sum_saturates() {
+        let v: Vec<Safepoint> = (1..=3).map(|i| sp(i, i64::MAX as u64)).collect();
+        assert_eq!(SafepointStats::of(&v).ttsp_sum_ns, u64::MAX);
     }
 
     #[test]
