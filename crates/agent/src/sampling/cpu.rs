@@ -269,7 +269,10 @@ impl EventSource for CpuSource {
         let (profile, s) = self.profile(cx);
         log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
         let [asgct, types, native] = signal::part_means_ns();
-        log::debug(&format!("handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}"));
+        log::debug(&format!(
+            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}",
+            signal::scan_found()
+        ));
         let summary_line = format!(
             "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
             s.samples,
