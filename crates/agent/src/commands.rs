@@ -65,6 +65,7 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     let result = build_and_write(agent, rec, command, jni, if last { Cut::Last } else { Cut::Dump });
     if last {
         crate::native::symbols::forget_kernel_table();
+        crate::native::symbols::keep_between_builds(false);
         output::intervals::forget();
     }
     result

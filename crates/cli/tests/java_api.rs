@@ -7,6 +7,7 @@ mod common;
 use common::api::*;
 use common::*;
 use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn the_jar_alone_loads_the_agent_and_runs_commands() {
@@ -169,4 +170,78 @@ fn a_second_copy_of_the_library_is_refused_by_name() {
     let st = steps(&text(&o.stdout));
     expect(&st.replies[0], "OK idle");
     assert_eq!(canonical(Path::new(&st.library)), canonical(&agent()));
+}
+
+/// The OpenTelemetry example of docs/opentelemetry.md, taken from the page
+/// itself: compiled against stand-ins of the SDK interfaces it uses (same
+/// packages, names and signatures) and driven as the SDK drives a span
+/// processor. Samples taken inside a span carry that span's trace and span
+/// ids (checked against the ids the program wrote down), and a span that
+/// another thread ended stops labelling its thread.
+#[test]
+fn the_opentelemetry_span_processor_of_the_docs_labels_samples_with_their_span() {
+    let s = Scratch::new("api-otel");
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/opentelemetry.md")).unwrap();
+    let after = page.split("<!-- example: OxProfilerSpanProcessor.java").nth(1).expect("the example's marker in docs/opentelemetry.md");
+    let code = after.split("```java\n").nth(1).and_then(|c| c.split("\n```").next()).expect("the example's code block");
+    std::fs::write(s.path("OxProfilerSpanProcessor.java"), code).unwrap();
+    let stubs = [
+        "otel/io/opentelemetry/context/Context.java",
+        "otel/io/opentelemetry/api/trace/SpanContext.java",
+        "otel/io/opentelemetry/sdk/trace/ReadableSpan.java",
+        "otel/io/opentelemetry/sdk/trace/ReadWriteSpan.java",
+        "otel/io/opentelemetry/sdk/trace/SpanProcessor.java",
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
+    let o = Command::new(tool("javac"))
+        .args(["--release", "11", "-cp"])
+        .arg(jar())
+        .arg("-d")
+        .arg(&s.0)
+        .args(stubs.iter().map(|p| src.join(p)))
+        .arg(src.join("OtelTraced.java"))
+        .arg(s.path("OxProfilerSpanProcessor.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "the docs' example does not compile: {}", text(&o.stderr));
+    let out = s.path("otel.collapsed");
+    let o = Command::new(java())
+        .current_dir(&s.0)
+        .arg(format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), out.display()))
+        .args(["-cp", &with_jar(&s.0), "OtelTraced", "1.5"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    // thread -> the (trace, span) pairs of its working spans
+    let mut truth: std::collections::HashMap<String, std::collections::HashSet<(String, String)>> = Default::default();
+    for line in std::fs::read_to_string(s.path("spans.txt")).unwrap().lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        truth.entry(f[0].to_string()).or_default().insert((f[1].to_string(), f[2].to_string()));
+    }
+    let label = |stack: &[String], key: &str| stack.iter().find_map(|f| f.strip_prefix(&format!("[{key}=")).and_then(|r| r.strip_suffix(']')).map(str::to_string));
+    let stacks = read_collapsed(&out);
+    for (thread, method) in [("orders", "OtelTraced.burnOrders"), ("search", "OtelTraced.burnSearch")] {
+        let spans = &truth[thread];
+        let (mut own, mut all) = (0, 0);
+        for (stack, n) in stacks.iter().filter(|(st, _)| st.iter().any(|f| f == method)) {
+            all += n;
+            if let (Some(t), Some(sp)) = (label(stack, "trace_id"), label(stack, "span_id")) {
+                if spans.contains(&(t, sp)) {
+                    own += n;
+                }
+            }
+        }
+        eprintln!("{method}: {own} of {all} samples carry the ids of one of {} {thread} spans", spans.len());
+        assert!(all >= 200, "{method}: only {all} samples\n{}", text(&o.stderr));
+        assert!(own as f64 >= 0.95 * all as f64, "{method}: {own} of {all} samples carry their span's ids");
+    }
+    let (mut bare, mut all) = (0, 0);
+    for (stack, n) in stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "OtelTraced.burnAfter")) {
+        all += n;
+        if label(stack, "trace_id").is_none() {
+            bare += n;
+        }
+    }
+    eprintln!("burnAfter: {bare} of {all} samples carry no trace");
+    assert!(all >= 100 && bare as f64 >= 0.95 * all as f64, "after the spans ended (one on another thread): {bare} of {all} samples unlabelled");
 }

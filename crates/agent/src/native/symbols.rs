@@ -309,6 +309,26 @@ pub fn forget_kernel_table() {
     }
 }
 
+/// Whether built profiles leave the parsed symbol tables in place.
+static KEEP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Native code addresses whose names stay cached between builds at most.
+/// A name costs ~100 bytes; the busiest interval seen (javac, 20 s) named
+/// 2,000 distinct native addresses.
+const NAMES_KEPT: usize = 50_000;
+
+/// Continuous profiling (`loop=`) names native frames every interval:
+/// reading and sorting libjvm's symbols and demangling its names again each
+/// time was most of an interval's cost. With `on`, [`NativeSymbols::done`]
+/// keeps the tables (bounded by the objects loaded, and the kernel's) until
+/// this is called with `false`, which frees them.
+pub fn keep_between_builds(on: bool) {
+    KEEP.store(on, std::sync::atomic::Ordering::Relaxed);
+    if !on {
+        resolver().clear();
+    }
+}
+
 /// The process-wide resolver, refreshed with [`NativeSymbols::refresh`].
 pub fn resolver() -> MutexGuard<'static, NativeSymbols> {
     static R: OnceLock<Mutex<NativeSymbols>> = OnceLock::new();
@@ -371,9 +391,23 @@ impl NativeSymbols {
         }
     }
 
-    /// Frees every table and cached name (call when a dump is done).
+    /// Frees every table and cached name.
     pub fn clear(&mut self) {
         *self = NativeSymbols::default();
+    }
+
+    /// Called when a profile is built: frees every table and cached name,
+    /// unless continuous profiling keeps them for the next interval (see
+    /// [`keep_between_builds`]), where only a names cache grown past
+    /// [`NAMES_KEPT`] is emptied.
+    pub fn done(&mut self) {
+        if KEEP.load(std::sync::atomic::Ordering::Relaxed) {
+            if self.names.len() > NAMES_KEPT {
+                self.names = HashMap::new();
+            }
+        } else {
+            self.clear();
+        }
     }
 
     fn kernel_table(&mut self) -> Option<&SymbolTable> {

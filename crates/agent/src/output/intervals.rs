@@ -200,6 +200,8 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
         crate::output::check_writable(&path)?;
     }
     let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), counts: Counts::default() };
+    // Every interval names native frames again: keep the symbol tables.
+    crate::native::symbols::keep_between_builds(true);
     *lock(&LOOP) = Some(Arc::new(Loop {
         every: Duration::from_nanos(every),
         pattern,

@@ -305,7 +305,7 @@ impl CpuSource {
             trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
             profile.add(ids.clone(), t.samples, t.total);
         }
-        native_symbols::resolver().clear();
+        native_symbols::resolver().done();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));

@@ -386,7 +386,7 @@ impl WallSource {
             let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));
             profile.add(ids.clone(), ticks, t.total);
         }
-        crate::native::symbols::resolver().clear();
+        crate::native::symbols::resolver().done();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));

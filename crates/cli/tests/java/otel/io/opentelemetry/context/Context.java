@@ -1,0 +1,4 @@
+package io.opentelemetry.context;
+
+/** Stand-in for the OpenTelemetry API's Context (the part the docs' example uses). */
+public interface Context {}
