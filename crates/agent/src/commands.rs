@@ -78,22 +78,45 @@ pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Resul
     // Names of classes that unloaded during the interval are not needed
     // once no stored stack names them: forget them now, not when tens of
     // thousands have piled up.
-    if agent.symbols.keeps_early_names() {
+    // Looking through every stored stack for the methods still sampled is
+    // a good part of a cut: do it when the names doubled since the last
+    // prune, or a minute has passed.
+    let prune_due = LAST_PRUNE.lock().unwrap_or_else(|e| e.into_inner()).is_none_or(|t| t.elapsed() >= INTERVAL_PRUNE_EVERY);
+    if agent.symbols.keeps_early_names() && (prune_due || agent.symbols.needs_prune()) {
+        *LAST_PRUNE.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
         let dropped = agent.symbols.prune(jni, &agent.profiler.sampled_methods());
         if dropped > 0 {
             crate::log::debug(&format!("forgot {dropped} method names of unloaded classes"));
         }
     }
     // Distinct stacks only accumulate: weeks of intervals need room.
-    if let Some(line) = agent.profiler.empty_full_stores(store_reset_fill(), || crate::output::jfr_stream::before_store_reset(agent, jni)) {
+    let emptied = agent.profiler.empty_full_stores(store_reset_fill(), || crate::output::jfr_stream::before_store_reset(agent, jni));
+    let trim_due = emptied.is_some() || LAST_TRIM.lock().unwrap_or_else(|e| e.into_inner()).is_none_or(|t| t.elapsed() >= INTERVAL_TRIM_EVERY);
+    if let Some(line) = emptied {
         crate::log::info(&line);
         if let Ok(lines) = result.as_mut() {
             lines.push(line);
         }
     }
-    release_freed_memory();
+    // Each interval's build frees about what the next one allocates again:
+    // handing those pages back every interval only made the next build
+    // fault them in (a third of an interval's CPU). Trim after stores were
+    // emptied, and otherwise every few minutes.
+    if trim_due {
+        release_freed_memory();
+        *LAST_TRIM.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
     result
 }
+
+/// When an interval last handed freed memory back ([`release_freed_memory`]).
+static LAST_TRIM: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+/// When an interval last pruned the names of unloaded classes.
+static LAST_PRUNE: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+/// How often intervals prune names of unloaded classes at least.
+const INTERVAL_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often intervals hand freed memory back when no store was emptied.
+const INTERVAL_TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// A sample store fuller than this at the end of an interval is emptied
 /// (`Profiler::empty_full_stores`); `OXPROF_STORE_RESET_FILL` overrides it.

@@ -218,7 +218,8 @@ fn the_opentelemetry_span_processor_of_the_docs_labels_samples_with_their_span()
         let f: Vec<&str> = line.split(' ').collect();
         truth.entry(f[0].to_string()).or_default().insert((f[1].to_string(), f[2].to_string()));
     }
-    let label = |stack: &[String], key: &str| stack.iter().find_map(|f| f.strip_prefix(&format!("[{key}=")).and_then(|r| r.strip_suffix(']')).map(str::to_string));
+    let label =
+        |stack: &[String], key: &str| stack.iter().find_map(|f| f.strip_prefix(&format!("[{key}=")).and_then(|r| r.strip_suffix(']')).map(str::to_string));
     let stacks = read_collapsed(&out);
     for (thread, method) in [("orders", "OtelTraced.burnOrders"), ("search", "OtelTraced.burnSearch")] {
         let spans = &truth[thread];

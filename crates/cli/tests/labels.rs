@@ -158,6 +158,27 @@ fn cli_selections(s: &Scratch, rec: &Path) {
     let d = s.path("d.html");
     let (ok, _, err) = run(&["diff", rec, rec, "--cpu", "--label", "worker=b", "-o", d.to_str().unwrap()]);
     assert!(ok, "{err}");
+    // diff --by: each stack under its worker's root, before and after
+    // counts side by side (equal here: the same recording twice).
+    let d = s.path("d.collapsed");
+    let (ok, _, err) = run(&["diff", rec, rec, "--cpu", "--by", "worker", "-o", d.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let lines = std::fs::read_to_string(&d).unwrap();
+    let mut per_root: HashMap<String, (u64, u64)> = HashMap::new();
+    for line in lines.lines() {
+        let mut f = line.rsplitn(3, ' ');
+        let (Some(after), Some(before), Some(stack)) = (f.next(), f.next(), f.next()) else { panic!("diff line without two counts: {line}") };
+        let root = stack.split(';').next().unwrap_or("").to_string();
+        assert!(root.starts_with("[worker="), "diff --by: a stack outside the worker roots: {line}");
+        assert!(!stack.split(';').skip(1).any(|fr| fr.starts_with("[worker=")), "diff --by: a second label frame: {line}");
+        let e = per_root.entry(root).or_default();
+        e.0 += before.parse::<u64>().unwrap();
+        e.1 += after.parse::<u64>().unwrap();
+    }
+    for w in ["[worker=a]", "[worker=b]"] {
+        let (before, after) = per_root.get(w).copied().unwrap_or_default();
+        assert!(before > 100 && before == after, "diff --by: {w}: before {before}, after {after}\n{per_root:?}");
+    }
     // Bad selections.
     let (ok, _, err) = run(&["convert", rec, "--label", "worker", "-o", "x.collapsed"]);
     assert!(!ok && err.contains("--label: 'worker' is not KEY=VALUE"), "{err}");

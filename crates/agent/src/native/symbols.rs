@@ -151,6 +151,10 @@ pub struct NativeSymbols {
     kernel: Option<Arc<SymbolTable>>,
     kernel_loaded: bool,
     names: HashMap<(usize, bool), Frame>,
+    /// Frames of user-space symbols, by the address of the symbol's name in
+    /// its object's table: every address inside a function shares one
+    /// (demangling a C++ name is the dear part of naming a frame).
+    by_symbol: HashMap<usize, Frame>,
 }
 
 fn read_kallsyms() -> Option<SymbolTable> {
@@ -405,6 +409,9 @@ impl NativeSymbols {
             if self.names.len() > NAMES_KEPT {
                 self.names = HashMap::new();
             }
+            if self.by_symbol.len() > NAMES_KEPT {
+                self.by_symbol = HashMap::new();
+            }
         } else {
             self.clear();
         }
@@ -460,10 +467,18 @@ impl NativeSymbols {
         let name = elf.as_ref().and_then(|e| e.symbols.lookup(e.address_of(file_offset)?));
         let is_jvm = file_name(&m.path).starts_with("libjvm");
         match name {
-            Some(n) => match demangle(n) {
-                Some(d) => Frame::new(d, FrameKind::Cpp),
-                None => Frame::new(n, if is_jvm { FrameKind::Cpp } else { FrameKind::Native }),
-            },
+            Some(n) => {
+                let key = n.as_ptr() as usize;
+                if let Some(f) = self.by_symbol.get(&key) {
+                    return f.clone();
+                }
+                let f = match demangle(n) {
+                    Some(d) => Frame::new(d, FrameKind::Cpp),
+                    None => Frame::new(n, if is_jvm { FrameKind::Cpp } else { FrameKind::Native }),
+                };
+                self.by_symbol.insert(key, f.clone());
+                f
+            }
             None => Frame::new(format!("{}+0x{:x}", file_name(&m.path), file_offset), FrameKind::Native),
         }
     }
