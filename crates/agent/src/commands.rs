@@ -98,6 +98,11 @@ pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Resul
             lines.push(line);
         }
     }
+    // Every store and log has been read: label-set ids no thread holds can
+    // start retiring (per-request labels would fill the table otherwise).
+    if let Some((retired, freed)) = crate::labels::recycle(&crate::sampling::label_slots::in_use()) {
+        crate::log::debug(&format!("label sets recycled: {retired} retiring, {freed} freed for new sets"));
+    }
     // Each interval's build frees about what the next one allocates again:
     // handing those pages back every interval only made the next build
     // fault them in (a third of an interval's CPU). Trim after stores were

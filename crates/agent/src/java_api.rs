@@ -165,16 +165,16 @@ fn execute(jni: Jni, command: Option<String>) -> Result<jstring, Thrown> {
     Ok(jni.new_string(&lines.join("\n")))
 }
 
-/// `ThreadLabels.activeFlag0()`: a direct buffer over the word that is 1
-/// while a recording runs.
+/// `ThreadLabels.activeFlag0()`: a direct buffer over two words: 1 while a
+/// recording runs, and the label-set generation (`labels::recycle`).
 ///
 /// # Safety
 /// As the JVM calls a static native method: `env` is the thread's JNIEnv.
 #[no_mangle]
 pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_activeFlag0(env: *mut JNIEnv, _class: jclass) -> jobject {
     guard("ThreadLabels.activeFlag0", std::ptr::null_mut(), || {
-        // SAFETY: the word is a static, valid for the process's life.
-        unsafe { Jni(env).new_direct_buffer(crate::sampling::label_slots::active_word().cast(), 4) }
+        // SAFETY: the two words are a static array, valid for the process's life.
+        unsafe { Jni(env).new_direct_buffer(crate::sampling::label_slots::flag_words().cast(), 8) }
     })
 }
 

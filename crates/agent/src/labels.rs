@@ -2,12 +2,21 @@
 //! sets applications make with `OxProfiler.context` are named here by
 //! small ids, once each: a set is interned when Java first uses it, and a
 //! thread then only writes the id into its slot (`sampling::label_slots`),
-//! which every sample of that thread stores with its stack. Ids live for
-//! the process's life (JFR recordings refer to them across chunks); at most
-//! [`labels::MAX_SETS`] sets exist, and a set first seen after that is the
-//! visible over-limit set, so memory stays bounded.
+//! which every sample of that thread stores with its stack. At most
+//! [`labels::MAX_SETS`] sets exist at a time, and a set first seen past
+//! that is the visible over-limit set, so memory stays bounded.
+//!
+//! Continuous profiling (`loop=`) recycles ids, so per-request labels
+//! (trace ids) work for weeks: at the end of an interval whose table is
+//! over a quarter full ([`recycle`]), every id no thread has in its slot
+//! retires: it keeps its name, and Java, told by a new generation number,
+//! asks for its sets again (getting a retiring id back makes it live). An
+//! id still retired at the next recycle, and in no slot, is free for a new
+//! set. A sample carrying an id was taken while some slot held it, so it
+//! is read (every store at an interval's end, the JFR logs at their cut)
+//! before the id can be given to another set: a whole interval later.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use oxprof_profile::labels::{self, Label};
@@ -19,11 +28,41 @@ pub const NONE: u32 = 0;
 pub const OVER_LIMIT: u32 = 1;
 
 struct Table {
-    /// By id; 0 is the empty set, 1 the over-limit one.
+    /// By id; 0 is the empty set, 1 the over-limit one (free ids: empty).
     sets: Vec<Vec<Label>>,
     ids: HashMap<Vec<Label>, u32>,
     /// Sets asked for after the limit was reached.
     refused: u64,
+    /// Ids in no slot at the last recycle and not asked for since.
+    retiring: HashSet<u32>,
+    /// Ids given back, for new sets.
+    free: Vec<u32>,
+    /// Bumped by every recycle (Java drops the ids it cached before).
+    generation: u32,
+    /// Ids freed by recycles so far.
+    recycled: u64,
+}
+
+impl Table {
+    /// Sets that exist (live or retiring), the applications' only.
+    fn named(&self) -> usize {
+        self.sets.len() - 2 - self.free.len()
+    }
+}
+
+impl Table {
+    fn new() -> Table {
+        let over: Vec<Label> = vec![(labels::RESERVED_KEY.into(), labels::OVER_LIMIT.into())];
+        Table {
+            sets: vec![Vec::new(), over.clone()],
+            ids: [(Vec::new(), NONE), (over, OVER_LIMIT)].into_iter().collect(),
+            refused: 0,
+            retiring: HashSet::new(),
+            free: Vec::new(),
+            generation: 0,
+            recycled: 0,
+        }
+    }
 }
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
@@ -31,8 +70,7 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 fn table() -> MutexGuard<'static, Option<Table>> {
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if t.is_none() {
-        let over: Vec<Label> = vec![(labels::RESERVED_KEY.into(), labels::OVER_LIMIT.into())];
-        *t = Some(Table { sets: vec![Vec::new(), over.clone()], ids: [(Vec::new(), NONE), (over, OVER_LIMIT)].into_iter().collect(), refused: 0 });
+        *t = Some(Table::new());
     }
     t
 }
@@ -50,20 +88,74 @@ pub fn intern(parent: u32, own: &[Label]) -> Result<u32, String> {
     let own: Vec<Label> = own.iter().map(|(k, v)| (k.clone(), labels::bounded_value(v))).collect();
     let mut guard = table();
     let Some(t) = guard.as_mut() else { return Ok(OVER_LIMIT) };
-    let outer = t.sets.get(parent as usize).cloned().unwrap_or_default();
-    let set = labels::merge(&outer, &own);
-    if let Some(&id) = t.ids.get(&set) {
-        return Ok(id);
+    Ok(t.intern(parent, &own))
+}
+
+impl Table {
+    fn intern(&mut self, parent: u32, own: &[Label]) -> u32 {
+        let t = self;
+        let outer = t.sets.get(parent as usize).cloned().unwrap_or_default();
+        let set = labels::merge(&outer, own);
+        if let Some(&id) = t.ids.get(&set) {
+            t.retiring.remove(&id);
+            return id;
+        }
+        if t.named() >= labels::MAX_SETS {
+            t.refused += 1;
+            return OVER_LIMIT;
+        }
+        let id = match t.free.pop() {
+            Some(id) => {
+                if let Some(slot) = t.sets.get_mut(id as usize) {
+                    *slot = set.clone();
+                }
+                id
+            }
+            None => {
+                t.sets.push(set.clone());
+                (t.sets.len() - 1) as u32
+            }
+        };
+        t.ids.insert(set, id);
+        id
     }
-    // Two sets beside the applications': none and over-limit.
-    if t.sets.len() >= labels::MAX_SETS + 2 {
-        t.refused += 1;
-        return Ok(OVER_LIMIT);
+
+    fn recycle(&mut self, in_slots: &HashSet<u32>) -> Option<(usize, usize)> {
+        let t = self;
+        if t.named() <= RECYCLE_AT && t.retiring.is_empty() {
+            return None;
+        }
+        let to_free: Vec<u32> = t.retiring.iter().copied().filter(|id| !in_slots.contains(id)).collect();
+        for &id in &to_free {
+            if let Some(set) = t.sets.get_mut(id as usize) {
+                t.ids.remove(set);
+                set.clear();
+            }
+            t.free.push(id);
+        }
+        t.recycled += to_free.len() as u64;
+        let free: HashSet<u32> = t.free.iter().copied().collect();
+        t.retiring = (OVER_LIMIT + 1..t.sets.len() as u32).filter(|id| !in_slots.contains(id) && !free.contains(id)).collect();
+        t.generation = t.generation.wrapping_add(1);
+        Some((t.retiring.len(), to_free.len()))
     }
-    let id = t.sets.len() as u32;
-    t.sets.push(set.clone());
-    t.ids.insert(set, id);
-    Ok(id)
+}
+
+/// A table fuller than this is recycled at an interval's end.
+const RECYCLE_AT: usize = labels::MAX_SETS / 4;
+
+/// At the end of a continuous-profiling interval, after every store and
+/// log was read: frees the ids that retired at the last recycle and are in
+/// no slot (`in_slots`) now, retires every other id no slot holds, and
+/// starts a new generation (see the module comment). Does nothing while
+/// the table is under a quarter full and nothing is retiring. Returns the
+/// ids (retired, freed).
+pub fn recycle(in_slots: &HashSet<u32>) -> Option<(usize, usize)> {
+    let mut guard = table();
+    let t = guard.as_mut()?;
+    let done = t.recycle(in_slots)?;
+    crate::sampling::label_slots::set_generation(t.generation);
+    Some(done)
 }
 
 /// The labels of set `id`, outermost first (empty for 0 or an unknown id).
@@ -83,8 +175,8 @@ pub fn frames(id: u32) -> Vec<Frame> {
 /// the limit, and how many more were asked for past it.
 pub fn stats() -> String {
     let t = table();
-    let (n, refused) = t.as_ref().map_or((0, 0), |t| (t.sets.len() - 2, t.refused));
-    format!("label_sets={n} limit={} refused={refused}", labels::MAX_SETS)
+    let (n, refused, recycled, generation) = t.as_ref().map_or((0, 0, 0, 0), |t| (t.named(), t.refused, t.recycled, t.generation));
+    format!("label_sets={n} limit={} refused={refused} recycled={recycled} generation={generation}", labels::MAX_SETS)
 }
 
 #[cfg(test)]
@@ -120,5 +212,48 @@ mod tests {
         assert!(stats.starts_with(&format!("label_sets={} limit={}", labels::MAX_SETS, labels::MAX_SETS)), "{stats}");
         // Known sets still get their own id.
         assert_eq!(intern(NONE, &[l("endpoint", "GET /x")]), Ok(a));
+    }
+
+    /// Ids in a slot survive recycles with their names; others retire for
+    /// one recycle (named, and live again when asked for) and are then
+    /// given to new sets; the table never holds more than the limit.
+    #[test]
+    fn recycling_frees_only_ids_unused_for_a_whole_interval() {
+        let mut t = Table::new();
+        let held = t.intern(NONE, &[l("trace_id", "held")]);
+        let back = t.intern(NONE, &[l("trace_id", "back")]);
+        let gone = t.intern(NONE, &[l("trace_id", "gone")]);
+        assert_eq!(t.recycle(&HashSet::from([held])), None, "a table under a quarter full is left alone");
+        for i in 0..RECYCLE_AT {
+            t.intern(NONE, &[l("trace_id", &i.to_string())]);
+        }
+        let slots = HashSet::from([held]);
+        let (retired, freed) = t.recycle(&slots).unwrap();
+        assert_eq!((retired, freed), (RECYCLE_AT + 2, 0), "first recycle: everything but the held id retires");
+        assert_eq!(t.generation, 1);
+        // A retiring id keeps its name, and asking for its set makes it live.
+        assert_eq!(t.sets[back as usize], [l("trace_id", "back")]);
+        assert_eq!(t.intern(NONE, &[l("trace_id", "back")]), back);
+        let (_, freed) = t.recycle(&slots).unwrap();
+        assert_eq!(freed, RECYCLE_AT + 1, "second recycle frees what stayed retired");
+        assert!(t.sets[gone as usize].is_empty() && !t.ids.contains_key(&vec![l("trace_id", "gone")]));
+        assert_eq!(t.sets[held as usize], [l("trace_id", "held")]);
+        assert_eq!(t.sets[back as usize], [l("trace_id", "back")], "asked for again since the first recycle");
+        // Freed ids go to new sets; the table does not grow while ids are free.
+        let len = t.sets.len();
+        let new = t.intern(NONE, &[l("trace_id", "new")]);
+        assert!(new < len as u32 && t.sets.len() == len);
+        assert_eq!(t.sets[new as usize], [l("trace_id", "new")]);
+        // Many more sets than the limit over many intervals: never over it,
+        // never refused while each interval makes fewer than half of it
+        // (the last interval's ids are still retiring).
+        for round in 0..20 {
+            for i in 0..labels::MAX_SETS / 2 - 8 {
+                assert_ne!(t.intern(NONE, &[l("trace_id", &format!("{round}-{i}"))]), OVER_LIMIT, "round {round}");
+            }
+            t.recycle(&slots);
+            assert!(t.named() <= labels::MAX_SETS);
+        }
+        assert_eq!(t.refused, 0);
     }
 }

@@ -22,8 +22,9 @@ const SLOTS_PER_PAGE: usize = 4096 / std::mem::size_of::<AtomicU32>();
 static PAGES: [AtomicU64; MAX_TIDS / SLOTS_PER_PAGE / 64] = [const { AtomicU64::new(0) }; MAX_TIDS / SLOTS_PER_PAGE / 64];
 static TABLE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 static LEN: AtomicUsize = AtomicUsize::new(0);
-/// 1 while a recording runs (read by Java through a direct buffer).
-static ACTIVE: AtomicU32 = AtomicU32::new(0);
+/// Read by Java through one direct buffer: `[0]` is 1 while a recording
+/// runs, `[1]` the label-set generation (see `labels::recycle`).
+static FLAGS: [AtomicU32; 2] = [const { AtomicU32::new(0) }; 2];
 
 /// The current label set of thread `tid` (0: none, or never registered).
 /// Async-signal-safe: atomic loads only.
@@ -76,12 +77,43 @@ pub fn clear(tid: u32) {
 
 /// Says whether a recording runs, to the Java side.
 pub fn set_active(on: bool) {
-    ACTIVE.store(u32::from(on), Ordering::Release);
+    FLAGS[0].store(u32::from(on), Ordering::Release);
 }
 
-/// The word [`set_active`] writes, for a direct buffer Java reads.
-pub fn active_word() -> *mut u32 {
-    ACTIVE.as_ptr()
+/// Tells the Java side that label-set ids it cached before are stale.
+pub fn set_generation(generation: u32) {
+    FLAGS[1].store(generation, Ordering::Release);
+}
+
+/// The two words [`set_active`] and [`set_generation`] write (8 bytes),
+/// for a direct buffer Java reads.
+pub fn flag_words() -> *mut u32 {
+    FLAGS.as_ptr() as *mut u32
+}
+
+/// The label sets now in some thread's slot.
+pub fn in_use() -> std::collections::HashSet<u32> {
+    let mut out = std::collections::HashSet::new();
+    let table = TABLE.load(Ordering::Acquire);
+    let len = LEN.load(Ordering::Acquire);
+    if table.is_null() {
+        return out;
+    }
+    for (word, bits) in PAGES.iter().enumerate() {
+        let mut bits = bits.load(Ordering::Acquire);
+        while bits != 0 {
+            let page = word * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            for tid in page * SLOTS_PER_PAGE..((page + 1) * SLOTS_PER_PAGE).min(len) {
+                // SAFETY: `tid < LEN`, on a page a registration wrote.
+                let id = unsafe { &*table.add(tid) }.load(Ordering::Acquire);
+                if id != 0 {
+                    out.insert(id);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// How many slots the table has: the kernel's `pid_max`, at most 2^22.
@@ -135,8 +167,10 @@ mod tests {
         unsafe { slot.write_volatile(17) };
         assert_eq!(current(tid), 17);
         assert_eq!(current(tid + 1), 0, "a neighbour never registered");
+        assert!(in_use().contains(&17));
         clear(tid);
         assert_eq!(current(tid), 0);
+        assert!(!in_use().contains(&17));
         assert!(register(u32::MAX).is_none());
         assert_eq!(current(u32::MAX), 0);
     }

@@ -15,7 +15,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * Two threads, "orders" and "search", serve requests for the given seconds:
  * each request is a root span (a new trace) holding a child span that burns
- * CPU in burnOrders or burnSearch. Each child span's (trace id, span id) is
+ * CPU in burnOrders or burnSearch (for the milliseconds of the optional
+ * second argument). Each child span's (trace id, span id) is
  * written to spans.txt as "thread trace span", the truth the test checks the
  * samples' labels against. The orders thread then starts a span that another
  * thread ends (asynchronous work), starts and ends one more span, and burns
@@ -91,12 +92,15 @@ public class OtelTraced {
         return x;
     }
 
+    /** How long each request burns (the second argument, in ms; 5 by default). */
+    static long burnNanos = 5_000_000;
+
     static void burnOrders() {
-        sink += spin(5_000_000);
+        sink += spin(burnNanos);
     }
 
     static void burnSearch() {
-        sink += spin(5_000_000);
+        sink += spin(burnNanos);
     }
 
     static void burnAfter() {
@@ -123,6 +127,9 @@ public class OtelTraced {
 
     public static void main(String[] args) throws Exception {
         long until = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        if (args.length > 1) {
+            burnNanos = (long) (Double.parseDouble(args[1]) * 1e6);
+        }
         List<String> truth = new ArrayList<>();
         Thread orders = new Thread(() -> {
             serve("orders", until, truth);
@@ -148,5 +155,6 @@ public class OtelTraced {
             }
         }
         System.out.println("spans " + truth.size());
+        System.out.println("labels " + one.oxprof.OxProfiler.labelStats());
     }
 }

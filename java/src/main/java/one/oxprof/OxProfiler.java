@@ -142,8 +142,10 @@ public final class OxProfiler {
      * labels nothing, even if one starts before it closes). Keys are 1 to
      * 64 of {@code A-Z a-z 0-9 _ . : / -}; values longer than 256
      * characters are cut, ending with {@code …}. At most 4096 distinct
-     * label sets exist in a JVM; samples of later new ones carry
-     * {@code oxprof=labels over limit}. See docs/labels.md.
+     * label sets exist at a time; samples of later new ones carry
+     * {@code oxprof=labels over limit}. Continuous profiling ({@code loop=})
+     * recycles the sets no thread uses at each interval's end, so per-request
+     * labels (trace ids) work there. See docs/labels.md.
      *
      * <p>Loads the agent on first use, as {@link #getInstance()} does; when
      * it cannot be loaded, contexts do nothing. On virtual threads contexts
@@ -181,7 +183,7 @@ public final class OxProfiler {
     /**
      * The label sets the agent has named so far, its limit, how many were
      * refused past it, and how many this side has cached, e.g.
-     * {@code label_sets=12 limit=4096 refused=0 cached=12}.
+     * {@code label_sets=12 limit=4096 refused=0 recycled=0 generation=0 cached=12}.
      */
     public static String labelStats() {
         return ThreadLabels.stats();
@@ -242,7 +244,11 @@ public final class OxProfiler {
         static final Context NONE = new Context(null);
 
         private final ThreadLabels owner;
-        int previous;
+        /** The label set this context wrote, and the agent's generation it was named in. */
+        int id, generation;
+        /** Its own labels (one or two pairs, or `more`), to name it again in a new generation. */
+        String k1, v1, k2, v2;
+        String[] more;
         boolean open;
 
         Context(ThreadLabels owner) {

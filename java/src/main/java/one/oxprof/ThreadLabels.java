@@ -26,14 +26,20 @@ final class ThreadLabels {
     static final int OVER_LIMIT = 1;
     static final String RESERVED_KEY = "oxprof";
 
-    /** 1 while a recording runs; null when the agent is not available. */
+    /**
+     * Two ints: 1 while a recording runs, and the agent's label-set
+     * generation (ids cached in an older one are stale: see
+     * crates/agent/src/labels.rs); null when the agent is not available.
+     */
     private static final ByteBuffer ACTIVE;
     private static final String UNAVAILABLE;
     private static final MethodHandle IS_VIRTUAL;
-    /** (parent set, labels) → set id. */
-    private static final ConcurrentHashMap<Key, Integer> IDS = new ConcurrentHashMap<>();
-    /** The agent refused a set: it holds MAX_SETS, every new set is over the limit. */
-    private static volatile boolean full;
+    /** (parent set, labels) → generation << 32 | set id. */
+    private static final ConcurrentHashMap<Key, Long> IDS = new ConcurrentHashMap<>();
+    /** The generation the map was last emptied in. */
+    private static volatile int idsGeneration;
+    /** The generation in which the agent refused a set (it holds MAX_SETS: every new set is over the limit until it recycles). */
+    private static volatile int fullGeneration = -1;
 
     static final ThreadLocal<ThreadLabels> CURRENT = ThreadLocal.withInitial(ThreadLabels::new);
 
@@ -58,6 +64,11 @@ final class ThreadLabels {
             // Before JDK 21: no virtual threads.
         }
         IS_VIRTUAL = isVirtual;
+    }
+
+    /** The agent's label-set generation. */
+    private static int generation() {
+        return ACTIVE.getInt(4);
     }
 
     /** Whether a recording runs (labels are set only then). */
@@ -85,6 +96,7 @@ final class ThreadLabels {
     private final int[] recentParent = new int[RECENT];
     private final String[] recentK1 = new String[RECENT], recentV1 = new String[RECENT], recentK2 = new String[RECENT], recentV2 = new String[RECENT];
     private final int[] recentId = new int[RECENT];
+    private final int[] recentGeneration = new int[RECENT];
     private static final int RECENT = 64;
     private OxProfiler.Context[] stack = new OxProfiler.Context[8];
     private int depth;
@@ -114,24 +126,30 @@ final class ThreadLabels {
         if (slot == null) {
             return OxProfiler.Context.NONE;
         }
+        int g = generation();
+        if (depth > 0 && stack[depth - 1].generation != g) {
+            refresh(g);
+        }
         int parent = current;
         int h = k1.hashCode() * 31 + (v1 == null ? 0 : v1.hashCode()) + parent;
         if (k2 != null) {
             h = h * 31 + k2.hashCode() * 7 + (v2 == null ? 0 : v2.hashCode());
         }
         int i = (h ^ (h >>> 16)) & (RECENT - 1);
-        if (recentK1[i] == k1 && recentV1[i] == v1 && recentK2[i] == k2 && recentV2[i] == v2 && recentParent[i] == parent && recentK1[i] != null) {
-            return open(recentId[i]);
+        if (recentK1[i] == k1 && recentV1[i] == v1 && recentK2[i] == k2 && recentV2[i] == v2 && recentParent[i] == parent && recentK1[i] != null
+                && recentGeneration[i] == g) {
+            return open(recentId[i], g, k1, v1, k2, v2, null);
         }
         probe.set(parent, k1, v1, k2, v2, null);
-        int id = lookup();
+        int id = lookup(g);
         recentParent[i] = parent;
         recentK1[i] = k1;
         recentV1[i] = v1;
         recentK2[i] = k2;
         recentV2[i] = v2;
         recentId[i] = id;
-        return open(id);
+        recentGeneration[i] = g;
+        return open(id, g, k1, v1, k2, v2, null);
     }
 
     /** Opens a context with any number of labels (key, value, key, value...). */
@@ -147,29 +165,60 @@ final class ThreadLabels {
             String v2 = keysAndValues.length == 4 ? keysAndValues[3] : null;
             return push(keysAndValues[0], keysAndValues[1], k2, v2);
         }
-        probe.set(current, null, null, null, null, keysAndValues.clone());
-        return open(lookup());
+        int g = generation();
+        if (depth > 0 && stack[depth - 1].generation != g) {
+            refresh(g);
+        }
+        String[] more = keysAndValues.clone();
+        probe.set(current, null, null, null, null, more);
+        return open(lookup(g), g, null, null, null, null, more);
     }
 
-    private int lookup() {
-        Integer id = IDS.get(probe);
-        if (id != null) {
-            return id;
+    /** The id of the set `probe` names, in generation `g`. */
+    private int lookup(int g) {
+        if (idsGeneration != g) {
+            IDS.clear();
+            idsGeneration = g;
+        }
+        Long known = IDS.get(probe);
+        if (known != null && (int) (known >>> 32) == g) {
+            return (int) known.longValue();
         }
         probe.check();
-        if (full) {
+        if (fullGeneration == g) {
             return OVER_LIMIT;
         }
         int named = intern0(probe.parent, probe.pairs());
         if (named == OVER_LIMIT) {
-            full = true;
+            fullGeneration = g;
         } else if (IDS.size() < 2 * MAX_SETS) {
-            IDS.put(probe.copy(), named);
+            IDS.put(probe.copy(), ((long) g << 32) | (named & 0xffffffffL));
         }
         return named;
     }
 
-    private OxProfiler.Context open(int id) {
+    /**
+     * Names this thread's open contexts again, outermost first, after the
+     * agent recycled label-set ids (continuous profiling): the ids they
+     * got in an older generation may be given to other sets.
+     */
+    private void refresh(int g) {
+        int parent = 0;
+        for (int i = 0; i < depth; i++) {
+            OxProfiler.Context c = stack[i];
+            if (c.generation != g) {
+                probe.set(parent, c.k1, c.v1, c.k2, c.v2, c.more);
+                c.id = lookup(g);
+                c.generation = g;
+            }
+            parent = c.id;
+        }
+        if (depth > 0) {
+            set(stack[depth - 1].id);
+        }
+    }
+
+    private OxProfiler.Context open(int id, int g, String k1, String v1, String k2, String v2, String[] more) {
         if (depth == stack.length) {
             stack = java.util.Arrays.copyOf(stack, 2 * depth);
         }
@@ -177,7 +226,13 @@ final class ThreadLabels {
         if (c == null) {
             c = stack[depth] = new OxProfiler.Context(this);
         }
-        c.previous = current;
+        c.id = id;
+        c.generation = g;
+        c.k1 = k1;
+        c.v1 = v1;
+        c.k2 = k2;
+        c.v2 = v2;
+        c.more = more;
         c.open = true;
         depth++;
         set(id);
@@ -190,13 +245,19 @@ final class ThreadLabels {
         if (depth == 0 || stack[depth - 1] != c) {
             return; // closed out of order: it goes when those above it do
         }
-        int restore = c.previous;
         depth--;
         while (depth > 0 && !stack[depth - 1].open) {
-            restore = stack[depth - 1].previous;
             depth--;
         }
-        set(restore);
+        if (depth == 0) {
+            set(0);
+            return;
+        }
+        int g = generation();
+        if (stack[depth - 1].generation != g) {
+            refresh(g);
+        }
+        set(stack[depth - 1].id);
     }
 
     private void set(int id) {
