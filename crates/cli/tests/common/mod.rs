@@ -650,18 +650,32 @@ pub fn check_ttsp(java: &Path, label: &str) {
     let theirs = &jvm[jvm.len() - ours.len()..];
     let mut compared = 0;
     let mut worst: f64 = 0.0;
+    let mut descheduled = Vec::new();
     for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
         if b < 1_000_000 {
             continue; // under a millisecond: microseconds of trap and log overhead dominate
         }
-        let r = a as f64 / b as f64;
-        worst = worst.max((r - 1.0).abs());
+        compared += 1;
         // oxprof's clock starts at the function's entry, the JVM's a few
         // statements later: on a loaded machine the VM thread can be
         // descheduled in between (up to ~0.2 ms seen with every core busy),
-        // so a fixed 0.3 ms is allowed beside the 10%.
+        // so a fixed 0.3 ms is allowed beside the 10%; a longer preemption
+        // there (4 ms seen once in 23 on a loaded 2-core CI machine) makes
+        // oxprof's time the longer one, and one in ten may show it.
+        if a > b && a - b > b / 10 + 300_000 {
+            descheduled.push((i, a, b));
+            continue;
+        }
+        let r = a as f64 / b as f64;
+        worst = worst.max((r - 1.0).abs());
         assert!(a.abs_diff(b) as f64 <= 0.1 * b as f64 + 300_000.0, "{label}: safepoint {i}: oxprof {a} ns, the JVM's log {b} ns\nours {ours:?}\nlog {jvm:?}");
-        compared += 1;
+    }
+    assert!(
+        descheduled.len() <= (compared / 10).max(1),
+        "{label}: oxprof's time over the log's at {descheduled:?} (index, ns, ns)\nours {ours:?}\nlog {jvm:?}"
+    );
+    if !descheduled.is_empty() {
+        eprintln!("{label}: oxprof's time longer than the log's (the VM thread preempted between the two clocks?) at {descheduled:?}");
     }
     let (sum_ours, sum_log) = (ours.iter().sum::<u64>() as f64, theirs.iter().sum::<u64>() as f64);
     eprintln!(
