@@ -255,12 +255,10 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
             }
             return Ok(lines);
         }
-        // JFR is streamed from the start; this recording was not. Keep its
-        // samples in a flame graph rather than lose them.
-        let html = out.file.as_deref().unwrap_or(Path::new("profile.jfr")).with_extension("html");
-        lines.push(format!("JFR output must be chosen when profiling starts (file=....jfr with start); writing {} instead", html.display()));
-        out.file = Some(html);
-        out.format = Some(OutputFormat::FlameGraph);
+        // This recording does not stream JFR: the file is made from its
+        // counts (output::render), each sample an event at a time spread
+        // over the recording.
+        lines.push("note: this recording was not started with a .jfr file, so the JFR file holds its samples without their times (spread evenly over the recording); start with file=....jfr for a timeline".into());
     }
     let paths = if looping && !output::intervals::writes_files() { Vec::new() } else { output::write_profiles(&built, &out)? };
     push(&mut lines, None);

@@ -300,3 +300,46 @@ fn per_request_trace_ids_outlast_the_label_set_limit_under_continuous_profiling(
     }
     check_otel_labels(&all, &truth, 1000);
 }
+
+/// The issue's own story: start from code without choosing a file, label
+/// the work, dump to `now.jfr`. The dump is a JFR recording (made from the
+/// counts: a note says the times are spread) that the JDK's `jfr` reads,
+/// and `report --by endpoint` and `convert --label` split by its labels.
+#[test]
+fn a_dump_to_jfr_of_a_recording_started_without_a_file_is_a_jfr_recording() {
+    let s = Scratch::new("api-dump-jfr");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let now = s.path("now.jfr");
+    let dump = format!("dump,file={}", now.display());
+    let o = api_user(
+        &java(),
+        &s.0,
+        &[format!("-Doxprof.library={}", agent().display())],
+        &with_jar(&s.0),
+        &["start,event=cpu,wall=50ms,alloc", "label:endpoint=GET /orders:1", "label:endpoint=GET /search:1", &dump, "stop"],
+    );
+    let st = steps(&text(&o.stdout));
+    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let dumped = &st.replies[1];
+    assert!(dumped.starts_with("OK") && dumped.contains(&now.display().to_string()) && dumped.contains("without their times"), "{dumped}");
+    let summary = Command::new(tool("jfr")).arg("summary").arg(&now).output().unwrap();
+    let summary = text(&summary.stdout);
+    let events = |name: &str| {
+        summary.lines().find(|l| l.trim_start().starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0)
+    };
+    assert!(events("jdk.ExecutionSample") >= 100 && events("oxprof.WallClockSample") > 0, "jfr summary:\n{summary}");
+    let o = oxprof_cmd().args(["report", now.to_str().unwrap(), "--by", "endpoint"]).output().unwrap();
+    let report = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    eprintln!("{}", report.lines().take(5).collect::<Vec<_>>().join("\n"));
+    for value in ["GET /orders", "GET /search"] {
+        let row = report.lines().find(|l| l.trim_start().starts_with(value)).unwrap_or_else(|| panic!("no row for {value}:\n{report}"));
+        let cpu: f64 = row.split_whitespace().find_map(|c| c.strip_suffix('%')?.parse().ok()).unwrap_or(0.0);
+        assert!((30.0..=65.0).contains(&cpu), "{value}'s CPU share: {row}");
+    }
+    let orders = s.path("orders.collapsed");
+    let o = oxprof_cmd().args(["convert", now.to_str().unwrap(), "--cpu", "--label", "endpoint=GET /orders", "-o", orders.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&orders);
+    assert!(samples_with(&stacks, "ApiUser.apiHot") >= 50, "{stacks:?}");
+}

@@ -71,7 +71,13 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             let resource = otlp::Resource::from_env("java").with("process.pid", std::process::id());
             otlp::write(&built.iter().map(|b| &b.profile).collect::<Vec<_>>(), &resource, out)
         }
-        OutputFormat::Jfr => Err(std::io::Error::other("JFR recordings are streamed while profiling (see jfr_stream)")),
+        // A recording that streams JFR writes it in `jfr_stream`; this is a
+        // dump to `.jfr` of one that does not: events made from the counts.
+        OutputFormat::Jfr => {
+            let parts: Vec<(&str, &oxprof_profile::Profile)> = built.iter().map(|b| (b.key, &b.profile)).collect();
+            let (start, length) = built.first().map_or((0, 0), |b| (b.profile.meta.start_ns, b.profile.meta.duration_ns));
+            oxprof_profile::jfr::from_profiles::write(out, &parts, start, start.saturating_add(length)).map(|_| ())
+        }
     }
 }
 

@@ -5,7 +5,8 @@ import one.oxprof.OxProfiler;
 
 /**
  * Drives oxprof through its Java API (oxprof.jar), one step per argument:
- * "burn:S" spends S seconds of CPU in ApiUser.apiHot; "wait" prints "ready"
+ * "burn:S" spends S seconds of CPU in ApiUser.apiHot; "label:K=V:S" does
+ * the same inside a context labelled K=V; "wait" prints "ready"
  * and waits for a line on stdin (for the test to attach meanwhile); any
  * other argument is a command for OxProfiler.execute. Each command prints
  * one line, "OK <reply>" (reply lines joined by " | ") or "EXC <exception
@@ -27,6 +28,15 @@ public class ApiUser {
             if (step.startsWith("burn:")) {
                 CpuBudget budget = CpuBudget.of(step.substring(5));
                 while (budget.more()) sink += apiHot(50_000);
+                continue;
+            }
+            if (step.startsWith("label:")) {
+                String spec = step.substring(6);
+                int colon = spec.lastIndexOf(':'), eq = spec.indexOf('=');
+                CpuBudget budget = CpuBudget.of(spec.substring(colon + 1));
+                try (OxProfiler.Context c = OxProfiler.context(spec.substring(0, eq), spec.substring(eq + 1, colon))) {
+                    while (budget.more()) sink += apiHot(50_000);
+                }
                 continue;
             }
             if (step.equals("wait")) {
