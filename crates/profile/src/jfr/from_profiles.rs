@@ -181,7 +181,10 @@ mod tests {
     use super::*;
     use crate::model::{Frame, Meta};
 
-    fn profile(stacks: &[(&[(&str, FrameKind)], u64, u64)], interval: u64) -> Profile {
+    /// (frames root first, samples, total).
+    type Stack<'a> = (&'a [(&'a str, FrameKind)], u64, u64);
+
+    fn profile(stacks: &[Stack<'_>], interval: u64) -> Profile {
         let mut p = Profile::new(Meta { interval, ..Meta::default() });
         for (frames, samples, total) in stacks {
             let ids = frames.iter().map(|(n, k)| p.intern(Frame::new(*n, *k))).collect();
