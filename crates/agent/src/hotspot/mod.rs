@@ -3,7 +3,8 @@
 //! frame layout (`frames`), the physical frame walk (`javastack`), the own
 //! Java walk (`javawalk`), frame types (`frametypes`), compiled-code debug
 //! information (`scopes`), `Method*` to `jmethodID` (`method_ids`) and
-//! checked memory reads (`safemem`), and the allocating thread's TLAB
+//! checked memory reads (`safemem`), whether the current thread has set
+//! HotSpot's current thread (`thread_key`), and the allocating thread's TLAB
 //! (`tlab`, for allocation accuracy). Everything but `vmstructs` and `tlab` is
 //! reached from the signal handler. Uses only `sampling::store` (frame encoding) and,
 //! at load, `jvmti` and `log`.
@@ -16,5 +17,6 @@ pub mod javawalk;
 pub mod method_ids;
 pub mod safemem;
 pub mod scopes;
+pub mod thread_key;
 pub mod tlab;
 pub mod vmstructs;

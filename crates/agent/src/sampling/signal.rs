@@ -18,7 +18,9 @@
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
 //! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
-//!   thread-local set up by the JVM), `AsyncGetCallTrace` (designed for it)
+//!   thread-local of libjvm; only once HotSpot's pthread key, read with
+//!   `pthread_getspecific`, shows the thread has set it: see
+//!   `hotspot::thread_key`), `AsyncGetCallTrace` (designed for it)
 //!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
 //!   in `native_unwind`, `rt_sigqueueinfo` with signal 0 (its probe, which
 //!   sends nothing), `process_vm_readv`, `getpid`, `clock_gettime`; when
@@ -45,6 +47,7 @@ use crate::engine::{ctimer, itimer, perf};
 use crate::hotspot::frames::{self, ThreadState};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::javawalk::{self, Walked};
+use crate::hotspot::thread_key;
 use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
 use crate::sampling::cputime::CpuSpent;
@@ -124,6 +127,14 @@ impl SignalContext {
         let depth = depth.max(1);
         // Room for the native part in front of the Java frames.
         let buffers = std::array::from_fn(|_| Buffer::new(depth + MAX_NATIVE_FRAMES + 1));
+        // On the Java thread starting the recording: find HotSpot's key, so
+        // the handler knows when GetEnv is safe to call (see thread_key).
+        if !vm.is_null() {
+            match thread_key::find(jni_env(vm) as usize) {
+                Some(key) => crate::log::debug(&format!("HotSpot's thread key: {key}")),
+                None => crate::log::info("HotSpot's thread key was not found: a sample that lands in a thread being created can deadlock it"),
+            }
+        }
         Box::new(SignalContext { store, asgct, vm, depth, weight, per_thread, cstack: CStack::No, kernel_stacks: false, buffers })
     }
 
@@ -708,11 +719,18 @@ fn gettid() -> u32 {
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
-/// The calling thread's JNIEnv, or null for a thread the JVM does not know.
+/// The calling thread's JNIEnv, or null for a thread the JVM does not know
+/// or has not finished setting up (a thread being created or ending).
 fn jni_env(vm: *mut JavaVM) -> *mut JNIEnv {
+    // GetEnv's first read of libjvm's thread-local on a thread allocates it
+    // with malloc: in a signal that interrupted malloc, the thread waits for
+    // itself forever (see thread_key). An unknown key keeps the old way.
+    if thread_key::current_is_set() == Some(false) {
+        return ptr::null_mut();
+    }
     let mut env: *mut c_void = ptr::null_mut();
-    // SAFETY: `vm` is the live JavaVM. GetEnv only reads the JVM's
-    // thread-local current-thread pointer; it allocates nothing.
+    // SAFETY: `vm` is the live JavaVM. GetEnv reads the JVM's thread-local
+    // current-thread pointer, which exists once the key is set (above).
     let rc = unsafe {
         match (**vm).GetEnv {
             Some(f) => f(vm, &mut env, JNI_VERSION_1_6 as jint),
