@@ -27,6 +27,8 @@ Arms (--arms):
               frames): what the native frames cost in bytes and CPU
   pyroscope   start,event=cpu,alloc,loop=10s,file=DIR/iv-%n.jfr,upload=URL,format=pyroscope,service=W
               (the interval's JFR file is the body; oxprof-jfr writes it)
+  pyroscope-pprof  the same without file=: one gzip pprof body per kind and
+              interval (the sizes of an interval's requests are summed)
 
 Usage:
   bench/fleet/payload.py [--workloads javac,h2,jetty] [--arms otlp,otlp-only,otlp-nocstack,pyroscope]
@@ -65,7 +67,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 KIB = 1024.0
 TARGET_BYTES = 50 * 1024
 TARGET_CORE_PCT = 0.1
-ARMS = ("otlp", "otlp-only", "otlp-nocstack", "pyroscope")
+ARMS = ("otlp", "otlp-only", "otlp-nocstack", "pyroscope", "pyroscope-pprof")
 PROCS = []
 
 
@@ -313,6 +315,8 @@ def agent_options(arm, workload, run_dir, port, loop="10s"):
         return f"start,event=cpu,alloc,loop={loop},{url},format=otlp,service={workload}"
     if arm == "otlp-nocstack":
         return f"start,event=cpu,alloc,loop={loop},{url},format=otlp,service={workload},cstack=no"
+    if arm == "pyroscope-pprof":
+        return f"start,event=cpu,alloc,loop={loop},{url},format=pyroscope,service={workload}"
     return f"start,event=cpu,alloc,loop={loop},file={iv}/iv-%n.jfr,{url},format=pyroscope,service={workload}"
 
 
@@ -436,8 +440,11 @@ def perf_shares(path):
 
 # --------------------------------------------------------------------------- sizes
 def body_sizes(store_dir):
-    """[(n, sent bytes, raw bytes)] of the store's requests, in order."""
+    """[(n, sent bytes, raw bytes)] of the store's requests, in order; the
+    requests of one interval (Pyroscope's pprof bodies, one per kind, share
+    their `from=`) are summed into one."""
     out = []
+    by_interval = {}
     for name in os.listdir(store_dir):
         m = re.fullmatch(r"req-(\d+)\.body", name)
         if not m:
@@ -448,6 +455,15 @@ def body_sizes(store_dir):
         raw = len(gzip.decompress(body)) if meta["headers"].get("content-encoding") == "gzip" else None
         if raw is None and "multipart" in meta["headers"].get("content-type", ""):
             raw = jfr_part_len(body, meta)
+        q = meta.get("query", {})
+        if meta.get("path") == "/ingest" and q.get("format") == "pprof" and "from" in q:
+            key = q["from"]
+            if key in by_interval:
+                i = by_interval[key]
+                m0, s0, r0 = out[i]
+                out[i] = (min(m0, n), s0 + len(body), (r0 or 0) + (raw or 0))
+                continue
+            by_interval[key] = len(out)
         out.append((n, len(body), raw))
     return sorted(out)
 
