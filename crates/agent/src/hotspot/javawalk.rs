@@ -16,9 +16,16 @@
 //! step over or name) is reported as partial: the caller keeps its frames
 //! under the failure's marker, so they are neither lost nor mistaken for a
 //! whole stack rooted at the last frame found.
+//!
+//! A thread running Java whose PC is in native code without a last Java
+//! frame (`unknown_Java`: a leaf call into the VM, see [`scan`]) is walked
+//! from its Java caller, found on the stack. Only this walk is used there,
+//! never AsyncGetCallTrace with a context made up from the stack: that walk
+//! trusts the frame pointer of interpreted frames, and a wrong guess crashed
+//! a JVM in `Method::validate_bci_from_bcp`.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use jvmti_sys::asgct::{ticks, BCI_NATIVE_FRAME};
 
@@ -26,6 +33,7 @@ use crate::hotspot::frames::{self, Layout};
 use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
+use crate::hotspot::safemem;
 use crate::sampling::store::{JavaFrameType, RawFrame};
 
 /// What the walk found.
@@ -104,5 +112,109 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
         return Walked::Failed;
     }
     let (Some(l), Some(regs)) = (frames::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
-    walk(l, l.thread(env), regs, out)
+    let thread = l.thread(env);
+    let walked = walk(l, thread, regs, out);
+    if walked == Walked::Failed && code == ticks::UNKNOWN_JAVA && !l.in_code_cache(regs.0) {
+        return scan(l, thread, regs, out);
+    }
+    walked
+}
+
+/// Bytes above the interrupted `sp` searched by [`scan`].
+const SCAN_BYTES: usize = 8192;
+/// Candidates [`scan`] walks from at most, per sample.
+const SCAN_TRIES: usize = 4;
+/// Samples whose Java caller [`scan`] found.
+static SCAN_FOUND: AtomicU64 = AtomicU64::new(0);
+
+/// How many failed walks [`scan`] turned into Java stacks, since the
+/// process started.
+pub fn scan_found() -> u64 {
+    SCAN_FOUND.load(Ordering::Relaxed)
+}
+
+/// Compiled code and the interpreter call some VM functions as leaf calls,
+/// without recording a last Java frame (monitor exit's slow path waking a
+/// waiter with `pthread_cond_signal`, GC barriers, `System.arraycopy`
+/// helpers), and those may call into libc, whose functions keep no frame
+/// pointer: the thread runs Java, its PC is in native code, and neither
+/// AsyncGetCallTrace nor the frame-pointer chain reaches the Java caller.
+/// Its return address is still on the stack: the words above `sp` (the
+/// live part of this thread's own stack) are searched for one that points
+/// into the code cache just after a call instruction, and the own walk
+/// starts there (the caller's `sp` just above that word, its `fp` the word
+/// below it, which a frame-pointer prologue pushed). A candidate counts only
+/// when the walk names frames from it; at most [`SCAN_TRIES`] are tried.
+fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
+    let (_, hi) = l.stack(thread);
+    let here = &hi as *const usize as usize;
+    // Only the live stack above this handler's own frame is read.
+    if sp <= here || sp >= hi || !sp.is_multiple_of(8) {
+        return Walked::Failed;
+    }
+    let end = sp.saturating_add(SCAN_BYTES).min(hi);
+    let mut tries = 0;
+    let mut at = sp;
+    while at.saturating_add(8) <= end && tries < SCAN_TRIES {
+        // SAFETY: `sp <= at < hi`: the live part of this thread's own stack,
+        // above this handler's frame (checked above), 8-byte aligned.
+        let word = unsafe { (at as *const usize).read_volatile() };
+        if l.in_code_cache(word) && follows_call(word) {
+            tries += 1;
+            // SAFETY: as above; `at - 8 >= sp`.
+            let saved_fp = if at >= sp + 8 { unsafe { ((at - 8) as *const usize).read_volatile() } } else { fp };
+            let walked = walk(l, thread, (word, at + 8, saved_fp), out);
+            if matches!(walked, Walked::Frames(_) | Walked::Partial(_)) {
+                SCAN_FOUND.fetch_add(1, Ordering::Relaxed);
+                return walked;
+            }
+        }
+        at += 8;
+    }
+    Walked::Failed
+}
+
+/// Whether the bytes just before `ret` (an address in the code cache) end
+/// with a call instruction of the kinds HotSpot emits: `call rel32`,
+/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read with a checked
+/// read (the code cache is reserved larger than it is committed).
+fn follows_call(ret: usize) -> bool {
+    let Some(bytes) = ret.checked_sub(8).and_then(safemem::read_bytes8) else { return false };
+    // The k-th byte before `ret` (1..=8).
+    let before = |k: usize| bytes.get(8 - k).copied().unwrap_or(0);
+    before(5) == 0xE8
+        || (before(2) == 0xFF && before(1) & 0xF8 == 0xD0)
+        || (before(6) == 0xFF && before(5) == 0x15)
+        || (before(3) == 0xFF && before(2) & 0xF8 == 0x50)
+        || (before(6) == 0xFF && before(5) & 0xF8 == 0x90)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// The stack scan takes a word for a return address only when the
+    /// bytes before it end with a call HotSpot emits, at any alignment.
+    #[test]
+    fn follows_call_knows_hotspots_calls_at_any_alignment() {
+        safemem::init();
+        let calls: [&[u8]; 6] = [
+            &[0xE8, 1, 2, 3, 4],          // call rel32
+            &[0x41, 0xFF, 0xD2],          // call r10
+            &[0xFF, 0xD0],                // call rax
+            &[0xFF, 0x15, 9, 9, 9, 9],    // call [rip+disp32]
+            &[0xFF, 0x50, 0x10],          // call [rax+disp8]
+            &[0xFF, 0x90, 0x10, 0, 0, 0], // call [rax+disp32]
+        ];
+        let not_calls: [&[u8]; 3] = [&[0x90, 0x90, 0x90, 0x90, 0x90], &[0x48, 0x89, 0xC3], &[0xFF, 0xE0]];
+        for (code, want) in calls.iter().map(|c| (c, true)).chain(not_calls.iter().map(|c| (c, false))) {
+            for shift in 0..16 {
+                let mut buf = [0x90u8; 64];
+                let end = 24 + shift;
+                buf[end - code.len()..end].copy_from_slice(code);
+                let ret = buf.as_ptr() as usize + end;
+                assert_eq!(follows_call(ret), want, "{code:02x?} ending {shift} bytes in");
+            }
+        }
+        assert!(!follows_call(8), "unreadable memory is no call");
+    }
 }

@@ -104,7 +104,7 @@ fn page_readable(addr: usize) -> Option<bool> {
 
 /// Copies the two words at `addr` (8-byte aligned), or `None` when any byte
 /// is not readable. Async-signal-safe.
-pub(crate) fn read_words(addr: usize) -> Option<(usize, usize)> {
+fn read_words(addr: usize) -> Option<(usize, usize)> {
     let mut buf = [0usize; 2];
     probe(addr, &mut buf).then_some((buf[0], buf[1]))
 }

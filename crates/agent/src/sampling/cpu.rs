@@ -271,7 +271,7 @@ impl EventSource for CpuSource {
         let [asgct, types, native] = signal::part_means_ns();
         log::debug(&format!(
             "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}",
-            signal::scan_found()
+            crate::hotspot::javawalk::scan_found()
         ));
         let summary_line = format!(
             "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",

@@ -885,7 +885,6 @@ fn recover(ctx: &SignalContext, trace: &mut ASGCT_CallTrace, depth: usize, ucont
     if ucontext.is_null() {
         return;
     }
-    let code = trace.num_frames;
     let uc = ucontext as *mut libc::ucontext_t;
     // SAFETY: the kernel passed a valid ucontext for this signal.
     let gregs = unsafe { &mut (*uc).uc_mcontext.gregs };
@@ -922,97 +921,6 @@ fn recover(ctx: &SignalContext, trace: &mut ASGCT_CallTrace, depth: usize, ucont
             return;
         }
     }
-    if (code == ticks::UNKNOWN_JAVA || code == ticks::NOT_WALKABLE_JAVA) && !in_code(pc0 as usize) {
-        scan_for_java_caller(ctx, trace, (depth, code), ucontext, &mut stack);
-    }
-}
-
-/// Bytes above the interrupted `sp` searched for a return address into
-/// Java code (see [`scan_for_java_caller`]).
-const SCAN_BYTES: usize = 8192;
-/// Candidates handed to AsyncGetCallTrace at most, per sample.
-const SCAN_TRIES: usize = 4;
-
-/// The last resort for a thread running Java whose PC is in native code
-/// (`unknown_Java`, or `not_walkable_Java` when the VM function recorded a
-/// last Java frame without its PC): compiled code and the interpreter call some VM
-/// functions as leaf calls, without recording a last Java frame (monitor
-/// exit's slow path, GC barriers, `System.arraycopy` helpers, math
-/// intrinsics), and those may call further into libc, whose functions keep
-/// no frame pointer, so neither the three candidates above nor the frame
-/// pointer chain reach the Java caller. Its return address is still on the
-/// stack: the words above `sp` are searched for one that points into Java
-/// code just after a call instruction, and AsyncGetCallTrace walks from
-/// there (the caller's `sp` just above that word, its `fp` the word the
-/// callee pushed just below it, as every frame-pointer prologue does). A
-/// walk is used only when AsyncGetCallTrace accepts it; the native frames
-/// between the VM function and the Java caller are not recovered.
-fn scan_for_java_caller(
-    ctx: &SignalContext,
-    trace: &mut ASGCT_CallTrace,
-    (depth, code): (usize, i32),
-    ucontext: *mut c_void,
-    stack: &mut native_unwind::StackWindow,
-) {
-    let uc = ucontext as *mut libc::ucontext_t;
-    // SAFETY: `recover` checked it is the kernel's (non-null) context.
-    let gregs = unsafe { &mut (*uc).uc_mcontext.gregs };
-    let (rip, rsp, rbp) = (libc::REG_RIP as usize, libc::REG_RSP as usize, libc::REG_RBP as usize);
-    let (Some(&pc0), Some(&sp0), Some(&fp0)) = (gregs.get(rip), gregs.get(rsp), gregs.get(rbp)) else { return };
-    let sp = sp0 as usize;
-    let mut tries = 0;
-    let mut addr = sp;
-    while addr < sp.saturating_add(SCAN_BYTES) && tries < SCAN_TRIES {
-        let Some((w0, w1)) = stack.read(addr) else { break };
-        for (at, word) in [(addr, w0), (addr + 8, w1)] {
-            if tries >= SCAN_TRIES || !in_code(word) || !follows_call(word) {
-                continue;
-            }
-            tries += 1;
-            let saved_fp = if at >= sp + 8 { stack.read(at - 8).map_or(fp0 as usize, |(fp, _)| fp) } else { fp0 as usize };
-            set_regs(gregs, [(rip, word as i64), (rsp, (at + 8) as i64), (rbp, saved_fp as i64)]);
-            trace.num_frames = 0;
-            // SAFETY: as for the first walk; the context now describes the
-            // Java caller found on the stack.
-            unsafe { (ctx.asgct)(trace, depth as jint, ucontext) };
-            set_regs(gregs, [(rip, pc0), (rsp, sp0), (rbp, fp0)]);
-            if trace.num_frames > 0 {
-                SCAN_FOUND.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        }
-        addr += 16;
-    }
-    trace.num_frames = code;
-}
-
-/// Whether the bytes just before `ret` (an address in Java code) end with a
-/// call instruction of the kinds HotSpot emits: `call rel32`, `call reg`,
-/// `call [rip+disp32]`, `call [reg+disp]`. The bytes are read through the
-/// native unwinder's checked reads (the code cache is reserved larger than
-/// it is committed).
-fn follows_call(ret: usize) -> bool {
-    let Some(start) = ret.checked_sub(8).map(|a| a & !7) else { return false };
-    let Some((lo, hi)) = native_unwind::read_words(start) else { return false };
-    let mut bytes = [0u8; 16];
-    let (first, second) = bytes.split_at_mut(8);
-    first.copy_from_slice(&lo.to_le_bytes());
-    second.copy_from_slice(&hi.to_le_bytes());
-    let before = |k: usize| (ret - start).checked_sub(k).and_then(|i| bytes.get(i).copied()).unwrap_or(0);
-    before(5) == 0xE8
-        || (before(2) == 0xFF && before(1) & 0xF8 == 0xD0)
-        || (before(6) == 0xFF && before(5) == 0x15)
-        || (before(3) == 0xFF && before(2) & 0xF8 == 0x50)
-        || (before(6) == 0xFF && before(5) & 0xF8 == 0x90)
-}
-
-/// Samples whose Java caller [`scan_for_java_caller`] found.
-static SCAN_FOUND: AtomicU64 = AtomicU64::new(0);
-
-/// How many failed walks the stack scan turned into Java stacks, since the
-/// process started.
-pub fn scan_found() -> u64 {
-    SCAN_FOUND.load(Ordering::Relaxed)
 }
 
 fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
@@ -1103,32 +1011,6 @@ mod tests {
 
     /// SIGTRAPs [`on_sigtrap`] recognised as oxprof's perf samples.
     pub(super) static OUR_TRAPS: AtomicU64 = AtomicU64::new(0);
-
-    /// The stack scan takes a word for a return address only when the
-    /// bytes before it end with a call HotSpot emits, at any alignment.
-    #[test]
-    fn follows_call_knows_hotspots_calls_at_any_alignment() {
-        native_unwind::init();
-        let calls: [&[u8]; 6] = [
-            &[0xE8, 1, 2, 3, 4],          // call rel32
-            &[0x41, 0xFF, 0xD2],          // call r10
-            &[0xFF, 0xD0],                // call rax
-            &[0xFF, 0x15, 9, 9, 9, 9],    // call [rip+disp32]
-            &[0xFF, 0x50, 0x10],          // call [rax+disp8]
-            &[0xFF, 0x90, 0x10, 0, 0, 0], // call [rax+disp32]
-        ];
-        let not_calls: [&[u8]; 3] = [&[0x90, 0x90, 0x90, 0x90, 0x90], &[0x48, 0x89, 0xC3], &[0xFF, 0xE0]];
-        for (code, want) in calls.iter().map(|c| (c, true)).chain(not_calls.iter().map(|c| (c, false))) {
-            for shift in 0..16 {
-                let mut buf = [0x90u8; 64];
-                let end = 24 + shift;
-                buf[end - code.len()..end].copy_from_slice(code);
-                let ret = buf.as_ptr() as usize + end;
-                assert_eq!(follows_call(ret), want, "{code:02x?} ending {shift} bytes in");
-            }
-        }
-        assert!(!follows_call(8), "unreadable memory is no call");
-    }
 
     /// Whether the running kernel is at least `major.minor` (the integration
     /// tests have the same helper in `tests/common`).
