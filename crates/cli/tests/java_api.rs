@@ -254,7 +254,7 @@ fn check_otel_labels(stacks: &[(Vec<String>, u64)], truth: &HashMap<String, Hash
         }
     }
     eprintln!("burnAfter: {bare} of {all} samples carry no trace");
-    assert!(all >= 50 && bare as f64 >= 0.95 * all as f64, "after the spans ended (one on another thread): {bare} of {all} samples unlabelled");
+    assert!(all >= 20 && bare as f64 >= 0.95 * all as f64, "after the spans ended (one on another thread): {bare} of {all} samples unlabelled");
 }
 
 /// The docs' OpenTelemetry example, driven as the SDK drives a span
@@ -266,8 +266,8 @@ fn the_opentelemetry_span_processor_of_the_docs_labels_samples_with_their_span()
     let s = Scratch::new("api-otel");
     compile_otel_example(&s.0);
     let out = s.path("otel.collapsed");
-    let (_, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,file={}", out.display()), &["1.5"]);
-    check_otel_labels(&read_collapsed(&out), &truth, 200);
+    let (_, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,file={}", out.display()), &["3"]);
+    check_otel_labels(&read_collapsed(&out), &truth, 50);
 }
 
 /// Continuous profiling recycles label-set ids: a trace id per request for
@@ -279,7 +279,7 @@ fn per_request_trace_ids_outlast_the_label_set_limit_under_continuous_profiling(
     let s = Scratch::new("api-otel-loop");
     compile_otel_example(&s.0);
     let pattern = s.path("iv-%n.collapsed");
-    let (stdout, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,loop=1s,file={}", pattern.display()), &["8", "2"]);
+    let (stdout, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,loop=1s,file={}", pattern.display()), &["10", "3"]);
     let spans: usize = truth.values().map(HashSet::len).sum();
     let stats = stdout.lines().find_map(|l| l.strip_prefix("labels ")).unwrap_or_default().to_string();
     eprintln!("{spans} spans; {stats}");
@@ -298,7 +298,7 @@ fn per_request_trace_ids_outlast_the_label_set_limit_under_continuous_profiling(
     for f in &files {
         all.extend(read_collapsed(f));
     }
-    check_otel_labels(&all, &truth, 1000);
+    check_otel_labels(&all, &truth, 200);
 }
 
 /// The issue's own story: start from code without choosing a file, label
