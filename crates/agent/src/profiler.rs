@@ -261,7 +261,8 @@ impl Profiler {
         let cx = BuildContext { rec, command, symbols, jvmti, jni, threads: &self.threads, vm_structs, close_interval };
         let mut built: Vec<Built> = rec.sources.iter().map(|s| s.build(&cx)).collect();
         if let Some(g) = rec.gate.as_ref().filter(|g| g.ttsp) {
-            let safepoints = g.safepoints();
+            // With `loop=`, the interval's own.
+            let safepoints = g.interval_safepoints(close_interval);
             for b in built.iter_mut().filter(|b| b.key == "cpu") {
                 b.profile.safepoints = safepoints.clone();
             }

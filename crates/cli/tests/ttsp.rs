@@ -162,3 +162,39 @@ fn bad_trigger_names_are_refused_with_close_matches() {
         assert_refused(&o, opts, expected);
     }
 }
+
+/// With `loop=`, each interval's page lists the safepoints requested in
+/// that interval only: together they are every safepoint of the
+/// recording, once.
+#[test]
+fn each_interval_lists_its_own_safepoints() {
+    let s = Scratch::new("ttsp-loop");
+    compile(&s.0, &["TtspLoop.java"]);
+    let pattern = s.path("iv-%n.html");
+    let o = std::process::Command::new(java())
+        .current_dir(&s.0)
+        .arg(format!("-agentpath:{}=start,ttsp,loop=1s,file={}", agent().display(), pattern.display()))
+        .args(["-XX:-UseCountedLoopSafepoints", "-XX:LoopStripMiningIter=0"])
+        .args(["-cp", s.0.to_str().unwrap(), "TtspLoop", "4"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let recorded: u64 = summary_fields(&err, "[oxprof] safepoint summary:").get("safepoints").and_then(|v| v.parse().ok()).expect("safepoint summary");
+    let mut per_interval = Vec::new();
+    for e in std::fs::read_dir(&s.0).unwrap().filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("iv-") && name.ends_with(".html")) {
+            continue;
+        }
+        let page = std::fs::read_to_string(e.path()).unwrap();
+        // "<summary><b>Safepoints</b> N · time to safepoint ..."; no block without safepoints.
+        let n = page.split("<b>Safepoints</b> ").nth(1).and_then(|r| r.split(' ').next()).map_or(0, |n| n.replace(',', "").parse::<u64>().unwrap_or(0));
+        per_interval.push(n);
+    }
+    let listed: u64 = per_interval.iter().sum();
+    eprintln!("{} intervals list {per_interval:?} safepoints, {listed} in all; the recording counted {recorded}", per_interval.len());
+    assert!(per_interval.len() >= 4, "{per_interval:?}");
+    assert!(recorded >= 20, "{recorded} safepoints in 4 s");
+    assert!(listed <= recorded && listed + 2 >= recorded, "the intervals list {listed} safepoints, the recording counted {recorded}: {per_interval:?}");
+}

@@ -39,6 +39,12 @@ struct Kept {
     cursor: u64,
     records: std::collections::VecDeque<Record>,
     dropped: u64,
+    /// Records dropped from the front of `records` so far.
+    popped: u64,
+    /// The first record (counting popped ones) of the current interval of
+    /// continuous profiling: records are given to the interval in which
+    /// they are collected, so one still open at a cut goes to the next.
+    cut: u64,
     /// Read cursor of the JFR stream.
     jfr_cursor: u64,
 }
@@ -139,7 +145,7 @@ pub fn start(config: &Config, start_wall_ns: u64) -> Result<Option<Arc<Gate>>, S
         targets,
         start_mono: crate::sampling::event_log::now_ticks(),
         start_wall_ns,
-        kept: Mutex::new(Kept { cursor, records: Default::default(), dropped: 0, jfr_cursor: cursor }),
+        kept: Mutex::new(Kept { cursor, records: Default::default(), dropped: 0, popped: 0, cut: 0, jfr_cursor: cursor }),
         vtables: OnceLock::new(),
         stopped: Mutex::new(None),
         open_at_stop: Default::default(),
@@ -260,6 +266,7 @@ impl Gate {
         while kept.records.len() > KEEP {
             kept.records.pop_front();
             kept.dropped += 1;
+            kept.popped += 1;
         }
     }
 
@@ -298,7 +305,21 @@ impl Gate {
     pub fn safepoints(&self) -> Vec<Safepoint> {
         self.collect();
         let kept = lock(&self.kept);
-        kept.records.iter().enumerate().map(|(i, r)| self.safepoint(r, i as u64 + 1)).collect()
+        kept.records.iter().enumerate().map(|(i, r)| self.safepoint(r, kept.popped + i as u64 + 1)).collect()
+    }
+
+    /// The kept windows of the current interval of continuous profiling
+    /// (all of them without `loop=`), as safepoints; with `close`, the
+    /// interval ends here and the next starts with the next record.
+    pub fn interval_safepoints(&self, close: bool) -> Vec<Safepoint> {
+        self.collect();
+        let mut kept = lock(&self.kept);
+        let first = kept.cut.saturating_sub(kept.popped) as usize;
+        let list = kept.records.iter().enumerate().skip(first).map(|(i, r)| self.safepoint(r, kept.popped + i as u64 + 1)).collect();
+        if close {
+            kept.cut = kept.popped + kept.records.len() as u64;
+        }
+        list
     }
 
     /// Records not yet given to the JFR stream, with their operation names.
