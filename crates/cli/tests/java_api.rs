@@ -279,7 +279,7 @@ fn per_request_trace_ids_outlast_the_label_set_limit_under_continuous_profiling(
     let s = Scratch::new("api-otel-loop");
     compile_otel_example(&s.0);
     let pattern = s.path("iv-%n.collapsed");
-    let (stdout, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,loop=1s,file={}", pattern.display()), &["10", "3"]);
+    let (stdout, truth) = run_otel(&s.0, &format!("start,event=cpu,interval=1ms,loop=1s,file={}", pattern.display()), &["10", "3", "2300"]);
     let spans: usize = truth.values().map(HashSet::len).sum();
     let stats = stdout.lines().find_map(|l| l.strip_prefix("labels ")).unwrap_or_default().to_string();
     eprintln!("{spans} spans; {stats}");

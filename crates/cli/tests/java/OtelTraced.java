@@ -16,7 +16,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * Two threads, "orders" and "search", serve requests for the given seconds:
  * each request is a root span (a new trace) holding a child span that burns
  * CPU in burnOrders or burnSearch (for the milliseconds of the optional
- * second argument). Each child span's (trace id, span id) is
+ * second argument; the optional third is a number of requests both
+ * threads together serve at least, however long it takes). Each child span's (trace id, span id) is
  * written to spans.txt as "thread trace span", the truth the test checks the
  * samples' labels against. The orders thread then starts a span that another
  * thread ends (asynchronous work), starts and ends one more span, and burns
@@ -107,8 +108,12 @@ public class OtelTraced {
         sink += spin(400_000_000);
     }
 
+    static final java.util.concurrent.atomic.AtomicLong SERVED = new java.util.concurrent.atomic.AtomicLong();
+    static long atLeast;
+
     static void serve(String name, long until, List<String> truth) {
-        while (System.nanoTime() < until) {
+        while (System.nanoTime() < until || SERVED.get() < atLeast) {
+            SERVED.incrementAndGet();
             String trace = hex(32);
             Span root = start(trace);
             Span child = start(trace);
@@ -129,6 +134,9 @@ public class OtelTraced {
         long until = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
         if (args.length > 1) {
             burnNanos = (long) (Double.parseDouble(args[1]) * 1e6);
+        }
+        if (args.length > 2) {
+            atLeast = Long.parseLong(args[2]);
         }
         List<String> truth = new ArrayList<>();
         Thread orders = new Thread(() -> {
