@@ -43,12 +43,8 @@ struct Table {
     recycled: u64,
 }
 
-impl Table {
-    /// Sets that exist (live or retiring), the applications' only.
-    fn named(&self) -> usize {
-        self.sets.len() - 2 - self.free.len()
-    }
-}
+/// A table fuller than this is recycled at an interval's end.
+const RECYCLE_AT: usize = labels::MAX_SETS / 4;
 
 impl Table {
     fn new() -> Table {
@@ -62,6 +58,62 @@ impl Table {
             generation: 0,
             recycled: 0,
         }
+    }
+
+    /// Sets that exist (live or retiring), the applications' only.
+    fn named(&self) -> usize {
+        self.sets.len() - 2 - self.free.len()
+    }
+
+    /// The id of the set `own` (checked keys, bounded values) makes inside
+    /// set `parent`; a retiring id asked for is live again.
+    fn intern(&mut self, parent: u32, own: &[Label]) -> u32 {
+        let outer = self.sets.get(parent as usize).cloned().unwrap_or_default();
+        let set = labels::merge(&outer, own);
+        if let Some(&id) = self.ids.get(&set) {
+            self.retiring.remove(&id);
+            return id;
+        }
+        if self.named() >= labels::MAX_SETS {
+            self.refused += 1;
+            return OVER_LIMIT;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                if let Some(slot) = self.sets.get_mut(id as usize) {
+                    *slot = set.clone();
+                }
+                id
+            }
+            None => {
+                self.sets.push(set.clone());
+                (self.sets.len() - 1) as u32
+            }
+        };
+        self.ids.insert(set, id);
+        id
+    }
+
+    /// See [`recycle`]. A free id's set is empty, which no named set is
+    /// (the empty set is [`NONE`]).
+    fn recycle(&mut self, in_slots: &HashSet<u32>) -> Option<(usize, usize)> {
+        if self.named() <= RECYCLE_AT && self.retiring.is_empty() {
+            return None;
+        }
+        let to_free: Vec<u32> = self.retiring.iter().copied().filter(|id| !in_slots.contains(id)).collect();
+        for &id in &to_free {
+            if let Some(set) = self.sets.get_mut(id as usize) {
+                self.ids.remove(set);
+                set.clear();
+            }
+            self.free.push(id);
+        }
+        self.recycled += to_free.len() as u64;
+        let sets = &self.sets;
+        self.retiring =
+            (OVER_LIMIT + 1..sets.len() as u32).filter(|&id| !in_slots.contains(&id) && sets.get(id as usize).is_some_and(|s| !s.is_empty())).collect();
+        self.generation = self.generation.wrapping_add(1);
+        Some((self.retiring.len(), to_free.len()))
     }
 }
 
@@ -90,59 +142,6 @@ pub fn intern(parent: u32, own: &[Label]) -> Result<u32, String> {
     let Some(t) = guard.as_mut() else { return Ok(OVER_LIMIT) };
     Ok(t.intern(parent, &own))
 }
-
-impl Table {
-    fn intern(&mut self, parent: u32, own: &[Label]) -> u32 {
-        let t = self;
-        let outer = t.sets.get(parent as usize).cloned().unwrap_or_default();
-        let set = labels::merge(&outer, own);
-        if let Some(&id) = t.ids.get(&set) {
-            t.retiring.remove(&id);
-            return id;
-        }
-        if t.named() >= labels::MAX_SETS {
-            t.refused += 1;
-            return OVER_LIMIT;
-        }
-        let id = match t.free.pop() {
-            Some(id) => {
-                if let Some(slot) = t.sets.get_mut(id as usize) {
-                    *slot = set.clone();
-                }
-                id
-            }
-            None => {
-                t.sets.push(set.clone());
-                (t.sets.len() - 1) as u32
-            }
-        };
-        t.ids.insert(set, id);
-        id
-    }
-
-    fn recycle(&mut self, in_slots: &HashSet<u32>) -> Option<(usize, usize)> {
-        let t = self;
-        if t.named() <= RECYCLE_AT && t.retiring.is_empty() {
-            return None;
-        }
-        let to_free: Vec<u32> = t.retiring.iter().copied().filter(|id| !in_slots.contains(id)).collect();
-        for &id in &to_free {
-            if let Some(set) = t.sets.get_mut(id as usize) {
-                t.ids.remove(set);
-                set.clear();
-            }
-            t.free.push(id);
-        }
-        t.recycled += to_free.len() as u64;
-        let free: HashSet<u32> = t.free.iter().copied().collect();
-        t.retiring = (OVER_LIMIT + 1..t.sets.len() as u32).filter(|id| !in_slots.contains(id) && !free.contains(id)).collect();
-        t.generation = t.generation.wrapping_add(1);
-        Some((t.retiring.len(), to_free.len()))
-    }
-}
-
-/// A table fuller than this is recycled at an interval's end.
-const RECYCLE_AT: usize = labels::MAX_SETS / 4;
 
 /// At the end of a continuous-profiling interval, after every store and
 /// log was read: frees the ids that retired at the last recycle and are in
