@@ -75,15 +75,13 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
 /// own file and starts the next (called by the interval thread).
 pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Result<Vec<String>, String> {
     let mut result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
-    // Names of classes that unloaded during the interval are not needed
-    // once no stored stack names them: forget them now, not when tens of
+    // Names of classes that unloaded are not needed once no stored stack
+    // names them. Looking through every stored stack for the methods still
+    // sampled is a good part of a cut: forget them when the names doubled
+    // since the last prune, or a minute has passed, not when tens of
     // thousands have piled up.
-    // Looking through every stored stack for the methods still sampled is
-    // a good part of a cut: do it when the names doubled since the last
-    // prune, or a minute has passed.
-    let prune_due = LAST_PRUNE.lock().unwrap_or_else(|e| e.into_inner()).is_none_or(|t| t.elapsed() >= INTERVAL_PRUNE_EVERY);
-    if agent.symbols.keeps_early_names() && (prune_due || agent.symbols.needs_prune()) {
-        *LAST_PRUNE.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    if agent.symbols.keeps_early_names() && (PRUNE.due() || agent.symbols.needs_prune()) {
+        PRUNE.done();
         let dropped = agent.symbols.prune(jni, &agent.profiler.sampled_methods());
         if dropped > 0 {
             crate::log::debug(&format!("forgot {dropped} method names of unloaded classes"));
@@ -91,7 +89,7 @@ pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Resul
     }
     // Distinct stacks only accumulate: weeks of intervals need room.
     let emptied = agent.profiler.empty_full_stores(store_reset_fill(), || crate::output::jfr_stream::before_store_reset(agent, jni));
-    let trim_due = emptied.is_some() || LAST_TRIM.lock().unwrap_or_else(|e| e.into_inner()).is_none_or(|t| t.elapsed() >= INTERVAL_TRIM_EVERY);
+    let trim_due = emptied.is_some() || TRIM.due();
     if let Some(line) = emptied {
         crate::log::info(&line);
         if let Ok(lines) = result.as_mut() {
@@ -109,19 +107,38 @@ pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Resul
     // emptied, and otherwise every few minutes.
     if trim_due {
         release_freed_memory();
-        *LAST_TRIM.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+        TRIM.done();
     }
     result
 }
 
-/// When an interval last handed freed memory back ([`release_freed_memory`]).
-static LAST_TRIM: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
-/// When an interval last pruned the names of unloaded classes.
-static LAST_PRUNE: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
-/// How often intervals prune names of unloaded classes at least.
-const INTERVAL_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-/// How often intervals hand freed memory back when no store was emptied.
-const INTERVAL_TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
+/// Work an interval's end does at most every so often (unless something
+/// else asks for it sooner): when it was last done.
+struct Periodic {
+    every: std::time::Duration,
+    last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Periodic {
+    const fn every(secs: u64) -> Periodic {
+        Periodic { every: std::time::Duration::from_secs(secs), last: std::sync::Mutex::new(None) }
+    }
+
+    /// Never done yet, or done at least `every` ago.
+    fn due(&self) -> bool {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).is_none_or(|t| t.elapsed() >= self.every)
+    }
+
+    fn done(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
+}
+
+/// Pruning the names of unloaded classes: at least each minute.
+static PRUNE: Periodic = Periodic::every(60);
+/// Handing freed memory back ([`release_freed_memory`]) when no store was
+/// emptied: every 5 minutes.
+static TRIM: Periodic = Periodic::every(300);
 
 /// A sample store fuller than this at the end of an interval is emptied
 /// (`Profiler::empty_full_stores`); `OXPROF_STORE_RESET_FILL` overrides it.
