@@ -113,6 +113,16 @@ impl Frame {
     }
 }
 
+/// A thread root's name (`[name]`, or the agent's `[name tid=N]`): the
+/// thread's name and, in the agent's form, its id.
+pub fn thread_of_root(frame: &str) -> (&str, Option<u64>) {
+    let inner = frame.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(frame);
+    match inner.rsplit_once(" tid=") {
+        Some((name, tid)) if !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()) => (name, tid.parse().ok()),
+        _ => (inner, None),
+    }
+}
+
 /// Which of a sample's two counters a writer shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Counter {

@@ -218,11 +218,7 @@ fn hosts_inlined(kind: FrameKind) -> bool {
 
 /// The thread name of a thread root: `[name]` or the agent's `[name tid=N]`.
 fn thread_name(frame: &str) -> &str {
-    let inner = frame.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(frame);
-    match inner.rsplit_once(" tid=") {
-        Some((name, tid)) if !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => inner,
-    }
+    crate::model::thread_of_root(frame).0
 }
 
 /// The sample-count and total sample types, and the period type, of a kind.

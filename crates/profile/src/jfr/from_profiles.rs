@@ -137,18 +137,14 @@ impl Cx {
 
     /// The id of the thread a root frame (`[name tid=N]` or `[name]`) names.
     fn thread<W: Write>(&mut self, w: &mut JfrWriter<W>, frame: &str) -> u64 {
-        let inner = frame.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(frame);
-        let (name, tid) = match inner.rsplit_once(" tid=") {
-            Some((name, tid)) => (name, tid.parse::<u64>().ok()),
-            None => (inner, None),
-        };
-        if let Some(&t) = self.threads.get(inner) {
+        if let Some(&t) = self.threads.get(frame) {
             return t;
         }
+        let (name, tid) = crate::model::thread_of_root(frame);
         // Thread ids of the file: the agent's when it wrote them, else new
         // ones above any real tid.
         let t = tid.unwrap_or(1 << 32 | self.threads.len() as u64);
-        self.threads.insert(inner.to_string(), t);
+        self.threads.insert(frame.to_string(), t);
         w.thread(t, name, Some(name));
         t
     }
