@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+from soak import slope_per_hour  # bench/soak/soak.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OXPROF = os.path.join(ROOT, "target", "release", "oxprof")
 AGENT = os.path.join(ROOT, "target", "release", "liboxprof.so")
@@ -44,15 +46,6 @@ def rss_mib(pid):
     except OSError:
         return None
 
-
-def slope_per_hour(points):
-    n = len(points)
-    if n < 2:
-        return 0.0
-    mx = sum(p[0] for p in points) / n
-    my = sum(p[1] for p in points) / n
-    sxx = sum((p[0] - mx) ** 2 for p in points)
-    return sum((p[0] - mx) * (p[1] - my) for p in points) / sxx * 3600 if sxx else 0.0
 
 
 def main():
