@@ -304,8 +304,13 @@ impl Gate {
     /// Every kept window, as safepoints.
     pub fn safepoints(&self) -> Vec<Safepoint> {
         self.collect();
-        let kept = lock(&self.kept);
-        kept.records.iter().enumerate().map(|(i, r)| self.safepoint(r, kept.popped + i as u64 + 1)).collect()
+        self.kept_from(&lock(&self.kept), 0)
+    }
+
+    /// The kept records from index `first` on, as safepoints numbered by
+    /// their place in the whole recording.
+    fn kept_from(&self, kept: &Kept, first: usize) -> Vec<Safepoint> {
+        kept.records.iter().enumerate().skip(first).map(|(i, r)| self.safepoint(r, kept.popped + i as u64 + 1)).collect()
     }
 
     /// The kept windows of the current interval of continuous profiling
@@ -314,8 +319,7 @@ impl Gate {
     pub fn interval_safepoints(&self, close: bool) -> Vec<Safepoint> {
         self.collect();
         let mut kept = lock(&self.kept);
-        let first = kept.cut.saturating_sub(kept.popped) as usize;
-        let list = kept.records.iter().enumerate().skip(first).map(|(i, r)| self.safepoint(r, kept.popped + i as u64 + 1)).collect();
+        let list = self.kept_from(&kept, kept.cut.saturating_sub(kept.popped) as usize);
         if close {
             kept.cut = kept.popped + kept.records.len() as u64;
         }
