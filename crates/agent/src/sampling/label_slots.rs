@@ -44,7 +44,7 @@ pub fn current(tid: u32) -> u32 {
     unsafe { &*table.add(tid) }.load(Ordering::Relaxed)
 }
 
-// signal-safe: off (registration, thread end and the recording's start and stop; never in the handler)
+// signal-safe: off (registration, thread end, the recording's start and stop, interval ends; never in the handler)
 /// The address of thread `tid`'s slot, the table mapped on first use and
 /// the slot's page marked written; `None` when the tid is beyond the table
 /// or the memory cannot be mapped.
