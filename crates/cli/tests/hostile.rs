@@ -432,3 +432,179 @@ fn keep_in_another_users_jvm_attached_by_root_and_by_that_user() {
     keep_deletes_only_what_it_wrote(Who::Nobody, Who::Me);
     keep_deletes_only_what_it_wrote(Who::Nobody, Who::Nobody);
 }
+
+/// `log=` naming a FIFO (with no reader, and with a reader waiting) or a
+/// directory: the JVM refuses the option at once, with one line saying why,
+/// and writes nothing into the FIFO.
+fn log_planted_as_fifo_or_directory(jvm: Who) {
+    let p = place(&format!("hostile-log-{jvm:?}"), jvm);
+    let run = |log: &Path| {
+        let mut cmd = jvm.command(java());
+        cmd.current_dir(&p.cwd).arg(format!("-agentpath:{}=start,log={}", agent().display(), log.display())).arg("-cp").arg(&p.s.0).args(["CpuBurn", "1"]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(cmd.output());
+        });
+        let o = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("the JVM hung on log={}", log.display()));
+        o.unwrap()
+    };
+    let fifo = p.out.join("agent.log");
+    mkfifo(&fifo);
+    let opts = format!("start,log={}", fifo.display());
+    let refused = format!("invalid agent option 'log={}': cannot open the log file: it exists and is not a regular file", fifo.display());
+    assert_refused(&run(&fifo), &opts, &refused);
+    // A reader waiting at the other end (opened without blocking): the
+    // agent's open succeeds and it must still refuse, writing nothing.
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    assert_refused(&run(&fifo), &opts, &refused);
+    let mut got = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut &reader, &mut got);
+    assert!(got.is_empty(), "the agent wrote {} bytes into the FIFO", got.len());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+    let dir = p.out.join("logdir");
+    std::fs::create_dir(&dir).unwrap();
+    let o = run(&dir);
+    assert!(!o.status.success(), "{}", text(&o.stderr));
+    let line = text(&o.stderr).lines().find(|l| l.starts_with("oxprof:")).map(str::to_string).unwrap_or_default();
+    assert!(line.contains(&format!("'log={}': cannot open the log file: Is a directory", dir.display())), "{line}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+#[test]
+fn log_file_planted_as_fifo_or_directory_is_refused_at_once() {
+    log_planted_as_fifo_or_directory(Who::Me);
+}
+
+#[test]
+#[ignore = "needs root; scripts/test.sh runs it when run as root"]
+fn log_file_planted_as_fifo_or_directory_in_another_users_jvm() {
+    log_planted_as_fifo_or_directory(Who::Nobody);
+}
+
+/// Runs `argv` in new pid and mount namespaces with `root` as its root
+/// directory (`pivot_root`, as a container runtime does): `root` gets
+/// /usr, /etc, /dev, /bin and /lib binds and its own /proc and /tmp
+/// (sticky, world-writable). Needs root. The same set-up as the attach
+/// crate's container test.
+fn spawn_in_container(root: &Path, argv: &[&OsStr]) -> RunningJvm {
+    let script = r#"set -e
+R=$1; shift
+mount --bind "$R" "$R"
+for d in bin lib lib32 lib64 libx32 sbin; do
+  if [ -L /$d ]; then ln -s "$(readlink /$d)" "$R/$d"; elif [ -d /$d ]; then mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; fi
+done
+for d in usr etc dev; do mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; done
+mkdir -p "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
+mount -t proc proc "$R/proc"
+mkdir -p "$R/.old"; cd "$R"; pivot_root . .old; umount -l /.old; cd /; exec "$@"
+"#;
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).args(argv);
+    RunningJvm::spawn(cmd, root, "ready")
+}
+
+/// The pid of `unshare`'s child (the JVM, once setpriv exec'd it).
+fn container_jvm_pid(unshare: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children")).unwrap();
+    children.split_whitespace().next().expect("unshare has no child").parse().unwrap()
+}
+
+/// The name `oxprof attach` first gives its agent's copy in a JVM's /tmp:
+/// `liboxprof-<FNV-1a of its bytes, 16 hex digits>.so` (crates/attach,
+/// `copy_name`); the test checks below that the plant was met there.
+fn copy_name(agent: &Path) -> String {
+    let hash = std::fs::read(agent).unwrap().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    format!("liboxprof-{hash:016x}.so")
+}
+
+/// The agent library a JVM mapped, as the JVM names it.
+fn mapped_agent(pid: u32) -> Option<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("liboxprof")).map(str::to_string)
+}
+
+/// A JVM of nobody's in a container (its own mount and pid namespaces,
+/// another root) does not see our agent, so `oxprof attach` copies it into
+/// the JVM's /tmp, as the JVM's user. Something planted at the copy's name
+/// (a link to a file of nobody's, a FIFO, a directory, another library of
+/// nobody's) is never followed, opened for writing, waited on or
+/// overwritten: the copy goes to a fresh name, and profiling works.
+/// Attached by root and by nobody.
+#[test]
+#[ignore = "needs root; scripts/test.sh runs it when run as root"]
+fn agent_copy_in_a_container_meets_a_planted_name() {
+    assert_eq!(euid(), 0, "needs root (namespaces, a JVM of another user)");
+    let name = copy_name(&agent());
+    let classes = Scratch::new("hostile-copy-classes");
+    compile(&classes.0, &["CpuBurn.java"]);
+    for cli in [Who::Me, Who::Nobody] {
+        // "none" first: the copy takes `name` when nothing is there, so
+        // the plants below are met where the copy would go.
+        for plant in ["none", "symlink", "fifo", "directory", "other library"] {
+            let s = Scratch::new(&format!("hostile-copy-{cli:?}-{}", plant.replace(' ', "-")));
+            chmod(&s.0, 0o755);
+            let root = s.path("root");
+            std::fs::create_dir_all(root.join("app")).unwrap();
+            std::fs::create_dir_all(root.join("tmp")).unwrap();
+            chmod(&root.join("tmp"), 0o1777);
+            for class in std::fs::read_dir(&classes.0).unwrap() {
+                let class = class.unwrap().path();
+                std::fs::copy(&class, root.join("app").join(class.file_name().unwrap())).unwrap();
+            }
+            // A file of nobody's inside the container, which nobody may write.
+            let victim = root.join("home-nobody.txt");
+            std::fs::write(&victim, PRECIOUS).unwrap();
+            Who::Nobody.own(&victim);
+            let planted = root.join("tmp").join(&name);
+            match plant {
+                "symlink" => symlink("/home-nobody.txt", &planted).unwrap(),
+                "fifo" => mkfifo(&planted),
+                "directory" => std::fs::create_dir(&planted).unwrap(),
+                "other library" => std::fs::write(&planted, "\x7fELF not oxprof's\n").unwrap(),
+                _ => {}
+            }
+            if plant != "none" {
+                Who::Nobody.own(&planted);
+            }
+            let java = std::fs::canonicalize(java()).unwrap();
+            let argv: Vec<&OsStr> = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                .iter()
+                .map(OsStr::new)
+                .chain([java.as_os_str()])
+                .chain(["-cp", "/app", "CpuBurn", "600"].iter().map(OsStr::new))
+                .collect();
+            let mut container = spawn_in_container(&root, &argv);
+            let pid = container_jvm_pid(container.pid());
+            let what = format!("{plant}, attached by {cli:?}");
+            let o = attach_as(cli, pid, &["start", "--interval", "2ms", "-o", "/tmp/p.collapsed"]);
+            assert!(o.status.success(), "{what}: {}{}", text(&o.stdout), text(&o.stderr));
+            wait_for_cpu(pid, process_cpu_ms(pid), 500, &what);
+            let o = attach_as(cli, pid, &["stop"]);
+            assert!(o.status.success(), "{what}: {}{}", text(&o.stdout), text(&o.stderr));
+            // The copy went to another name; it is nobody's and not writable by others.
+            let mapped = mapped_agent(pid).unwrap_or_else(|| panic!("{what}: the agent is not mapped"));
+            let copy = Path::new(&mapped).file_name().unwrap().to_string_lossy().into_owned();
+            assert!(mapped.starts_with("/tmp/liboxprof-") && (copy == name) == (plant == "none"), "{what}: the JVM loaded {mapped}, the name planted {name}");
+            let m = std::fs::symlink_metadata(root.join("tmp").join(&copy)).unwrap();
+            assert_eq!((m.is_file(), m.uid(), m.mode() & 0o777), (true, NOBODY, 0o644), "{what}");
+            assert_eq!(std::fs::read(root.join("tmp").join(&copy)).unwrap(), std::fs::read(agent()).unwrap(), "{what}");
+            // The plant is as it was.
+            let m = std::fs::symlink_metadata(&planted).unwrap();
+            match plant {
+                "none" => {}
+                "symlink" => assert!(m.file_type().is_symlink(), "{what}"),
+                "fifo" => assert!(m.file_type().is_fifo(), "{what}"),
+                "directory" => assert!(m.is_dir() && std::fs::read_dir(&planted).unwrap().count() == 0, "{what}"),
+                _ => assert_eq!(std::fs::read(&planted).unwrap(), b"\x7fELF not oxprof's\n", "{what}"),
+            }
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS, "{what}");
+            let profile = root.join("tmp/p.collapsed");
+            assert!(samples_with(&read_collapsed(&profile), "CpuBurn.spin") > 50, "{what}");
+            assert_eq!(std::fs::metadata(&profile).unwrap().uid(), NOBODY, "{what}");
+            assert!(container.alive(), "{what}");
+        }
+    }
+}
