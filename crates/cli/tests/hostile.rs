@@ -608,3 +608,72 @@ fn agent_copy_in_a_container_meets_a_planted_name() {
         }
     }
 }
+
+/// `%t` in local time, as the agent writes it (`YYYYMMDD-HHMMSS`).
+fn timestamp(secs: i64) -> String {
+    // SAFETY: all-zero is a valid `tm`; localtime_r fills it from `t`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let t = secs as libc::time_t;
+    // SAFETY: both pointers are to live locals.
+    assert!(!unsafe { libc::localtime_r(&t, &mut tm) }.is_null());
+    format!("{:04}{:02}{:02}-{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// A pattern of `%p` and `%t`: once the JVM's pid is known, every name
+/// the next ten seconds can give is kept planted as a link to the victim
+/// while the JVM runs. No link is followed, every interval lands in a
+/// private fallback (or, for the first, named before the plants, in its
+/// place), and together they hold the burner's CPU time.
+#[test]
+fn time_and_pid_named_intervals_planted_ahead_lose_nothing() {
+    let p = place("hostile-loop-time", Who::Me);
+    let pattern = p.out.join("t-%p-%t.collapsed");
+    let opts = format!("start,event=cpu,interval=1ms,total,loop=1s,file={}", pattern.display());
+    let mut cmd = java_cmd([format!("-agentpath:{}={opts}", agent().display()), "-cp".into(), p.s.0.display().to_string(), "CpuBurn".into(), "5".into()]);
+    cmd.current_dir(&p.cwd);
+    let mut run = RunningJvm::spawn(cmd, &p.cwd, "ready");
+    let pid = run.pid();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let planter = {
+        let (stop, out, victim) = (stop.clone(), p.out.clone(), p.victim.clone());
+        std::thread::spawn(move || {
+            let mut links = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+                for secs in now..now + 10 {
+                    let name = out.join(format!("t-{pid}-{}.collapsed", timestamp(secs)));
+                    if symlink(&victim, &name).is_ok() {
+                        links.push(name);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            links
+        })
+    };
+    let o = finish_within(&mut run, WORK_CAP, "%p-%t");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let links = planter.join().unwrap();
+    let log = text(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    let planted = Plants { victim: p.victim.clone(), links, fifos: vec![], dirs: vec![], users: vec![] };
+    planted.check();
+    let moved = fallbacks(&log);
+    for (wanted, fallback, why) in &moved {
+        assert!(planted.links.contains(wanted), "{} was not planted\n{log}", wanted.display());
+        assert_eq!(why, "it is a symbolic link, which oxprof does not follow");
+        assert_private(fallback, &p.cwd, Who::Me);
+    }
+    let in_place: Vec<PathBuf> = std::fs::read_dir(&p.out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.to_string_lossy().contains(&format!("t-{pid}-")) && std::fs::symlink_metadata(f).unwrap().is_file())
+        .collect();
+    assert!(in_place.len() <= 1, "intervals written in place of planted names: {in_place:?}");
+    let files: Vec<PathBuf> = in_place.into_iter().chain(moved.iter().map(|(_, f, _)| f.clone())).collect();
+    assert!(files.len() >= 5 && moved.len() + 1 >= files.len(), "{} intervals, {} moved\n{log}", files.len(), moved.len());
+    let truth: f64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("CPU_NS ")).expect("CPU_NS").trim().parse().unwrap();
+    let ratio = files.iter().map(|f| samples_with(&read_collapsed(f), "CpuBurn.spin")).sum::<u64>() as f64 / truth;
+    eprintln!("%p-%t: {} intervals, {} moved to fallbacks, samples {ratio:.3} of the burner's CPU time", files.len(), moved.len());
+    assert!((0.93..=1.05).contains(&ratio), "the intervals hold {ratio:.3} of the program's CPU time\n{log}");
+}
