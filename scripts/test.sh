@@ -15,6 +15,9 @@ command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
 command -v go >/dev/null || apt_install golang-go
 # Node runs the flame graph page's data functions (crates/profile/tests/flamegraph_js.rs).
 command -v node >/dev/null || apt_install nodejs
+# ASM, for the Java agent that rewrites bytecode beside oxprof (crates/cli/tests/rewriter.rs);
+# the agent uses the ASM 9 API only (Debian 12 ships 9.4-1).
+[ -f /usr/share/java/asm.jar ] || apt_install libasm-java
 # The official OpenTelemetry protobuf package decodes the OTLP profiles payload
 # (crates/profile/tests/otlp_python.rs); pinned with the protobuf runtime it uses.
 python3 -m pip install -q opentelemetry-proto==1.45.2 protobuf==7.36.2
