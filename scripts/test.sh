@@ -15,6 +15,9 @@ command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
 command -v go >/dev/null || apt_install golang-go
 # Node runs the flame graph page's data functions (crates/profile/tests/flamegraph_js.rs).
 command -v node >/dev/null || apt_install nodejs
+# ASM, for the Java agent that rewrites bytecode beside oxprof (crates/cli/tests/rewriter.rs);
+# the agent uses the ASM 9 API only (Debian 12 ships 9.4-1).
+[ -f /usr/share/java/asm.jar ] || apt_install libasm-java
 # The official OpenTelemetry protobuf package decodes the OTLP profiles payload
 # (crates/profile/tests/otlp_python.rs); pinned with the protobuf runtime it uses.
 python3 -m pip install -q opentelemetry-proto==1.45.2 protobuf==7.36.2
@@ -49,7 +52,11 @@ if [ "$(id -u)" != 0 ]; then
   skip=(--skip jvm_of_another_user --skip permission_denied_for_another_users_jvm
         --skip assumed_identity_has_only_the_targets_groups --skip foreign_stale_socket_is_left_to_the_targets_user
         --skip target_files_are_read_as_the_targets_user --skip planted_reply_files_of_another_users_jvm
-        --skip a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback)
+        --skip a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback
+        --skip interval_names_planted_in_another_users_jvm_lose_nothing
+        --skip keep_in_another_users_jvm_attached_by_root_and_by_that_user
+        --skip log_file_planted_as_fifo_or_directory_in_another_users_jvm
+        --skip agent_copy_in_a_container_meets_a_planted_name)
 fi
 # The module structure: no import cycles, signal-safe modules kept apart.
 python3 scripts/check-layout.py

@@ -218,10 +218,14 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
     }
     // Each interval to its own file; a dump, to the interval's file so far.
     // (At an interval's end and at JVM exit the command's options are the
-    // recording's own, whose `file=` is the pattern.)
-    if looping && (command.file.is_none() || command.file == rec.config.file) {
+    // recording's own, whose `file=` is the pattern.) An interval's file
+    // replaces only a file this recording wrote; a file the command names
+    // is the user's choice.
+    let interval_file = looping && (command.file.is_none() || command.file == rec.config.file);
+    if interval_file {
         out.file = output::intervals::current_path().or(out.file);
     }
+    let may_replace: output::files::MayReplace<'_> = if interval_file { &output::intervals::may_replace } else { &output::files::any_file };
     let mut lines: Vec<String> = built.iter().map(|b| b.summary_line.clone()).collect();
     if let Some(g) = &rec.gate {
         lines.push(g.summary_line());
@@ -231,21 +235,26 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
         if let Some(report) = built.iter().find_map(|b| b.leak.as_deref()) {
             crate::output::jfr_stream::live_sites(agent, report);
         }
+        let mut finished = None;
         let streamed = match cut {
-            Cut::Last => crate::output::jfr_stream::finish(agent, jni),
+            Cut::Last => {
+                let (lines, file) = crate::output::jfr_stream::finish(agent, jni);
+                finished = file;
+                lines
+            }
             Cut::Dump => crate::output::jfr_stream::flush(agent, jni),
             Cut::Interval => match output::intervals::advance() {
-                Some(next) => crate::output::jfr_stream::cut(agent, jni, &next).map(|(summary, path)| {
-                    output::intervals::written(std::slice::from_ref(&path));
-                    vec![summary, format!("profile written to {}", path.display())]
+                Some(next) => crate::output::jfr_stream::cut(agent, jni, &next).map(|(summary, ended)| {
+                    output::intervals::written(std::slice::from_ref(&ended));
+                    vec![summary, format!("profile written to {}", ended.path.display())]
                 }),
                 None => Err("continuous profiling is not running".into()),
             },
         };
         let jfr_file: Option<std::path::PathBuf> =
             streamed.as_ref().ok().and_then(|l| l.iter().find_map(|l| l.strip_prefix("profile written to "))).map(Into::into);
-        if let (Cut::Last, true, Some(path)) = (cut, looping, &jfr_file) {
-            output::intervals::written(std::slice::from_ref(path));
+        if let (true, Some(_), Some(file)) = (looping, &jfr_file, &finished) {
+            output::intervals::written(std::slice::from_ref(file));
         }
         if jfr_file.is_some() && out.output_format() == OutputFormat::Jfr {
             push(&mut lines, jfr_file.as_deref());
@@ -277,16 +286,18 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
         // over the recording.
         lines.push("note: this recording was not started with a .jfr file, so the JFR file holds its samples without their times (spread evenly over the recording); start with file=....jfr for a timeline".into());
     }
-    let paths = if looping && !output::intervals::writes_files() { Vec::new() } else { output::write_profiles(&built, &out)? };
+    let files = if looping && !output::intervals::writes_files() { Vec::new() } else { output::write_profiles(&built, &out, may_replace)? };
     push(&mut lines, None);
     if ends_interval {
-        output::intervals::written(&paths);
+        output::intervals::written(&files);
         if cut == Cut::Interval {
             output::intervals::advance();
         }
+    } else if interval_file {
+        output::intervals::dumped(&files);
     }
-    for path in paths {
-        lines.push(format!("profile written to {}", path.display()));
+    for file in files {
+        lines.push(format!("profile written to {}", file.path.display()));
     }
     crate::log::debug(&format!("profiles built and written in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
     Ok(lines)

@@ -12,6 +12,13 @@
 //!
 //! Symbolic links in the directories above the file are followed: those
 //! directories are the user's choice (`file=`, `log=`), or the CLI's.
+//!
+//! Continuous profiling's interval files are named by oxprof, not the user
+//! (`%n`, `%t`): an existing regular file at such a name is someone's (a
+//! file of the user's, an earlier run's interval) and is never replaced;
+//! writes take a [`MayReplace`] that says which existing files they may
+//! replace, and return the [`FileId`] of the file written so that `keep=`
+//! later deletes only that file.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -25,6 +32,65 @@ use std::sync::Mutex;
 
 /// Mode of every file the agent creates (before the umask).
 pub const FILE_MODE: u32 = 0o600;
+
+/// Which file a path named once it was written: its device, inode and
+/// status-change time. A file put in its place later, or a link, is another
+/// file: the inode number alone is not enough, since a file system hands a
+/// freed inode number to the next file made (ext4 does at once). Nobody can
+/// set a ctime (any change to the file moves it to now), so a file of
+/// someone else's made later at a reused inode differs in it; a change to
+/// our file since makes it another file too, which only ever keeps it.
+/// Taken after the last write (which moves the ctime).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        FileId { dev: meta.dev(), ino: meta.ino(), ctime: (meta.ctime(), meta.ctime_nsec()) }
+    }
+
+    /// The identity of the open file `probe` (a descriptor of the file
+    /// written, kept open beside the writer's), if it can be read.
+    pub fn of_open(probe: &Option<File>) -> Option<FileId> {
+        probe.as_ref().and_then(|f| f.metadata().ok()).map(|m| FileId::of(&m))
+    }
+
+    /// Whether `meta` (from `symlink_metadata` or `fstat`) is this file.
+    pub fn is(&self, meta: &std::fs::Metadata) -> bool {
+        *self == FileId::of(meta)
+    }
+}
+
+/// A file written, and which file it was (`None` if that could not be
+/// told: such a file is never taken for ours).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub path: PathBuf,
+    pub id: Option<FileId>,
+}
+
+impl Written {
+    /// Whether `meta` is this file, as it was written.
+    pub fn is(&self, meta: &std::fs::Metadata) -> bool {
+        self.id.is_some_and(|id| id.is(meta))
+    }
+}
+
+/// Whether an existing regular file (its metadata) may be replaced by a
+/// write to its path.
+pub type MayReplace<'a> = &'a dyn Fn(&std::fs::Metadata) -> bool;
+
+/// Any regular file may be replaced: a path the user named.
+pub fn any_file(_: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Why an existing file was not replaced ([`MayReplace`] said no).
+pub const NOT_OURS: &str = "it exists and this recording did not write it (an interval never replaces another file)";
 
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
@@ -116,20 +182,21 @@ fn open_existing_with(path: &Path, append: bool, truncate: bool) -> io::Result<F
 
 /// Writes an output the user named (`file=`, the default name) with
 /// `write`. A new file is created (exclusively, 0600) and written in place.
-/// An existing regular file, accepted as [`open_existing`] accepts it, is
-/// never truncated: the output goes to a new file beside it (random name,
-/// 0600) that is renamed over it once complete, so a write that fails half
-/// way (a full disk, a quota) leaves the previous file whole. A character
-/// device (`/dev/null`) is written as it is. Returns whether something was
-/// there before; on an error nothing of this write is left behind except,
-/// for a new file, what fitted.
-pub fn write_chosen(path: &Path, write: impl Fn(File) -> io::Result<()>) -> io::Result<bool> {
+/// An existing regular file, accepted as [`open_existing`] accepts it and
+/// by `may_replace`, is never truncated: the output goes to a new file
+/// beside it (random name, 0600) that is renamed over it once complete, so
+/// a write that fails half way (a full disk, a quota) leaves the previous
+/// file whole. A character device (`/dev/null`) is written as it is.
+/// Returns whether something was there before, and which file was written
+/// (see [`FileId`]); on an error nothing of this write is left behind
+/// except, for a new file, what fitted.
+pub fn write_chosen(path: &Path, may_replace: MayReplace<'_>, write: impl Fn(File) -> io::Result<()>) -> io::Result<(bool, Option<FileId>)> {
     let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
     let mut last = None;
     // Between the two opens the file can vanish or appear: try again.
     for _ in 0..3 {
         match open_raw(path, create) {
-            Ok(f) => return write(f).map(|()| false),
+            Ok(f) => return write_probed(f, &write).map(|id| (false, id)),
             Err(e) if is_errno(&e, libc::EEXIST) => {}
             Err(e) => return Err(e),
         }
@@ -141,25 +208,48 @@ pub fn write_chosen(path: &Path, write: impl Fn(File) -> io::Result<()>) -> io::
             }
             Err(e) => return Err(e),
         };
-        if existing.metadata()?.file_type().is_char_device() {
-            return write(existing).map(|()| true);
+        let meta = existing.metadata()?;
+        if meta.file_type().is_char_device() {
+            return write(existing).map(|()| (true, None));
+        }
+        if !may_replace(&meta) {
+            return Err(refused(NOT_OURS));
         }
         drop(existing);
         let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
         let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
-        let written = open_new(&tmp).and_then(&write).and_then(|()| std::fs::rename(&tmp, path));
+        // The identity after the rename, which moves the ctime on ext4.
+        let written = open_new(&tmp).and_then(|f| {
+            let probe = f.try_clone().ok();
+            write(f)?;
+            std::fs::rename(&tmp, path)?;
+            Ok(FileId::of_open(&probe))
+        });
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        return written.map(|()| true);
+        return written.map(|id| (true, id));
     }
     Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::ENOENT)))
+}
+
+/// Writes the new file `f` with `write` and returns which file it was once
+/// written (read from a second descriptor, since `write` closes its own).
+pub fn write_probed(f: File, write: impl Fn(File) -> io::Result<()>) -> io::Result<Option<FileId>> {
+    let probe = f.try_clone().ok();
+    write(f)?;
+    Ok(FileId::of_open(&probe))
 }
 
 /// Opens a path the user chose (`file=`, the default output name, `log=`):
 /// creates it, or reuses it if it is an existing regular file (see
 /// [`open_existing`]). Returns whether the file existed.
 pub fn open_chosen(path: &Path, append: bool) -> io::Result<(File, bool)> {
+    open_chosen_with(path, append, &any_file)
+}
+
+/// [`open_chosen`], reusing an existing regular file only if `may_replace`.
+pub fn open_chosen_with(path: &Path, append: bool, may_replace: MayReplace<'_>) -> io::Result<(File, bool)> {
     let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | if append { libc::O_APPEND } else { 0 };
     let mut last = None;
     // Between the two opens the file can vanish or appear: try again.
@@ -169,8 +259,19 @@ pub fn open_chosen(path: &Path, append: bool) -> io::Result<(File, bool)> {
             Err(e) if is_errno(&e, libc::EEXIST) => {}
             Err(e) => return Err(e),
         }
-        match open_existing(path, append) {
-            Ok(f) => return Ok((f, true)),
+        match open_existing_with(path, append, false) {
+            Ok(f) => {
+                let meta = f.metadata()?;
+                if meta.file_type().is_file() {
+                    if !may_replace(&meta) {
+                        return Err(refused(NOT_OURS));
+                    }
+                    if !append {
+                        f.set_len(0)?;
+                    }
+                }
+                return Ok((f, true));
+            }
             Err(e) if is_errno(&e, libc::ENOENT) => last = Some(e),
             Err(e) => return Err(e),
         }
@@ -180,8 +281,8 @@ pub fn open_chosen(path: &Path, append: bool) -> io::Result<(File, bool)> {
 
 /// [`open_chosen`] for output files (truncated), with a log line when an
 /// existing file is overwritten.
-pub fn open_output(path: &Path) -> io::Result<File> {
-    let (file, existed) = open_chosen(path, false)?;
+pub fn open_output(path: &Path, may_replace: MayReplace<'_>) -> io::Result<File> {
+    let (file, existed) = open_chosen_with(path, false, may_replace)?;
     if existed {
         crate::log::info(&format!("overwriting the existing file {}", path.display()));
     }
@@ -219,6 +320,11 @@ pub fn private_dir(base: &Path) -> io::Result<PathBuf> {
     let dir = PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes));
     dirs.push(dir.clone());
     Ok(dir)
+}
+
+/// Whether `path` is in one of this process's private fallback directories.
+pub fn in_private_dir(path: &Path) -> bool {
+    path.parent().is_some_and(|dir| PRIVATE_DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|d| d == dir))
 }
 
 /// Creates a new fallback file `stem.ext` (or `stem-2.ext`, ... if taken) in
@@ -320,7 +426,7 @@ mod tests {
         }
         assert!(open_new(&link).is_err());
         assert!(open_existing(&link, false).is_err());
-        assert!(open_output(&link).is_err());
+        assert!(open_output(&link, &any_file).is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         // A dangling link is not created through either.
@@ -359,7 +465,7 @@ mod tests {
         let s = Scratch::new("replace-fail");
         let p = s.0.join("out.collapsed");
         std::fs::write(&p, "the previous profile\n").unwrap();
-        let e = write_chosen(&p, |mut f| {
+        let e = write_chosen(&p, &any_file, |mut f| {
             f.write_all(b"half of a new pro")?;
             Err(io::Error::from_raw_os_error(libc::ENOSPC))
         })
@@ -368,18 +474,60 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "the previous profile\n");
         assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 1, "a temporary file was left");
         // A write that succeeds replaces it, and says it was there.
-        assert!(write_chosen(&p, |mut f| f.write_all(b"new\n")).unwrap());
+        let (existed, id) = write_chosen(&p, &any_file, |mut f| f.write_all(b"new\n")).unwrap();
+        assert!(existed);
+        assert!(id.unwrap().is(&std::fs::symlink_metadata(&p).unwrap()), "the id is not the file's renamed into place");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n");
         assert_eq!(mode(&p), 0o600);
         // A new file is written in place and not reported as replaced.
-        assert!(!write_chosen(&s.0.join("fresh"), |mut f| f.write_all(b"x")).unwrap());
+        let (existed, id) = write_chosen(&s.0.join("fresh"), &any_file, |mut f| f.write_all(b"x")).unwrap();
+        assert!(!existed);
+        assert!(id.unwrap().is(&std::fs::symlink_metadata(s.0.join("fresh")).unwrap()));
         // A planted symbolic link is refused, its target untouched.
         let target = s.0.join("target");
         std::fs::write(&target, "keep").unwrap();
         let link = s.0.join("link");
         symlink(&target, &link).unwrap();
-        assert!(write_chosen(&link, |mut f| f.write_all(b"x")).is_err());
+        assert!(write_chosen(&link, &any_file, |mut f| f.write_all(b"x")).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    /// A write that may replace only certain files (an interval's) leaves
+    /// any other existing regular file as it is, and says why.
+    #[test]
+    fn a_file_may_replace_refuses_is_left_whole() {
+        let s = Scratch::new("may-replace");
+        let p = s.0.join("iv-3.collapsed");
+        std::fs::write(&p, "the user's\n").unwrap();
+        let never = |_: &std::fs::Metadata| false;
+        let e = write_chosen(&p, &never, |mut f| f.write_all(b"x")).unwrap_err();
+        assert_eq!(e.to_string(), NOT_OURS);
+        let e = open_chosen_with(&p, false, &never).unwrap_err();
+        assert_eq!(e.to_string(), NOT_OURS);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "the user's\n");
+        assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 1, "a temporary file was left");
+        // The file a write made may be replaced by the next, by its id.
+        let q = s.0.join("iv-4.collapsed");
+        let (_, first) = write_chosen(&q, &never, |mut f| f.write_all(b"dump\n")).unwrap();
+        let first = first.unwrap();
+        let ours = move |m: &std::fs::Metadata| first.is(m);
+        let (existed, second) = write_chosen(&q, &ours, |mut f| f.write_all(b"interval\n")).unwrap();
+        let second = second.unwrap();
+        assert!(existed && second != first);
+        assert_eq!(std::fs::read_to_string(&q).unwrap(), "interval\n");
+        let (f, existed) = open_chosen_with(&q, false, &|m: &std::fs::Metadata| second.is(m)).unwrap();
+        assert!(existed);
+        assert_eq!(f.metadata().unwrap().len(), 0, "reused but not truncated");
+        drop(f);
+        // Deleted and made again at once, a file gets the freed inode
+        // number on ext4: still another file.
+        let r = s.0.join("iv-5.collapsed");
+        let (_, id) = write_chosen(&r, &never, |mut f| f.write_all(b"interval\n")).unwrap();
+        let id = id.unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::remove_file(&r).unwrap();
+        std::fs::write(&r, "the user's\n").unwrap();
+        assert!(!id.is(&std::fs::symlink_metadata(&r).unwrap()), "a new file at {} taken for the one written", r.display());
     }
 
     #[test]

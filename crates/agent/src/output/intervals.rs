@@ -5,6 +5,14 @@
 //! process id, `%t` the interval's start time, `%n` its sequence number),
 //! the list of files kept, and the counters `status` reports.
 //!
+//! Interval files are named by oxprof, not by the user, and `keep=` deletes
+//! them: so an interval never replaces a file it did not write (a file of
+//! the user's at that name, an earlier run's interval: the interval goes to
+//! the private fallback, and the log says so), and `keep=` deletes a file
+//! only while it is still the one the recording wrote there (same device and
+//! inode, not a symbolic link): a link or a file put in its place since is
+//! left, with a line in the log.
+//!
 //! How an interval holds each sample once: the sample stores only add to
 //! counters while profiling runs, and each interval's profile is what they
 //! gained since the previous one ended (`sampling::interval`); a JFR
@@ -30,6 +38,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::jvmti;
 use crate::log;
 use crate::options::Config;
+use crate::output::files::Written;
 use crate::Agent;
 
 /// Counters for `status` and the log.
@@ -41,6 +50,13 @@ pub struct Counts {
     pub written: u64,
     /// Files deleted by `keep=`.
     pub deleted: u64,
+    /// Files `keep=` left because something else is at their name now.
+    pub left: u64,
+    /// Files written to a private fallback directory instead of their
+    /// name, and the last of them (an attached agent logs only errors:
+    /// `status` is where an operator learns of them).
+    pub fallbacks: u64,
+    pub last_fallback: Option<PathBuf>,
     /// Intervals that could not be written whole.
     pub failed: u64,
     pub last_error: Option<String>,
@@ -70,7 +86,10 @@ struct State {
     /// Where the interval in progress goes.
     path: PathBuf,
     /// Files written, oldest first (for `keep=`).
-    files: VecDeque<PathBuf>,
+    files: VecDeque<Written>,
+    /// Files a `dump` wrote at the interval's own name (which the
+    /// interval's end replaces).
+    dumps: Vec<Written>,
     counts: Counts,
 }
 
@@ -199,7 +218,7 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
     if push.as_ref().is_none_or(|p| p.files) {
         crate::output::check_writable(&path)?;
     }
-    let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), counts: Counts::default() };
+    let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), dumps: Vec::new(), counts: Counts::default() };
     // Every interval names native frames again: keep the symbol tables.
     crate::native::symbols::keep_between_builds(true);
     *lock(&LOOP) = Some(Arc::new(Loop {
@@ -339,7 +358,7 @@ pub fn advance() -> Option<PathBuf> {
     st.seq += 1;
     st.counts.intervals += 1;
     let mut path = expand(&l.pattern, st.seq, now_secs());
-    if path == st.path || st.files.contains(&path) {
+    if path == st.path || st.files.iter().any(|w| w.path == path) {
         // `%t` alone, two intervals in one second (a late cut): never
         // replace an interval's file with the next.
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -350,31 +369,75 @@ pub fn advance() -> Option<PathBuf> {
         path = path.with_file_name(unique);
     }
     st.path = path;
+    st.dumps.clear();
     Some(st.path.clone())
 }
 
+/// Whether an interval file may replace the existing regular file `meta`:
+/// only a file this recording wrote (an interval's, or a dump of the
+/// interval in progress), never a file that was there before or was put
+/// there since.
+pub fn may_replace(meta: &std::fs::Metadata) -> bool {
+    current().is_some_and(|l| {
+        let st = lock(&l.state);
+        st.files.iter().chain(&st.dumps).any(|w| w.is(meta))
+    })
+}
+
+/// Notes the files a `dump` wrote at the interval's own name.
+pub fn dumped(files: &[Written]) {
+    let Some(l) = current() else { return };
+    lock(&l.state).dumps.extend(files.iter().cloned());
+}
+
 /// Notes the files an interval was written to, and deletes the oldest past
-/// `keep=` (only files this recording wrote).
-pub fn written(paths: &[PathBuf]) {
+/// `keep=` (only files this recording wrote, still as it wrote them).
+pub fn written(files: &[Written]) {
     let Some(l) = current() else { return };
     let mut st = lock(&l.state);
-    for p in paths {
+    for w in files {
         st.counts.written += 1;
-        if !st.files.contains(p) {
-            st.files.push_back(p.clone());
+        if crate::output::files::in_private_dir(&w.path) {
+            st.counts.fallbacks += 1;
+            st.counts.last_fallback = Some(w.path.clone());
         }
+        st.files.retain(|old| old.path != w.path);
+        st.files.push_back(w.clone());
     }
     // Several files per interval (collapsed and pprof write one per kind):
     // keep counts intervals, so it applies to files per kind.
-    let per_interval = paths.len().max(1);
+    let per_interval = files.len().max(1);
     let Some(keep) = l.keep.map(|k| k * per_interval) else { return };
     while st.files.len() > keep {
         let Some(old) = st.files.pop_front() else { break };
-        match std::fs::remove_file(&old) {
-            Ok(()) => st.counts.deleted += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => log::warn(&format!("keep={}: cannot delete {}: {e}", l.keep.unwrap_or(0), old.display())),
+        match delete_own(&old) {
+            Ok(true) => st.counts.deleted += 1,
+            Ok(false) => {}
+            Err(e) => {
+                st.counts.left += 1;
+                log::warn(&format!("keep={}: left {}: {e}", l.keep.unwrap_or(0), old.path.display()));
+            }
         }
+    }
+}
+
+/// Deletes `old` if its path still names the file the recording wrote
+/// there; `Ok(false)` if nothing is there any more. Someone who can put a
+/// file or a link in its place (a writer of that directory, or the JVM's
+/// user) could also swap it between the look and the unlink; what the look
+/// stops is deleting what was put there before it: a link (or its target),
+/// a file of the user's.
+fn delete_own(old: &Written) -> Result<bool, String> {
+    match std::fs::symlink_metadata(&old.path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot look at it: {e}")),
+        Ok(m) if !m.file_type().is_file() || !old.is(&m) => return Err("it is no longer the file this recording wrote there".into()),
+        Ok(_) => {}
+    }
+    match std::fs::remove_file(&old.path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot delete it: {e}")),
     }
 }
 
@@ -391,21 +454,28 @@ pub fn counts() -> Option<Counts> {
     current().map(|l| lock(&l.state).counts.clone())
 }
 
-/// The `status` part: `loop=60s interval 3 (intervals=3 files=3 deleted=0 failed=0)`.
+/// The `status` part: `loop=60s: interval 3 to PATH (ended=3 files_written=3
+/// deleted=0 left=0 fallbacks=0 failed=0)`, then `last_fallback=`,
+/// `last_error=` when there are any.
 pub fn status() -> Option<String> {
     let l = current()?;
     let st = lock(&l.state);
     let c = &st.counts;
     let mut s = format!(
-        "loop={}s: interval {} to {} (ended={} files_written={} deleted={} failed={}",
+        "loop={}s: interval {} to {} (ended={} files_written={} deleted={} left={} fallbacks={} failed={}",
         l.every.as_secs_f64(),
         st.seq,
         st.path.display(),
         c.intervals,
         c.written,
         c.deleted,
+        c.left,
+        c.fallbacks,
         c.failed
     );
+    if let Some(p) = &c.last_fallback {
+        s.push_str(&format!(" last_fallback={}", p.display()));
+    }
     if let Some(e) = &c.last_error {
         s.push_str(&format!(" last_error={e}"));
     }

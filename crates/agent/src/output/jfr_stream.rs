@@ -23,6 +23,8 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use crate::output::files::{FileId, Written};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
@@ -170,8 +172,9 @@ struct Inner {
 }
 
 struct Stream {
-    /// The file written now (a new one each interval with `loop=`).
-    path: Mutex<PathBuf>,
+    /// The file written now (a new one each interval with `loop=`), and a
+    /// second descriptor of it, to tell which file it is once written.
+    file: Mutex<(PathBuf, Option<File>)>,
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -216,6 +219,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
     }
     let wanted = config.file.clone().unwrap_or_else(|| output::default_path(OutputFormat::Jfr));
     let (path, file) = create(&wanted)?;
+    let probe = file.try_clone().ok();
     let cpu = match config.cpu {
         Some(_) => Some(Source { store: crate::sampling::cpu::store()?, log: leaked_log(&CPU_LOG) }),
         None => None,
@@ -260,7 +264,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         failed: None,
     };
     *slot = Some(Arc::new(Stream {
-        path: Mutex::new(path),
+        file: Mutex::new((path, probe)),
         inner: Mutex::new(inner),
         stop: Arc::new(AtomicBool::new(false)),
         thread: Mutex::new(None),
@@ -270,15 +274,19 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
 }
 
 /// Opens `wanted` (see `files::open_output`), or a new fallback file in a
-/// private directory under the working or temp directory.
+/// private directory under the working or temp directory. With `loop=`,
+/// `wanted` is an interval's file, which never replaces an existing file
+/// (`intervals::may_replace`).
 fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
-    let first_error = match crate::output::files::open_output(wanted) {
+    use crate::output::files;
+    let may_replace: files::MayReplace<'_> = if crate::output::intervals::is_active() { &crate::output::intervals::may_replace } else { &files::any_file };
+    let first_error = match files::open_output(wanted, may_replace) {
         Ok(f) => return Ok((wanted.to_path_buf(), f)),
         Err(e) => e,
     };
     let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
-    for base in crate::output::files::fallback_bases() {
-        if let Ok((p, f)) = crate::output::files::open_fallback(&base, &stem, "jfr") {
+    for base in files::fallback_bases() {
+        if let Ok((p, f)) = files::open_fallback(&base, &stem, "jfr") {
             log::warn(&format!("cannot create {}: {first_error}; writing the JFR recording to {} instead", wanted.display(), p.display()));
             return Ok((p, f));
         }
@@ -347,7 +355,7 @@ pub fn begin(agent: &'static Agent) {
 pub fn abort() {
     if let Some(stream) = lock(&STREAM).take() {
         detach_logs(&lock(&stream.inner));
-        let _ = std::fs::remove_file(&*lock(&stream.path));
+        let _ = std::fs::remove_file(&lock(&stream.file).0);
     }
 }
 
@@ -358,7 +366,7 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, false);
-    let path = lock(&stream.path).clone();
+    let path = lock(&stream.file).0.clone();
     Ok(vec![inner.summary(&path, None)])
 }
 
@@ -421,10 +429,17 @@ fn model_frame(f: &oxprof_profile::Frame) -> JfrFrame {
     JfrFrame { class, method, descriptor: String::new(), line: -1, bci: -1, kind }
 }
 
+/// The file `stream` writes to, as it is now (see `files::FileId`).
+fn written(stream: &Stream) -> Written {
+    let file = lock(&stream.file);
+    Written { path: file.0.clone(), id: FileId::of_open(&file.1) }
+}
+
 /// Stop: ends the streaming thread, writes what is left and the last chunk.
-/// Sampling must already be stopped.
-pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
-    let stream = current().ok_or("no JFR recording is running")?;
+/// Sampling must already be stopped. Returns the lines for the log and the
+/// file written.
+pub fn finish(agent: &Agent, jni: Jni) -> (Result<Vec<String>, String>, Option<Written>) {
+    let Some(stream) = current() else { return (Err("no JFR recording is running".into()), None) };
     stream.stop.store(true, Ordering::SeqCst);
     if let Some(h) = lock(&stream.thread).take() {
         let _ = h.join();
@@ -434,11 +449,13 @@ pub fn finish(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
     *lock(&STREAM) = None;
-    let path = lock(&stream.path).clone();
-    match &inner.failed {
+    let file = written(&stream);
+    let path = &file.path;
+    let lines = match &inner.failed {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", path.display())),
-        None => Ok(vec![inner.summary(&path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", path.display())]),
-    }
+        None => Ok(vec![inner.summary(path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", path.display())]),
+    };
+    (lines, Some(file))
 }
 
 /// The sample stores are about to be emptied (writers are paused): writes
@@ -457,24 +474,25 @@ pub fn before_store_reset(agent: &Agent, jni: Jni) {
 /// recording of its own (everything logged so far, its last chunk closed)
 /// and the events logged from now on go to a new file at `next` (or a
 /// fallback beside it, as at start). Returns the summary line of the file
-/// ended and its path; an error when it could not be written whole (the
+/// ended and the file; an error when it could not be written whole (the
 /// next file is opened all the same).
-pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, PathBuf), String> {
+pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), String> {
     let stream = current().ok_or("no JFR recording is running")?;
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
-    let ended = lock(&stream.path).clone();
+    let ended = written(&stream);
     let result = match inner.failed.take() {
-        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", ended.display())),
-        None => Ok((inner.summary(&ended, None), ended.clone())),
+        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", ended.path.display())),
+        None => Ok((inner.summary(&ended.path, None), ended)),
     };
     match create(next) {
         Ok((path, file)) => {
+            let probe = file.try_clone().ok();
             inner.writer = JfrWriter::new(file);
             inner.counts = Counts::default();
             inner.destination = path.display().to_string();
-            *lock(&stream.path) = path;
+            *lock(&stream.file) = (path, probe);
             inner.begin_chunk();
         }
         Err(e) => {

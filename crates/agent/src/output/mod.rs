@@ -25,6 +25,7 @@ use oxprof_profile::flamegraph::{self, HtmlOptions, View};
 use oxprof_profile::{otlp, pprof, OutputFormat, Profile};
 
 use crate::log;
+use files::{MayReplace, Written};
 
 /// Sites printed in the text leak report.
 pub const REPORT_SITES: usize = 20;
@@ -88,30 +89,31 @@ fn write_to(file: File, built: &[&Built], config: &Config, format: OutputFormat)
 }
 
 /// Writes with `write` to `wanted` ([`files::write_chosen`]: an existing
-/// file is replaced only by a complete new one), or,
-/// when that fails, to a new file `stem.ext` in this process's private
+/// file is replaced only by a complete new one, and only if `may_replace`),
+/// or, when that fails, to a new file `stem.ext` in this process's private
 /// directory under the working directory, then under the temp directory.
-/// Returns the path written and, for a fallback, why `wanted` was not; or
+/// Returns the file written and, for a fallback, why `wanted` was not; or
 /// the first error.
 fn write_with_fallback(
     wanted: &Path,
+    may_replace: MayReplace<'_>,
     stem: &str,
     ext: &str,
     write: impl Fn(File) -> std::io::Result<()>,
-) -> Result<(PathBuf, Option<std::io::Error>), std::io::Error> {
-    let first_error = match files::write_chosen(wanted, &write) {
-        Ok(existed) => {
+) -> Result<(Written, Option<std::io::Error>), std::io::Error> {
+    let first_error = match files::write_chosen(wanted, may_replace, &write) {
+        Ok((existed, id)) => {
             if existed {
                 crate::log::info(&format!("overwriting the existing file {}", wanted.display()));
             }
-            return Ok((wanted.to_path_buf(), None));
+            return Ok((Written { path: wanted.to_path_buf(), id }, None));
         }
         Err(e) => e,
     };
     for base in files::fallback_bases() {
         let Ok((path, file)) = files::open_fallback(&base, stem, ext) else { continue };
-        if write(file).is_ok() {
-            return Ok((path, Some(first_error)));
+        if let Ok(id) = files::write_probed(file, &write) {
+            return Ok((Written { path, id }, Some(first_error)));
         }
         files::discard_fallback(&path);
     }
@@ -156,14 +158,16 @@ fn sibling(path: &Path, key: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes the profiles; returns the paths actually written. HTML puts all of
+/// Writes the profiles; returns the files actually written. An existing
+/// regular file at a path is replaced only if `may_replace` (continuous
+/// profiling's interval files replace only their own). HTML puts all of
 /// them in one page; collapsed stacks and pprof write the first to the chosen
 /// file and each further one beside it (`profile.alloc.collapsed`,
 /// `profile.alloc.pb.gz`): one pprof file per kind is what Go's pprof and
 /// Pyroscope expect (one period type per file), except that live objects
 /// join the allocations' file as Go's heap profiles have them
 /// (`alloc_objects alloc_space inuse_objects inuse_space`).
-pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, String> {
+pub fn write_profiles(built: &[Built], config: &Config, may_replace: MayReplace<'_>) -> Result<Vec<Written>, String> {
     let format = config.output_format();
     let wanted = config.file.clone().unwrap_or_else(|| default_path(format));
     // With live tracking, `.txt` (or format=leaks) is the leak report, and
@@ -171,9 +175,9 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
     if let Some(live) = built.iter().find(|b| b.leak.is_some()) {
         let txt = wanted.extension().is_some_and(|e| e.eq_ignore_ascii_case("txt"));
         if config.live.report_format || (config.format.is_none() && txt) {
-            let mut paths = vec![write_leak_report(&wanted, live)?];
+            let mut paths = vec![write_leak_report(&wanted, live, may_replace)?];
             for b in built.iter().filter(|b| b.leak.is_none()) {
-                paths.push(write_one(&sibling(&wanted.with_extension("collapsed"), b.key), &[b], config, OutputFormat::Collapsed)?);
+                paths.push(write_one(&sibling(&wanted.with_extension("collapsed"), b.key), &[b], config, OutputFormat::Collapsed, may_replace)?);
             }
             return Ok(paths);
         }
@@ -183,7 +187,7 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
             return ordered
                 .iter()
                 .enumerate()
-                .map(|(i, b)| write_one(&if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, &[b], config, format))
+                .map(|(i, b)| write_one(&if i == 0 { wanted.clone() } else { sibling(&wanted, b.key) }, &[b], config, format, may_replace))
                 .collect();
         }
     }
@@ -206,15 +210,15 @@ pub fn write_profiles(built: &[Built], config: &Config) -> Result<Vec<PathBuf>, 
             groups
         }
     };
-    groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format)).collect()
+    groups.into_iter().map(|(path, group)| write_one(&path, &group, config, format, may_replace)).collect()
 }
 
-fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFormat) -> Result<PathBuf, String> {
+fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFormat, may_replace: MayReplace<'_>) -> Result<Written, String> {
     let stem = fallback_stem(built.first().map(|b| b.key).unwrap_or("profile"));
-    match write_with_fallback(wanted, &stem, format.extension(), |file| write_to(file, built, config, format)) {
-        Ok((path, None)) => Ok(path),
+    match write_with_fallback(wanted, may_replace, &stem, format.extension(), |file| write_to(file, built, config, format)) {
+        Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
-            log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
+            log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
             Ok(fallback)
         }
         Err(first_error) => {
@@ -224,17 +228,17 @@ fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFor
 }
 
 /// Writes the text leak report, with the same fallback as profiles.
-fn write_leak_report(wanted: &Path, live: &Built) -> Result<PathBuf, String> {
+fn write_leak_report(wanted: &Path, live: &Built, may_replace: MayReplace<'_>) -> Result<Written, String> {
     let Some(report) = live.leak.as_deref() else { return Err("no leak report".into()) };
     let write = |file: File| -> std::io::Result<()> {
         let mut w = BufWriter::new(file);
         report.write_text(REPORT_SITES, &mut w)?;
         finish(w)
     };
-    match write_with_fallback(wanted, &fallback_stem("leaks"), "txt", write) {
-        Ok((path, None)) => Ok(path),
+    match write_with_fallback(wanted, may_replace, &fallback_stem("leaks"), "txt", write) {
+        Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
-            log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.display()));
+            log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
             Ok(fallback)
         }
         Err(first_error) => Err(format!("could not write the leak report to {} ({first_error}), nor to a fallback file", wanted.display())),
