@@ -34,6 +34,7 @@ impl JvmtiError {
             JVMTI_ERROR_INVALID_ENVIRONMENT => "INVALID_ENVIRONMENT",
             JVMTI_ERROR_INTERNAL => "INTERNAL",
             JVMTI_ERROR_THREAD_NOT_ALIVE => "THREAD_NOT_ALIVE",
+            JVMTI_ERROR_UNSUPPORTED_VERSION => "UNSUPPORTED_VERSION",
             _ => "UNKNOWN",
         }
     }
@@ -114,18 +115,29 @@ impl Jvmti {
     /// `vm` must be the JavaVM the JVM passed to `Agent_OnLoad` or
     /// `Agent_OnAttach`.
     pub unsafe fn from_vm(vm: *mut JavaVM) -> JvmtiResult<Jvmti> {
-        let mut env: *mut c_void = ptr::null_mut();
-        // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/OnAttach.
-        let rc = unsafe {
-            match (**vm).GetEnv {
-                Some(f) => f(vm, &mut env, JVMTI_VERSION_1_2 as jint),
-                None => JNI_ERR,
+        // HotSpot refuses JVMTI environments (JNI_EDETACHED) between its
+        // onload and live phases. The attach listener can already run then:
+        // a JVM attached to while still starting gets there a few
+        // milliseconds before its main thread enters the live phase, so wait
+        // for it (the listener thread waits, never a thread of the program).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let mut env: *mut c_void = ptr::null_mut();
+            // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/OnAttach.
+            let rc = unsafe {
+                match (**vm).GetEnv {
+                    Some(f) => f(vm, &mut env, JVMTI_VERSION_1_2 as jint),
+                    None => JNI_ERR,
+                }
+            };
+            if rc == JNI_OK as jint && !env.is_null() {
+                return Ok(Jvmti(env as *mut jvmtiEnv));
             }
-        };
-        if rc != JNI_OK as jint || env.is_null() {
-            return Err(JvmtiError(JVMTI_ERROR_UNSUPPORTED_VERSION));
+            if rc != JNI_EDETACHED || std::time::Instant::now() >= deadline {
+                return Err(JvmtiError(if rc == JNI_EDETACHED { JVMTI_ERROR_WRONG_PHASE } else { JVMTI_ERROR_UNSUPPORTED_VERSION }));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        Ok(Jvmti(env as *mut jvmtiEnv))
     }
 
     pub fn potential_capabilities(self) -> JvmtiResult<jvmtiCapabilities> {

@@ -78,6 +78,12 @@ unsafe impl Sync for Agent {}
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
+/// Set by `Agent_OnLoad`: VMInit finishes what loading at start-up began.
+/// An agent attached to a JVM still starting may see VMInit too (its
+/// environment can be created between the live phase and the event), and
+/// must not start a second time there.
+static LOADED_AT_STARTUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Runs an entry point, turning a panic into a logged error and `on_panic`.
 fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -176,7 +182,13 @@ fn callbacks() -> jvmtiEventCallbacks {
 /// Creates the agent: capabilities, callbacks, events. Shared by load and attach.
 fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
     // SAFETY: `vm` is the JavaVM passed to Agent_OnLoad/Agent_OnAttach.
-    let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| format!("cannot get a JVMTI environment: {e}"))?;
+    let jvmti = unsafe { Jvmti::from_vm(vm) }.map_err(|e| {
+        if e.0 == JVMTI_ERROR_WRONG_PHASE {
+            format!("cannot get a JVMTI environment: the JVM did not reach its live phase within 10 s (still starting, or shutting down): {e}")
+        } else {
+            format!("cannot get a JVMTI environment: {e}")
+        }
+    })?;
     let can_tag = capabilities(jvmti, &config)?;
     if let Some(interval) = config.alloc {
         // HotSpot draws each thread's next sample point with the interval in
@@ -233,6 +245,7 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
 #[no_mangle]
 pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     guard("Agent_OnLoad", JNI_ERR, || {
+        LOADED_AT_STARTUP.store(true, std::sync::atomic::Ordering::Relaxed);
         match configure(&options_string(options)).and_then(|config| init(vm, config)) {
             Ok(_) => JNI_OK as jint,
             Err(e) => {
@@ -515,6 +528,9 @@ fn finish(agent: &Agent, jni: Jni) {
 
 unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("VMInit", (), || {
+        if !LOADED_AT_STARTUP.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let Some(agent) = AGENT.get() else { return };
         let jvmti = Jvmti(jvmti_env);
         let jni = Jni(jni);

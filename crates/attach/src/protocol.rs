@@ -6,7 +6,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::creds;
@@ -223,44 +223,70 @@ fn start_listener(target: &Target, sock: &Path, deadline: &Deadline) -> Result<(
     }
 }
 
-/// `.attach_pid<nspid>`, created in the JVM's working directory (or its
-/// /tmp) for the duration of the trigger, and removed afterwards.
+/// `.attach_pid<nspid>`, created for the duration of the trigger in both
+/// places HotSpot looks (its working directory, then its /tmp), and removed
+/// afterwards.
+///
+/// Both, because the working directory is not stable while a JVM starts:
+/// HotSpot moves into its hsperfdata directory for a few milliseconds to
+/// create its performance-data file, with its SIGQUIT handler already
+/// installed, and a trigger put there is not found when the signal is
+/// handled (measured: one attach in three within the first 40 ms of a
+/// JDK 17 timed out). Each file is made and removed through a descriptor of
+/// the directory it went into, so a later change of directory cannot leave
+/// it behind.
 struct TriggerFile {
-    path: Option<PathBuf>,
+    made: Vec<(OwnedFd, std::ffi::CString)>,
 }
 
 impl TriggerFile {
     fn create(target: &Target) -> Result<TriggerFile, AttachError> {
         let name = format!(".attach_pid{}", target.ns_pid);
-        let cwd = target.cwd.join(&name);
-        let in_cwd = match create_trigger(&cwd) {
-            Ok(t) => return Ok(t),
-            Err(e) => e,
-        };
-        match create_trigger(&target.root.join("tmp").join(&name)) {
-            Ok(t) => Ok(t),
-            Err(_) if !process::exists(target.pid) => Err(AttachError::NoSuchProcess(target.pid)),
-            Err(e) => Err(AttachError::io(
-                format!("creating the attach trigger file {name} for JVM {} (in its working directory: {in_cwd}; in its /tmp)", target.pid),
-                e,
+        let mut trigger = TriggerFile { made: Vec::new() };
+        let in_cwd = trigger.create_in(&target.cwd, &name);
+        let in_tmp = trigger.create_in(&target.root.join("tmp"), &name);
+        match (in_cwd, in_tmp) {
+            (Ok(()), _) | (_, Ok(())) => Ok(trigger),
+            _ if !process::exists(target.pid) => Err(AttachError::NoSuchProcess(target.pid)),
+            (Err(cwd), Err(tmp)) => Err(AttachError::io(
+                format!("creating the attach trigger file {name} for JVM {} (in its working directory: {cwd}; in its /tmp)", target.pid),
+                tmp,
             )),
         }
     }
-}
 
-fn create_trigger(path: &Path) -> io::Result<TriggerFile> {
-    match OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path) {
-        Ok(_) => Ok(TriggerFile { path: Some(path.to_path_buf()) }),
-        // Someone else is attaching right now: their file serves us too.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(TriggerFile { path: None }),
-        Err(e) => Err(e),
+    /// Creates `name` in `dir`; one that exists already (someone else is
+    /// attaching right now) serves us too and is left to its owner.
+    fn create_in(&mut self, dir: &Path, name: &str) -> io::Result<()> {
+        let dir = OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(dir)?;
+        let dir = OwnedFd::from(dir);
+        let cname = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `dir` is an open directory descriptor and `cname` a
+        // NUL-terminated name; openat returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::AlreadyExists { Ok(()) } else { Err(e) };
+        }
+        // SAFETY: the kernel just gave us this descriptor; closing it at once.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        self.made.push((dir, cname));
+        Ok(())
     }
 }
 
 impl Drop for TriggerFile {
     fn drop(&mut self) {
-        if let Some(p) = &self.path {
-            let _ = std::fs::remove_file(p);
+        for (dir, name) in &self.made {
+            // SAFETY: an open directory descriptor and a NUL-terminated name.
+            unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
         }
     }
 }
@@ -507,6 +533,7 @@ fn sockaddr(path: &Path) -> Result<(libc::sockaddr_un, libc::socklen_t), AttachE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn requests() {

@@ -327,3 +327,54 @@ fn list_prints_no_control_characters() {
     let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{} ", jvm.pid()))).unwrap_or_else(|| panic!("pid missing from:\n{out}"));
     assert!(line.ends_with("idle]0;owned[2J.jar"), "{line}");
 }
+
+/// A JVM attached to while it is still starting. Two races of HotSpot's
+/// start-up: its working directory is its hsperfdata directory for a few
+/// milliseconds (with SIGQUIT already caught), so a trigger file put there
+/// is never found; and its attach listener can answer before the JVM enters
+/// its live phase, when no JVMTI environment is given out. Every attach, at
+/// delays from launch that cover the whole start-up (finely the first 60 ms,
+/// where the first race was seen one time in three), records the program's
+/// own loop; none fails, and no trigger file is left anywhere.
+#[test]
+fn attach_to_a_jvm_still_starting() {
+    let s = Scratch::new("attach-starting");
+    compile(&s.0, &["Spin.java"]);
+    let mut failures = Vec::new();
+    let delays = (0..60).step_by(4).chain((80..=300).step_by(40));
+    for delay_ms in delays {
+        let mut child = java_cmd(["-cp", s.0.to_str().unwrap(), "Spin", "forever"])
+            .current_dir(&s.0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let child_pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let out = s.path(&format!("d{delay_ms}.collapsed"));
+        let o = attach(child.id(), &["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()]);
+        let alive = child.try_wait().unwrap().is_none();
+        let _ = child.kill();
+        let jvm = child.wait_with_output().unwrap();
+        let err = text(&o.stderr);
+        let loops = if out.exists() { samples_with(&read_collapsed(&out), "Spin.loop") } else { 0 };
+        eprintln!("attach {delay_ms} ms after launch: success={} Spin.loop samples={loops}", o.status.success());
+        if !o.status.success() || loops == 0 || !alive {
+            failures.push(format!("{delay_ms} ms: attach {}, {loops} samples, JVM alive {alive}: {err} / JVM: {}", o.status, text(&jvm.stderr)));
+        }
+        let trigger = format!(".attach_pid{}", child_pid);
+        let hsperf = std::env::temp_dir().join(format!("hsperfdata_{}", whoami()));
+        for dir in [s.0.clone(), std::path::PathBuf::from("/tmp"), hsperf] {
+            if dir.join(&trigger).exists() {
+                failures.push(format!("{delay_ms} ms: {} left behind", dir.join(&trigger).display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "attaching to a starting JVM failed:\n{}", failures.join("\n"));
+}
+
+/// The name of the user running the tests (hsperfdata directories carry it).
+fn whoami() -> String {
+    let o = Command::new("id").arg("-un").output().unwrap();
+    text(&o.stdout).trim().to_string()
+}
