@@ -8,7 +8,9 @@
 //!    mount namespace (we reach it through `/proc/<pid>/root`). `<nspid>` is
 //!    its pid in its own pid namespace.
 //! 2. If the socket is missing, the attacher creates `.attach_pid<nspid>` in
-//!    the JVM's working directory (or its `/tmp`) and sends it `SIGQUIT`; the
+//!    the JVM's working directory and in its `/tmp` (HotSpot looks in both;
+//!    while starting it sits in its hsperfdata directory for a few
+//!    milliseconds, so the working directory alone can miss) and sends it `SIGQUIT`; the
 //!    JVM's signal thread sees the file and starts the listener. A process
 //!    that does not catch `SIGQUIT` would die of it, so we check first.
 //! 3. The request is `1\0<command>\0<arg1>\0<arg2>\0<arg3>\0`; the reply is a
