@@ -502,7 +502,7 @@ fn log_file_planted_as_fifo_or_directory_in_another_users_jvm() {
 /// /usr, /etc, /dev, /bin and /lib binds and its own /proc and /tmp
 /// (sticky, world-writable). Needs root. The same set-up as the attach
 /// crate's container test.
-fn spawn_in_container(root: &Path, argv: &[&OsStr]) -> RunningJvm {
+fn spawn_in_container(root: &Path, argv: &[&OsStr]) -> Container {
     let script = r#"set -e
 R=$1; shift
 mount --bind "$R" "$R"
@@ -516,7 +516,35 @@ mkdir -p "$R/.old"; cd "$R"; pivot_root . .old; umount -l /.old; cd /; exec "$@"
 "#;
     let mut cmd = Command::new("unshare");
     cmd.args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).args(argv);
-    RunningJvm::spawn(cmd, root, "ready")
+    let unshare = RunningJvm::spawn(cmd, root, "ready");
+    let jvm = container_jvm_pid(unshare.pid());
+    Container { unshare, jvm }
+}
+
+/// A JVM in a container, killed on drop with its `unshare`: `--kill-child`
+/// gives the JVM a parent-death signal, but setpriv's change of user clears
+/// it, so the JVM (pid 1 of its namespace) would outlive a failed test.
+struct Container {
+    unshare: RunningJvm,
+    jvm: u32,
+}
+
+impl Container {
+    /// The JVM's pid, as we see it.
+    fn pid(&self) -> u32 {
+        self.jvm
+    }
+
+    fn alive(&mut self) -> bool {
+        self.unshare.alive()
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // SAFETY: kill takes a pid and a signal number by value.
+        unsafe { libc::kill(self.jvm as libc::pid_t, libc::SIGKILL) };
+    }
 }
 
 /// The pid of `unshare`'s child (the JVM, once setpriv exec'd it).
@@ -590,7 +618,7 @@ fn agent_copy_in_a_container_meets_a_planted_name() {
                 .chain(["-cp", "/app", "CpuBurn", "600"].iter().map(OsStr::new))
                 .collect();
             let mut container = spawn_in_container(&root, &argv);
-            let pid = container_jvm_pid(container.pid());
+            let pid = container.pid();
             let what = format!("{plant}, attached by {cli:?}");
             let o = attach_as(cli, pid, &["start", "--interval", "2ms", "-o", "/tmp/p.collapsed"]);
             assert!(o.status.success(), "{what}: {}{}", text(&o.stdout), text(&o.stderr));
