@@ -104,3 +104,56 @@ fn attach_start_stop_undoes_the_park_hook_each_time() {
     assert_eq!(stops.matches("park_hook=unbound").count(), 2, "{stops}\n{err}");
     assert!(!err.contains("[warning]") && !stops.contains("[warning]"), "{err}");
 }
+
+/// The owner of a `java.util.concurrent` lock when a recorded wait for it
+/// began is the sample's `lock_owner` label: in collapsed stacks (a root
+/// frame), and through JFR in `report --by lock_owner` and `convert
+/// --label`. Truth: each waiter notes the lock's owner before every wait
+/// and sums the waits by owner (tests/java/LockOwners.java).
+#[test]
+fn lock_waits_name_the_owner_of_the_lock() {
+    let s = Scratch::new("lock-owner");
+    compile(&s.0, &["LockOwners.java"]);
+    let col = s.path("o.collapsed");
+    let o = run_java(&s.0, &format!("event=lock,lock=0,total,file={}", col.display()), &[], &s.0, &["LockOwners", "3"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let t = truth_line(&stdout);
+    let stacks = read_collapsed(&col);
+    for (site, holder, key) in
+        [("LockOwners.waitOnA", "holder-A1", "waitA"), ("LockOwners.waitOnA", "holder-A2", "waitA"), ("LockOwners.waitOnB", "holder-B", "waitB")]
+    {
+        let all = samples_with(&stacks, site) as f64;
+        let label = format!("[lock_owner={holder}]");
+        let by_holder: u64 = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site) && st.contains(&label)).map(|(_, n)| n).sum();
+        let unlabelled: u64 =
+            stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site) && !st.iter().any(|f| f.starts_with("[lock_owner="))).map(|(_, n)| n).sum();
+        let share = by_holder as f64 / all.max(1.0);
+        let truth = t[&format!("{key}_by_{holder}")] / t[key];
+        eprintln!(
+            "{site}: {:.0} ms waited, {:.1}% of it with {holder} as owner (truth {:.1}%), {:.1}% without an owner",
+            all / 1e6,
+            100.0 * share,
+            100.0 * truth,
+            100.0 * unlabelled as f64 / all.max(1.0)
+        );
+        assert!(truth > 0.2, "the program's own truth: {holder} held the lock for only {:.0}% of the waits", 100.0 * truth);
+        assert!((share - truth).abs() <= 0.10, "{site}: {:.1}% of the waiting time names {holder}, truth {:.1}%\n{stacks:?}", 100.0 * share, 100.0 * truth);
+        assert!((all - t[key]).abs() <= 0.10 * t[key], "{site}: {all} ns waited, truth {}", t[key]);
+    }
+
+    // Through JFR: the owner is a label report and convert select by.
+    let rec = s.path("o.jfr");
+    let o = run_java(&s.0, &format!("event=lock,lock=0,file={}", rec.display()), &[], &s.0, &["LockOwners", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--lock", "--by", "lock_owner"]).output().unwrap();
+    let report = text(&r.stdout);
+    assert!(r.status.success(), "{report}{}", text(&r.stderr));
+    assert!(report.contains("holder-A1") && report.contains("holder-A2") && report.contains("holder-B"), "{report}");
+    let only_b = s.path("b.collapsed");
+    let c = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--lock", "--label", "lock_owner=holder-B", "-o", only_b.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let b = read_collapsed(&only_b);
+    let (on_b, total) = (samples_with(&b, "LockOwners.waitOnB"), total(&b));
+    assert!(on_b > 0 && on_b as f64 >= 0.9 * total as f64, "convert --label lock_owner=holder-B: {on_b} of {total} samples wait for B\n{b:?}");
+}

@@ -58,7 +58,7 @@ pub unsafe fn on_entered(sampler: &LockSampler, jvmti: Jvmti, jni: Jni, _thread:
     let _ = STACK.try_with(|s| {
         let (frames, n) = &mut *s.borrow_mut();
         // SAFETY: `class` is the local reference just returned (or null).
-        unsafe { sampler.record_stack(jvmti, Kind::Monitor, class, weight, frames, *n) };
+        unsafe { sampler.record_stack(jvmti, Kind::Monitor, class, weight, frames, *n, None) };
     });
     // SAFETY: as above; not used afterwards.
     unsafe { jni.delete_local(class) };

@@ -61,6 +61,8 @@ struct Refs {
     unsafe_class: usize,
     lock_class: usize,
     park_blocker: usize,
+    /// `AbstractOwnableSynchronizer.exclusiveOwnerThread`.
+    owner: usize,
     /// `oxprof.Rebind` and its `rebind(long)`.
     rebind_class: usize,
     rebind: usize,
@@ -185,6 +187,7 @@ static REFS: Mutex<Option<Refs>> = Mutex::new(None);
 /// the hook (read without the lock).
 static PARK_BLOCKER: AtomicUsize = AtomicUsize::new(0);
 static LOCK_CLASS: AtomicUsize = AtomicUsize::new(0);
+static OWNER_FIELD: AtomicUsize = AtomicUsize::new(0);
 
 /// The JVM's function behind `Unsafe.park`, from the `Method` its
 /// `jmethodID` names.
@@ -238,9 +241,15 @@ pub fn install(sampler: &'static LockSampler, jvmti: Jvmti, jni: Jni, vs: Option
         if park_blocker == 0 {
             return Err("java.lang.Thread has no parkBlocker field".into());
         }
+        // SAFETY: `lock_class` is a live global reference to a class.
+        let owner = unsafe { jni.field_id(lock_class as jclass, c"exclusiveOwnerThread", c"Ljava/lang/Thread;") } as usize;
+        if owner == 0 {
+            // Lock waits are still recorded, without their owner.
+            jni.clear_exception();
+        }
         let (rebind_class, rebind) = rebind_class(jni)?;
         UNSAFE_CLASS.store(unsafe_class, Ordering::SeqCst);
-        *refs = Some(Refs { unsafe_class, lock_class, park_blocker, rebind_class, rebind });
+        *refs = Some(Refs { unsafe_class, lock_class, park_blocker, owner, rebind_class, rebind });
     }
     let Some(r) = refs.as_ref() else { return Err("no references".into()) };
     // SAFETY: `unsafe_class` is a live global reference to a class.
@@ -253,6 +262,7 @@ pub fn install(sampler: &'static LockSampler, jvmti: Jvmti, jni: Jni, vs: Option
         ORIGINAL.store(unsafe { jvm_function(method, vs) }?, Ordering::SeqCst);
     }
     PARK_BLOCKER.store(r.park_blocker, Ordering::SeqCst);
+    OWNER_FIELD.store(r.owner, Ordering::SeqCst);
     LOCK_CLASS.store(r.lock_class, Ordering::SeqCst);
     SAMPLER.store(sampler as *const LockSampler as *mut LockSampler, Ordering::SeqCst);
     JVMTI.store(jvmti.0, Ordering::SeqCst);
@@ -296,48 +306,99 @@ unsafe extern "C" fn park_hook(env: *mut JNIEnv, this: jobject, is_absolute: jbo
     // SAFETY: `original` is the JVM's Unsafe_Park (checked to lie in libjvm
     // at install), which has this JNI signature.
     let f: ParkFn = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
+    // The lock about to be waited for and its owner, read before the wait:
+    // by its end the owner has let go.
+    // SAFETY: `env` is this thread's JNIEnv, in a native method.
+    let lookup_start = monotonic_ns();
+    let before = std::panic::catch_unwind(|| unsafe { before_park(Jni(env)) }).unwrap_or_default();
     let t0 = monotonic_ns();
+    if before.thread.is_some() {
+        let sampler = SAMPLER.load(Ordering::Acquire);
+        if !sampler.is_null() {
+            // SAFETY: the sampler is a field of the agent's 'static Profiler.
+            unsafe { &*sampler }.add_park_lookup_ns(t0.saturating_sub(lookup_start));
+        }
+    }
     // SAFETY: the arguments the JVM passed us, passed on.
     unsafe { f(env, this, is_absolute, time) };
     let waited = monotonic_ns().saturating_sub(t0);
     // No panic may cross into the JVM.
     let _ = std::panic::catch_unwind(|| {
-        // SAFETY: `env` is this thread's JNIEnv, in a native method.
-        unsafe { after_park(Jni(env), waited) }
+        // SAFETY: `env` is this thread's JNIEnv, in a native method; `before`
+        // holds local references of this native call.
+        unsafe { after_park(Jni(env), waited, before) }
     });
+}
+
+/// Local references read as a park begins: the current thread, the lock it
+/// is about to wait for (its `parkBlocker`, when an
+/// `AbstractOwnableSynchronizer`) and that lock's owner (may be null).
+#[derive(Default)]
+struct Before {
+    thread: Option<jobject>,
+    lock: Option<jobject>,
+    owner: Option<jobject>,
 }
 
 /// # Safety
 /// `jni` must be the calling thread's environment, in the native method.
-unsafe fn after_park(jni: Jni, waited: u64) {
+unsafe fn before_park(jni: Jni) -> Before {
     let sampler = SAMPLER.load(Ordering::Acquire);
     let jvmti = JVMTI.load(Ordering::Acquire);
-    if sampler.is_null() || jvmti.is_null() || jni.exception_pending() {
-        return;
-    }
     // SAFETY: the sampler is a field of the agent's 'static Profiler.
-    let sampler = unsafe { &*sampler };
-    let Some(weight) = sampler.should_record(Kind::Park, waited) else { return };
-    let jvmti = Jvmti(jvmti);
+    if sampler.is_null() || jvmti.is_null() || !unsafe { &*sampler }.is_running() || jni.exception_pending() {
+        return Before::default();
+    }
     let (field, lock_class) = (PARK_BLOCKER.load(Ordering::Relaxed) as jfieldID, LOCK_CLASS.load(Ordering::Relaxed) as jclass);
-    let Ok(thread) = jvmti.current_thread() else { return };
+    let Ok(thread) = Jvmti(jvmti).current_thread() else { return Before::default() };
     // SAFETY: `thread` is a live local reference to the current Thread;
     // `field` is Thread.parkBlocker's id.
     let blocker = unsafe { jni.object_field(thread, field) };
     // SAFETY: `blocker` is null or a live local reference; `lock_class` a
     // live global reference to a class.
-    if unsafe { jni.is_instance_of(blocker, lock_class) } {
-        // SAFETY: `blocker` is a live local reference, not null.
-        let class = unsafe { jni.object_class(blocker) };
-        // SAFETY: `class` is the local reference just returned.
-        unsafe {
-            sampler.record(jvmti, jni, Kind::Park, class, weight);
-            jni.delete_local(class);
+    if !unsafe { jni.is_instance_of(blocker, lock_class) } {
+        // SAFETY: a local reference of this call, not used afterwards.
+        unsafe { jni.delete_local(blocker) };
+        return Before { thread: Some(thread), lock: None, owner: None };
+    }
+    let owner_field = OWNER_FIELD.load(Ordering::Relaxed) as jfieldID;
+    let owner = if owner_field.is_null() {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: `blocker` is a live AbstractOwnableSynchronizer; the field
+        // is its exclusiveOwnerThread.
+        unsafe { jni.object_field(blocker, owner_field) }
+    };
+    Before { thread: Some(thread), lock: Some(blocker), owner: (!owner.is_null()).then_some(owner) }
+}
+
+/// # Safety
+/// `jni` must be the calling thread's environment, in the native method,
+/// and `before` what [`before_park`] returned in it.
+unsafe fn after_park(jni: Jni, waited: u64, before: Before) {
+    let sampler = SAMPLER.load(Ordering::Acquire);
+    let jvmti = JVMTI.load(Ordering::Acquire);
+    let ok = !sampler.is_null() && !jvmti.is_null() && !jni.exception_pending();
+    if let (true, Some(lock)) = (ok, before.lock) {
+        // SAFETY: the sampler is a field of the agent's 'static Profiler.
+        let sampler = unsafe { &*sampler };
+        if let Some(weight) = sampler.should_record(Kind::Park, waited) {
+            let jvmti = Jvmti(jvmti);
+            // SAFETY: `owner` is a live local reference to a Thread.
+            let owner = before.owner.map(|o| unsafe { jvmti.thread_name(o) });
+            // SAFETY: `lock` is a live local reference, not null.
+            let class = unsafe { jni.object_class(lock) };
+            // SAFETY: `class` is the local reference just returned.
+            unsafe {
+                sampler.record(jvmti, jni, Kind::Park, class, weight, owner.as_deref());
+                jni.delete_local(class);
+            }
         }
     }
     // SAFETY: local references of this native call, not used afterwards.
     unsafe {
-        jni.delete_local(blocker);
-        jni.delete_local(thread);
+        for r in [before.owner, before.lock, before.thread].into_iter().flatten() {
+            jni.delete_local(r);
+        }
     }
 }

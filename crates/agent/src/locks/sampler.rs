@@ -28,6 +28,10 @@ pub const MARK_LOCK_CLASS: i32 = 5;
 /// The same for a `java.util.concurrent` lock a thread parked on.
 pub const MARK_PARK_CLASS: i32 = 6;
 
+/// The label naming the thread that held a lock when a recorded wait for
+/// it began.
+pub const OWNER_LABEL: &str = "lock_owner";
+
 const STORE_SLOTS: usize = 1 << 16;
 const STORE_FRAMES: usize = 1 << 21;
 
@@ -50,6 +54,9 @@ pub struct LockStats {
     pub waited_ns: [u64; 2],
     /// Mean CPU cost of recording one sample (stack, class), in ns.
     pub record_ns: u64,
+    /// Mean time a park spent before waiting, reading the lock it waits
+    /// for and that lock's owner (every park while profiling), in ns.
+    pub park_lookup_ns: u64,
 }
 
 #[derive(Default)]
@@ -64,6 +71,8 @@ pub struct LockSampler {
     recorded: [AtomicU64; 2],
     waited_ns: [AtomicU64; 2],
     record_ns: AtomicU64,
+    park_lookups: AtomicU64,
+    park_lookup_ns: AtomicU64,
 }
 
 thread_local! {
@@ -124,7 +133,7 @@ impl LockSampler {
         self.interval_ns.store(interval_ns, Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
-        for a in self.seen.iter().chain(&self.recorded).chain(&self.waited_ns).chain([&self.record_ns]) {
+        for a in self.seen.iter().chain(&self.recorded).chain(&self.waited_ns).chain([&self.record_ns, &self.park_lookups, &self.park_lookup_ns]) {
             a.store(0, Ordering::Relaxed);
         }
         self.running.store(true, Ordering::Release);
@@ -178,21 +187,24 @@ impl LockSampler {
     /// # Safety
     /// `class` must be a live local or global reference to a class; `jni` the
     /// calling thread's environment, in a JVMTI callback or a native method.
-    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64) {
+    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64, owner: Option<&str>) {
         let t0 = crate::sampling::cputime::thread_cpu_ns();
         let mut frames = Vec::new();
         let n = self.take_stack(jvmti, jni, &mut frames);
         // SAFETY: as this function's contract.
-        unsafe { self.record_stack(jvmti, kind, class, weight, &mut frames, n) };
+        unsafe { self.record_stack(jvmti, kind, class, weight, &mut frames, n, owner) };
         self.record_ns.fetch_add(crate::sampling::cputime::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
     }
 
     /// Records a wait with a stack taken before (`frames[1..=n]`, see
-    /// [`LockSampler::take_stack`]).
+    /// [`LockSampler::take_stack`]). The lock's owner when the wait began,
+    /// where known, is the label [`OWNER_LABEL`] of the sample, added to the
+    /// thread's own context labels.
     ///
     /// # Safety
     /// `class` must be a live local or global reference to a class.
-    pub unsafe fn record_stack(&self, jvmti: Jvmti, kind: Kind, class: jclass, weight: u64, frames: &mut [RawFrame], n: usize) {
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn record_stack(&self, jvmti: Jvmti, kind: Kind, class: jclass, weight: u64, frames: &mut [RawFrame], n: usize, owner: Option<&str>) {
         let Some(store) = self.stored() else { return };
         // SAFETY: `class` is live (this function's contract).
         let class_id = unsafe { self.class_id(jvmti, class) };
@@ -202,11 +214,25 @@ impl LockSampler {
         }
         let current = crate::sampling::threads::current_tid();
         let tid = if self.per_thread.load(Ordering::Relaxed) { current } else { 0 };
-        let labels = crate::sampling::label_slots::current(current);
+        let mut labels = crate::sampling::label_slots::current(current);
+        if let Some(owner) = owner {
+            labels = crate::labels::intern(labels, &[(OWNER_LABEL.to_string(), owner.to_string())]).unwrap_or(labels);
+        }
         store.record(tid, labels, frames.get(..n + 1).unwrap_or_default(), weight);
         if let Some(r) = self.recorded.get(kind as usize) {
             r.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Adds the time one park took to find its lock and owner. Wall time:
+    /// one over 50 µs was preempted (or met a safepoint) and is left out,
+    /// or a few such would make the mean of a short run.
+    pub fn add_park_lookup_ns(&self, ns: u64) {
+        if ns > 50_000 {
+            return;
+        }
+        self.park_lookups.fetch_add(1, Ordering::Relaxed);
+        self.park_lookup_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// Adds the CPU time of taking a stack (outside `record`).
@@ -245,6 +271,7 @@ impl LockSampler {
             recorded,
             waited_ns: get(&self.waited_ns),
             record_ns: self.record_ns.load(Ordering::Relaxed) / (recorded[0] + recorded[1]).max(1),
+            park_lookup_ns: self.park_lookup_ns.load(Ordering::Relaxed) / self.park_lookups.load(Ordering::Relaxed).max(1),
         }
     }
 }

@@ -122,13 +122,14 @@ impl EventSource for LockSource {
             m.extra.push(("java.util.concurrent locks".into(), format!("not profiled: {why}")));
         }
         let summary_line = format!(
-            "lock summary: samples={samples} estimated_ns={total} monitor_waits={} monitor_waited_ns={} monitor_recorded={} parks={} park_recorded={} record_ns={} park_hook={}",
+            "lock summary: samples={samples} estimated_ns={total} monitor_waits={} monitor_waited_ns={} monitor_recorded={} parks={} park_recorded={} record_ns={} park_lookup_ns={} park_hook={}",
             st.seen[0],
             st.waited_ns[0],
             st.recorded[0],
             st.seen[1],
             st.recorded[1],
             st.record_ns,
+            st.park_lookup_ns,
             match (&self.no_park, park::hooked()) {
                 (Some(_), _) => "unavailable",
                 (None, true) => "bound",
