@@ -478,7 +478,11 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
                 log::info(&format!("allocation accuracy is not measured: {e}"));
             }
             method_ids::prepare();
-            javastack::set_continuation_entry(continuation_entry(agent.jvmti, jni));
+            let entry = continuation_entry(agent.jvmti, jni);
+            javastack::set_continuation_entry(entry);
+            if entry != 0 {
+                find_continuation_return_barrier();
+            }
             let fallback = javawalk::configure();
             log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
             let own = allocstack::configure();
@@ -492,6 +496,41 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
             ));
         }
         Err(e) => log::info(&format!("Java frame types and the own stack walk are off: {e}")),
+    }
+}
+
+/// Looks up `StubRoutines::_cont_returnBarrier`, a static of libjvm's found
+/// in its ELF symbol table (see `javastack`), on a thread of its own:
+/// reading libjvm's symbol table takes tens of milliseconds, which a JVM's
+/// start-up does not wait for. Until it is found, a virtual thread's stack
+/// that ends at frames still frozen counts as a failed walk.
+fn find_continuation_return_barrier() {
+    let spawned = std::thread::Builder::new().name("oxprof-vthreads".into()).spawn(|| {
+        let cpu_start = crate::sampling::cputime::thread_cpu_ns();
+        let found = catch_unwind(|| crate::native::lookup::find("_ZN12StubRoutines19_cont_returnBarrierE", crate::native::lookup::Kind::Variable));
+        match found {
+            Ok(Ok(f)) if f.addr != 0 && f.addr.is_multiple_of(8) => {
+                // SAFETY: the address of a pointer-sized static variable of
+                // libjvm (mapped for the process's life), set once when
+                // HotSpot generated its stubs, before any Java code ran.
+                let pc = unsafe { (f.addr as *const usize).read_volatile() };
+                if pc != 0 && frames::layout().is_some_and(|l| l.in_code_cache(pc)) {
+                    javastack::set_continuation_return_barrier(pc);
+                    let ms = crate::sampling::cputime::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;
+                    log::debug(&format!(
+                        "continuation return barrier at {pc:#x} (found in {ms:.1} ms of CPU): walks of virtual threads end at their frozen frames"
+                    ));
+                } else {
+                    log::debug("the continuation return barrier is not in the code cache: not used");
+                }
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => log::debug(&format!("no continuation return barrier: {e}")),
+            Err(_) => log::debug("looking up the continuation return barrier panicked"),
+        }
+    });
+    if let Err(e) = spawned {
+        log::debug(&format!("cannot start the thread that finds the continuation return barrier: {e}"));
     }
 }
 

@@ -30,6 +30,25 @@ use crate::hotspot::frames::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS}
 /// show them, so the walkers treat it as the bottom of the stack.
 static CONTINUATION_ENTRY: AtomicUsize = AtomicUsize::new(0);
 
+/// `StubRoutines::_cont_returnBarrier` (JDK 19+), or 0 until found. HotSpot
+/// thaws a continuation lazily: when a virtual thread resumes, only its top
+/// frames go back onto the carrier's stack, and the return address of the
+/// lowest of them is this stub, which thaws the rest once returned into.
+/// The frames below are still in a heap stack chunk, out of any walk's
+/// reach.
+static CONT_RETURN_BARRIER: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes the continuation return barrier's address (see
+/// [`CONT_RETURN_BARRIER`]). Call off the signal path.
+pub fn set_continuation_return_barrier(pc: usize) {
+    CONT_RETURN_BARRIER.store(pc, Ordering::Relaxed);
+}
+
+/// The continuation entry's `Method*` (0: none), for naming it.
+pub fn continuation_entry() -> usize {
+    CONTINUATION_ENTRY.load(Ordering::Relaxed)
+}
+
 /// Notes the continuation entry method from its `jmethodID` (0: none).
 /// Call before sampling starts. Nothing is noted where a jmethodID is not a
 /// pointer to its `Method*` slot (JDK 26 and later).
@@ -94,6 +113,9 @@ pub struct JavaStack<'a> {
     steps: u32,
     /// The walk reached the thread's first Java call (nothing below it).
     bottom: bool,
+    /// The walk ended at the continuation return barrier: the frames below,
+    /// down to the continuation entry, are still frozen.
+    frozen: bool,
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -105,7 +127,7 @@ impl<'a> JavaStack<'a> {
     /// `regs` the interrupted pc, sp, fp).
     pub fn new(l: &'a Layout, thread: usize, regs: (usize, usize, usize)) -> (Start, JavaStack<'a>) {
         let (stack_low, hi) = l.stack(thread);
-        let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false };
+        let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false, frozen: false };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
         // think (a thread being torn down), and nothing is read from it.
@@ -146,6 +168,14 @@ impl<'a> JavaStack<'a> {
     /// at something it could not step over.
     pub fn reached_bottom(&self) -> bool {
         self.bottom
+    }
+
+    /// Whether the walk ended at a virtual thread's frames still frozen in
+    /// its continuation (see [`CONT_RETURN_BARRIER`]): what lies below them
+    /// is the continuation entry, but which frames are in between is
+    /// unknown to a stack walk.
+    pub fn reached_frozen_frames(&self) -> bool {
+        self.frozen
     }
 
     /// A stack word of this thread, if inside the readable range.
@@ -240,6 +270,10 @@ impl Iterator for JavaStack<'_> {
         while self.steps < MAX_STEPS {
             self.steps += 1;
             let pc = self.pc;
+            if pc == CONT_RETURN_BARRIER.load(Ordering::Relaxed) {
+                self.frozen = true;
+                return None;
+            }
             if self.l.is_call_stub_return(pc) {
                 // Below is the VM that called Java; it may itself have been
                 // called from Java.

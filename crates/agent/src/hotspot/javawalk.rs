@@ -73,7 +73,20 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
 pub fn name_frames(l: &Layout, stack: &mut JavaStack<'_>, out: &mut [RawFrame], mut n: usize) -> (usize, bool) {
     let whole = loop {
         let Some(slot) = out.get_mut(n) else { break true };
-        let Some(phys) = stack.next() else { break stack.reached_bottom() };
+        let Some(phys) = stack.next() else {
+            if !stack.reached_frozen_frames() {
+                break stack.reached_bottom();
+            }
+            // A virtual thread's lowest frames are still frozen: the
+            // continuation entry is written below the frames found, where
+            // the profile marks the gap (as for AsyncGetCallTrace's stacks
+            // that jump from the entry to the top frames).
+            let entry = javastack::continuation_entry();
+            let Some(id) = method_ids::get(l, entry) else { break false };
+            *slot = RawFrame::java(id, l.compiled_bci(entry), JavaFrameType::Compiled);
+            n += 1;
+            break true;
+        };
         let (method, bci, ty) = match phys {
             // A virtual thread's frames end here (see `javastack`).
             PhysFrame::Compiled { blob, .. } if javastack::is_continuation_entry(blob.method) => break true,
