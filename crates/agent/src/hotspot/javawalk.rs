@@ -18,7 +18,9 @@
 //! whole stack rooted at the last frame found.
 //!
 //! A thread running Java whose PC is in native code without a last Java
-//! frame (`unknown_Java`: a leaf call into the VM, see [`scan`]) is walked
+//! frame (`unknown_Java`: a leaf call into the VM, see [`scan`]; or
+//! `not_walkable_Java`: the exception stubs' leaf call to
+//! `SharedRuntime::exception_handler_for_return_address`) is walked
 //! from its Java caller, found on the stack. Only this walk is used there,
 //! never AsyncGetCallTrace with a context made up from the stack: that walk
 //! trusts the frame pointer of interpreted frames, and a wrong guess crashed
@@ -127,7 +129,7 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     let (Some(l), Some(regs)) = (frames::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
     let thread = l.thread(env);
     let walked = walk(l, thread, regs, out);
-    if walked == Walked::Failed && code == ticks::UNKNOWN_JAVA && !l.in_code_cache(regs.0) {
+    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && !l.in_code_cache(regs.0) {
         return scan(l, thread, regs, out);
     }
     walked
