@@ -70,10 +70,17 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
             why: "the JVM only accepts attach requests from its own user or root".into(),
         });
     }
-    let maps = match mapped_files(pid) {
+    let mut maps = match mapped_files(pid) {
         Ok(m) => m,
         Err(e) => return Err(proc_error(pid, &format!("reading /proc/{pid}/maps"), e, status.uid)),
     };
+    // The `java` launcher in its first milliseconds has not loaded libjvm
+    // yet: give it up to LAUNCHER_WAIT to do so.
+    let since = std::time::Instant::now();
+    while !maps.iter().any(|p| file_name_is(p, "libjvm.so")) && is_java_launcher(pid, &maps) && since.elapsed() < LAUNCHER_WAIT {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        maps = mapped_files(pid).unwrap_or_default();
+    }
     if maps.is_empty() {
         return Err(AttachError::NotAJvm { pid, why: "it has no memory mappings (a kernel thread?)".into() });
     }
@@ -88,6 +95,15 @@ pub fn inspect(pid: u32) -> Result<Target, AttachError> {
         return Err(AttachError::NotAJvm { pid, why: format!("no libjvm.so is mapped into it (its executable is {exe})") });
     }
     Ok(Target::seen_in_proc(pid, &status))
+}
+
+/// How long [`inspect`] waits for a `java` launcher to load libjvm.
+const LAUNCHER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether `pid` is HotSpot's `java` launcher (its executable is named
+/// `java`, or it maps the launcher's `libjli.so`), which loads libjvm.
+pub(crate) fn is_java_launcher(pid: u32, maps: &[PathBuf]) -> bool {
+    maps.iter().any(|p| file_name_is(p, "libjli.so")) || std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| file_name_is(&e, "java"))
 }
 
 /// The path (in the process's own mount namespace) of the first mapped file
