@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSymbol, SymbolKind};
 
 use crate::native::symbols::MappedFile;
 
@@ -46,40 +46,39 @@ struct Loaded {
     bias: usize,
 }
 
-/// The file-backed objects mapped into this process, libjvm first, each
-/// once, with their load bias.
+/// The objects the dynamic loader loaded into this process, libjvm first,
+/// each once, with their load bias, as the loader itself reports them
+/// (`dl_iterate_phdr`). Not from `/proc/self/maps`: any thread of the agent
+/// reading a library's symbol table maps that file too, and such a mapping
+/// taken for the library's own gave a bias that put a trigger at an
+/// unmapped address (a JDK 21 JVM crashed arming `ttsp` while another
+/// thread read libjvm's symbols).
 fn loaded_objects() -> Vec<Loaded> {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for line in maps.lines() {
-        // start-end perms offset dev inode path
-        let mut f = line.split_whitespace();
-        let (Some(range), Some(_perms), Some(offset), Some(_dev), Some(_inode), Some(path)) = (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            continue;
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `data` is the `Vec<Loaded>` passed below, alive during the
+        // call; `info` is the loader's description of one object.
+        let (out, info) = unsafe { (&mut *(data as *mut Vec<Loaded>), &*info) };
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the loader's NUL-terminated name of the object.
+            unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
         };
-        if !path.starts_with('/') || seen.contains(path) {
-            continue;
+        // The main program has an empty name; the vDSO a name that is no path.
+        let path = if name.is_empty() && out.is_empty() {
+            std::fs::read_link("/proc/self/exe").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            name
+        };
+        if path.starts_with('/') && !out.iter().any(|o| o.path == path) {
+            out.push(Loaded { path, bias: info.dlpi_addr as usize });
         }
-        let (Some(start), Ok(offset)) = (range.split('-').next().and_then(|s| usize::from_str_radix(s, 16).ok()), u64::from_str_radix(offset, 16)) else {
-            continue;
-        };
-        let Some(file) = MappedFile::open(path) else { continue };
-        let Ok(elf) = object::File::parse(file.bytes()) else {
-            seen.insert(path.to_string());
-            continue;
-        };
-        // The segment holding this mapping's file offset gives the bias.
-        let Some(link) = elf.segments().find_map(|s| {
-            let (off, size) = s.file_range();
-            (offset >= off && offset < off + size.max(1)).then(|| s.address() + (offset - off))
-        }) else {
-            continue;
-        };
-        seen.insert(path.to_string());
-        out.push(Loaded { path: path.to_string(), bias: start.wrapping_sub(link as usize) });
+        0
     }
+    let mut out: Vec<Loaded> = Vec::new();
+    // SAFETY: `each` matches the callback type and only reads what the
+    // loader passes; `out` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut Vec<Loaded> as *mut libc::c_void) };
     out.sort_by_key(|o| !o.path.ends_with("/libjvm.so"));
     out
 }
