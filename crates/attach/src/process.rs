@@ -102,7 +102,7 @@ const LAUNCHER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Whether `pid` is HotSpot's `java` launcher (its executable is named
 /// `java`, or it maps the launcher's `libjli.so`), which loads libjvm.
-pub(crate) fn is_java_launcher(pid: u32, maps: &[PathBuf]) -> bool {
+fn is_java_launcher(pid: u32, maps: &[PathBuf]) -> bool {
     maps.iter().any(|p| file_name_is(p, "libjli.so")) || std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| file_name_is(&e, "java"))
 }
 

@@ -308,16 +308,7 @@ fn sigquit_when_caught(target: &Target, deadline: &Deadline, send: bool) -> Resu
         if status.catches_sigquit() {
             return if send { signal(pid, pidfd.as_ref(), target.uid) } else { Ok(()) };
         }
-        let mapped = process::mapped_files(pid).unwrap_or_default();
-        let maps = |name: &str| mapped.iter().any(|p| p.file_name().is_some_and(|n| n == name));
-        let is_jvm = maps("libjvm.so");
-        // The `java` launcher in its first milliseconds, before it loaded
-        // libjvm: it will, so wait as for a JVM still installing its handler.
-        let launcher = process::is_java_launcher(pid, &mapped);
-        if !is_jvm && launcher && deadline.remaining().is_some() {
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
-        }
+        let is_jvm = process::mapped_files(pid).map(|m| m.iter().any(|p| p.file_name().is_some_and(|n| n == "libjvm.so"))).unwrap_or(false);
         if !is_jvm {
             return Err(AttachError::NotAJvm {
                 pid,
