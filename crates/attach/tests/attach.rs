@@ -501,21 +501,7 @@ fn r_props(target: &Target) -> String {
 /// container or by chroot. `root` gets /usr, /etc, /dev binds and its own
 /// /proc and /tmp. `None` if namespaces are unavailable.
 fn start_in_namespaces(root: &Path, pivot: bool, argv: &[&str]) -> Option<Jvm> {
-    let script = r#"set -e
-R=$1; PIVOT=$2; shift 2
-mount --bind "$R" "$R"
-for d in bin lib lib32 lib64 libx32 sbin; do
-  if [ -L /$d ]; then ln -s "$(readlink /$d)" "$R/$d"; elif [ -d /$d ]; then mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; fi
-done
-for d in usr etc dev; do mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; done
-mkdir -p "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
-mount -t proc proc "$R/proc"
-if [ "$PIVOT" = pivot ]; then
-  mkdir -p "$R/.old"; cd "$R"; pivot_root . .old; umount -l /.old; exec "$@"
-else
-  exec chroot "$R" "$@"
-fi
-"#;
+    let script = include_str!("container.sh");
     let probe =
         |extra: &[&str]| Command::new("unshare").args(extra).args(["--mount", "--pid", "--fork", "true"]).status().map(|s| s.success()).unwrap_or(false);
     let user: &[&str] = if euid() == 0 { &[] } else { &["--user", "--map-root-user"] };

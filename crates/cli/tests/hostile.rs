@@ -500,22 +500,12 @@ fn log_file_planted_as_fifo_or_directory_in_another_users_jvm() {
 /// Runs `argv` in new pid and mount namespaces with `root` as its root
 /// directory (`pivot_root`, as a container runtime does): `root` gets
 /// /usr, /etc, /dev, /bin and /lib binds and its own /proc and /tmp
-/// (sticky, world-writable). Needs root. The same set-up as the attach
-/// crate's container test.
+/// (sticky, world-writable). Needs root. The attach crate's container
+/// test uses the same script.
 fn spawn_in_container(root: &Path, argv: &[&OsStr]) -> Container {
-    let script = r#"set -e
-R=$1; shift
-mount --bind "$R" "$R"
-for d in bin lib lib32 lib64 libx32 sbin; do
-  if [ -L /$d ]; then ln -s "$(readlink /$d)" "$R/$d"; elif [ -d /$d ]; then mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; fi
-done
-for d in usr etc dev; do mkdir -p "$R/$d"; mount --rbind /$d "$R/$d"; done
-mkdir -p "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
-mount -t proc proc "$R/proc"
-mkdir -p "$R/.old"; cd "$R"; pivot_root . .old; umount -l /.old; cd /; exec "$@"
-"#;
+    let script = include_str!("../../attach/tests/container.sh");
     let mut cmd = Command::new("unshare");
-    cmd.args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).args(argv);
+    cmd.args(["--mount", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"]).arg(root).arg("pivot").args(argv);
     let unshare = RunningJvm::spawn(cmd, root, "ready");
     let jvm = container_jvm_pid(unshare.pid());
     Container { unshare, jvm }
