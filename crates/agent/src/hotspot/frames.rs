@@ -18,11 +18,15 @@ pub use oxprof_profile::ThreadState;
 
 use crate::hotspot::gate;
 use crate::hotspot::safemem;
+use crate::native::unwind::OwnStack;
 use crate::sampling::store::direct_mapped_slot;
 
 /// `JavaThreadState` values (the same on JDK 11–25, checked at set-up).
 pub const THREAD_IN_JAVA: i32 = 8;
 pub const THREAD_IN_JAVA_TRANS: i32 = 9;
+/// Largest thread stack taken at HotSpot's word (1 GiB): anything larger is
+/// a misread, not a stack.
+const MAX_THREAD_STACK: usize = 1 << 30;
 const THREAD_IN_NATIVE: i32 = 4;
 const THREAD_IN_NATIVE_TRANS: i32 = 5;
 const THREAD_IN_VM: i32 = 6;
@@ -79,6 +83,9 @@ pub struct Layout {
     anchor_pc: usize,
     stack_base: usize,
     stack_size: usize,
+    /// Whether the stack bounds are fields of `Thread` (so of every HotSpot
+    /// thread, GC workers included), not only of `JavaThread`.
+    stack_on_thread: bool,
 
     code_low: usize,
     code_high: usize,
@@ -252,6 +259,7 @@ impl Layout {
             anchor_pc: anchor + off("JavaFrameAnchor", "_last_Java_pc")?,
             stack_base: off("JavaThread", "_stack_base").or_else(|_| off("Thread", "_stack_base"))?,
             stack_size: off("JavaThread", "_stack_size").or_else(|_| off("Thread", "_stack_size"))?,
+            stack_on_thread: off("Thread", "_stack_base").is_ok() && off("Thread", "_stack_size").is_ok(),
             code_low,
             code_high,
             heaps: [0; MAX_HEAPS],
@@ -419,6 +427,25 @@ impl Layout {
     pub fn stack(&self, thread: usize) -> (usize, usize) {
         let base = Self::thread_word(thread, self.stack_base);
         (base.saturating_sub(Self::thread_word(thread, self.stack_size)), base)
+    }
+
+    /// The calling thread's stack as the signal handler can vouch for it
+    /// (see `native_unwind::OwnStack`): HotSpot's recorded bounds of
+    /// `thread`, the caller's own `JavaThread` (from its `JNIEnv`) or, where
+    /// the bounds are `Thread` fields, the `Thread` of HotSpot's thread key
+    /// (`java` false), used only when the caller's own frame lies inside them.
+    pub fn own_stack(&self, thread: usize, java: bool) -> OwnStack {
+        if thread == 0 || !(java || self.stack_on_thread) {
+            return OwnStack::default();
+        }
+        let (lo, hi) = self.stack(thread);
+        let local = 0u8;
+        let here = std::hint::black_box(&local) as *const u8 as usize;
+        if lo < here && here < hi && hi - lo <= MAX_THREAD_STACK {
+            OwnStack { here, top: hi }
+        } else {
+            OwnStack::default()
+        }
     }
 
     pub fn in_code_cache(&self, pc: usize) -> bool {
@@ -638,6 +665,21 @@ impl Layout {
         }
         let id = safemem::read_word(ids.wrapping_add(8 * (idnum + 1)))?;
         (id != 0 && safemem::read_word(id)? == method).then_some(id)
+    }
+
+    /// What a frame of `method` needs besides its jmethodID, through safe
+    /// reads: whether it is a Java `native` method (`None` where unknown) and
+    /// where its bytecodes lie (start, length; empty if unreadable).
+    pub fn method_facts(&self, method: usize) -> (Option<bool>, (usize, usize)) {
+        let native = self.native_flag(method, |a| safemem::read_word(a).map(|w| w as u32));
+        let code = match safemem::read_word(method.wrapping_add(self.method_const)).filter(|&cm| cm != 0) {
+            Some(cm) => match safemem::read_u16(cm.wrapping_add(self.const_code_size)) {
+                Some(size) => (cm.wrapping_add(self.const_size), size as usize),
+                None => (0, 0),
+            },
+            None => (0, 0),
+        };
+        (native, code)
     }
 
     /// The `bci` to store for a compiled frame of `method` without scope

@@ -84,21 +84,24 @@ pub fn name_frames(l: &Layout, stack: &mut JavaStack<'_>, out: &mut [RawFrame], 
             // the profile marks the gap (as for AsyncGetCallTrace's stacks
             // that jump from the entry to the top frames).
             let entry = javastack::continuation_entry();
-            let Some(id) = method_ids::get(l, entry) else { break false };
-            *slot = RawFrame::java(id, l.compiled_bci(entry), JavaFrameType::Compiled);
+            let Some(k) = method_ids::lookup(l, entry) else { break false };
+            *slot = RawFrame::java(k.id, k.compiled_bci(), JavaFrameType::Compiled);
             n += 1;
             break true;
         };
-        let (method, bci, ty) = match phys {
+        let (method, bcp) = match phys {
             // A virtual thread's frames end here (see `javastack`).
             PhysFrame::Compiled { blob, .. } if javastack::is_continuation_entry(blob.method) => break true,
-            // The interpreter's native-method entry keeps no bytecode pointer.
-            PhysFrame::Interpreted { method, bcp: 0 } => (method, BCI_NATIVE_FRAME, JavaFrameType::Interpreted),
-            PhysFrame::Interpreted { method, bcp } => (method, l.bci(method, bcp), JavaFrameType::Interpreted),
-            PhysFrame::Compiled { blob, .. } => (blob.method, l.compiled_bci(blob.method), JavaFrameType::Compiled),
+            PhysFrame::Interpreted { method, bcp } => (method, Some(bcp)),
+            PhysFrame::Compiled { blob, .. } => (blob.method, None),
         };
-        let Some(id) = method_ids::get(l, method) else { break false };
-        *slot = RawFrame::java(id, bci, ty);
+        let Some(k) = method_ids::lookup(l, method) else { break false };
+        *slot = match bcp {
+            // The interpreter's native-method entry keeps no bytecode pointer.
+            Some(0) => RawFrame::java(k.id, BCI_NATIVE_FRAME, JavaFrameType::Interpreted),
+            Some(bcp) => RawFrame::java(k.id, k.bci(bcp), JavaFrameType::Interpreted),
+            None => RawFrame::java(k.id, k.compiled_bci(), JavaFrameType::Compiled),
+        };
         n += 1;
     };
     (n, whole)
@@ -116,6 +119,24 @@ pub fn configure() -> bool {
 }
 // signal-safe: on
 
+/// Own walks by AsyncGetCallTrace's failure code (index `-code`, 0..=11).
+static BY_CODE: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
+
+// signal-safe: off (the debug log's line, at a dump)
+/// The own walks since the process started, as "code:count" pairs of the
+/// codes seen, for the debug log.
+pub fn walks_by_code() -> String {
+    let mut out = String::new();
+    for (i, c) in BY_CODE.iter().enumerate() {
+        let n = c.load(Ordering::Relaxed);
+        if n > 0 {
+            out.push_str(&format!(" {}:{n}", -(i as i32)));
+        }
+    }
+    out
+}
+// signal-safe: on
+
 /// After AsyncGetCallTrace failed with `code`: walks the stack itself into
 /// `out` ([`Walked::Failed`] when the code is not one the physical frames
 /// can answer, or the walk is off).
@@ -127,6 +148,9 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
         return Walked::Failed;
     }
     let (Some(l), Some(regs)) = (frames::layout(), javastack::registers(ucontext)) else { return Walked::Failed };
+    if let Some(c) = code.checked_neg().and_then(|i| BY_CODE.get(i as usize)) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
     let thread = l.thread(env);
     let walked = walk(l, thread, regs, out);
     if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && !l.in_code_cache(regs.0) {
@@ -174,7 +198,7 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
         // SAFETY: `sp <= at < hi`: the live part of this thread's own stack,
         // above this handler's frame (checked above), 8-byte aligned.
         let word = unsafe { (at as *const usize).read_volatile() };
-        if l.in_code_cache(word) && follows_call(word) {
+        if l.in_code_cache(word) && follows_call(l, word) {
             tries += 1;
             // SAFETY: as above; `at - 8 >= sp`.
             let saved_fp = if at >= sp + 8 { unsafe { ((at - 8) as *const usize).read_volatile() } } else { fp };
@@ -191,10 +215,25 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
 
 /// Whether the bytes just before `ret` (an address in the code cache) end
 /// with a call instruction of the kinds HotSpot emits: `call rel32`,
-/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read with a checked
-/// read (the code cache is reserved larger than it is committed).
-fn follows_call(ret: usize) -> bool {
-    let Some(bytes) = ret.checked_sub(8).and_then(safemem::read_bytes8) else { return false };
+/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read directly when
+/// the bytes lie inside a code blob (committed code cache, as in
+/// `Layout::find_blob`'s own reads), else with a checked read (the code
+/// cache is reserved larger than it is committed).
+fn follows_call(l: &Layout, ret: usize) -> bool {
+    let in_blob = l.find_blob(ret).is_some_and(|b| b.size != 0 && ret.wrapping_sub(8) >= b.start && ret <= b.start.wrapping_add(b.size));
+    let bytes = if in_blob {
+        // SAFETY: [ret - 8, ret) lies inside a code blob found in a code
+        // heap's committed range, which stays mapped for the JVM's life.
+        Some(unsafe { ((ret - 8) as *const [u8; 8]).read_unaligned() })
+    } else {
+        ret.checked_sub(8).and_then(safemem::read_bytes8)
+    };
+    calls_before(bytes)
+}
+
+/// The call test of [`follows_call`] on the 8 bytes before a return address.
+fn calls_before(bytes: Option<[u8; 8]>) -> bool {
+    let Some(bytes) = bytes else { return false };
     // The k-th byte before `ret` (1..=8).
     let before = |k: usize| bytes.get(8 - k).copied().unwrap_or(0);
     before(5) == 0xE8
@@ -227,9 +266,10 @@ mod tests {
                 let end = 24 + shift;
                 buf[end - code.len()..end].copy_from_slice(code);
                 let ret = buf.as_ptr() as usize + end;
-                assert_eq!(follows_call(ret), want, "{code:02x?} ending {shift} bytes in");
+                let bytes = safemem::read_bytes8(ret - 8);
+                assert_eq!(calls_before(bytes), want, "{code:02x?} ending {shift} bytes in");
             }
         }
-        assert!(!follows_call(8), "unreadable memory is no call");
+        assert!(!calls_before(safemem::read_bytes8(0)), "unreadable memory is no call");
     }
 }

@@ -83,6 +83,18 @@ pub fn current_is_set() -> Option<bool> {
     Some(is_set(key))
 }
 
+/// The calling thread's HotSpot `Thread*` as HotSpot's thread key holds it,
+/// or 0 (key unknown, or a thread HotSpot has not attached or has detached).
+/// Async-signal-safe.
+pub fn current() -> usize {
+    let key = KEY.load(Ordering::Relaxed);
+    if key == UNKNOWN {
+        return 0;
+    }
+    // SAFETY: see the module comment; `key` is a live key.
+    unsafe { libc::pthread_getspecific(key) as usize }
+}
+
 /// Whether the calling thread's value of `key` is set.
 fn is_set(key: u32) -> bool {
     // SAFETY: see the module comment; `key` is a live key.

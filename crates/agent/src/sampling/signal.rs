@@ -48,7 +48,7 @@ use crate::hotspot::frames::{self, ThreadState};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::javawalk::{self, Walked};
 use crate::hotspot::thread_key;
-use crate::native::unwind::{self as native_unwind, MAX_NATIVE_FRAMES};
+use crate::native::unwind::{self as native_unwind, OwnStack, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
 use crate::sampling::cputime::CpuSpent;
 use crate::sampling::label_slots;
@@ -789,7 +789,11 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         return (None, !env.is_null());
     };
     let part = PART_NATIVE.begin();
-    let native = native_part(ctx, tid, ucontext, buffer);
+    let stack = frames::layout().map_or_else(OwnStack::default, |l| match env.is_null() {
+        true => l.own_stack(thread_key::current(), false),
+        false => l.own_stack(l.thread(env as usize), true),
+    });
+    let native = native_part(ctx, tid, ucontext, stack, buffer);
     PART_NATIVE.end(part);
     if env.is_null() {
         let slot = record_native_marker(ctx, buffer, native, (tid, 0), MARK_NON_JAVA_THREAD, weight);
@@ -933,14 +937,14 @@ fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
 
 /// Collects the native part of the sample at the start of `buffer`
 /// (`native_unwind`); returns its length (0 with `cstack=no`).
-fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, buffer: &Buffer) -> usize {
+fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, stack: OwnStack, buffer: &Buffer) -> usize {
     if ctx.cstack == CStack::No {
         return 0;
     }
     let room = MAX_NATIVE_FRAMES.min(buffer.len.saturating_sub(1));
     // SAFETY: we own the buffer (busy flag) and it holds `buffer.len > room` frames.
     let out = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, room) };
-    native_unwind::collect(tid, ucontext, ctx.kernel_stacks, ctx.cstack == CStack::Dwarf, in_code, out)
+    native_unwind::collect(tid, ucontext, (ctx.kernel_stacks, ctx.cstack == CStack::Dwarf), stack, in_code, out)
 }
 
 /// Records the native part followed by a marker frame naming why there is
