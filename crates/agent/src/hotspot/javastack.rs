@@ -211,9 +211,37 @@ impl<'a> JavaStack<'a> {
         }
     }
 
+    /// The top frame stopped inside a compiled method's prologue (before
+    /// its frame is complete): where the caller's return address and `rbp`
+    /// are, told by the instruction at `pc` (see [`prologue_step`]), read
+    /// directly from the blob's committed code. `None` when the instruction
+    /// is not one the prologue is known to run.
+    fn unwind_in_prologue(&mut self, blob: &Blob) -> Option<bool> {
+        let (pc, end) = (self.pc, blob.start.wrapping_add(blob.size));
+        if blob.size == 0 || pc < blob.start || pc.checked_add(8)? > end {
+            return None;
+        }
+        // SAFETY: [pc, pc + 8) lies inside the blob, in its code heap's
+        // committed range (see `Layout::find_blob`), mapped for the JVM's life.
+        let code = unsafe { (pc as *const [u8; 8]).read_unaligned() };
+        // SAFETY: as above, for [pc - 8, pc) when it lies inside the blob too.
+        let before = (pc >= blob.start + 8).then(|| unsafe { ((pc - 8) as *const [u8; 8]).read_unaligned() });
+        let (ret_at, sender_sp, fp) = match prologue_step(before, code, blob.frame_bytes)? {
+            Prologue::NothingDone => (self.sp, self.sp + 8, self.fp),
+            Prologue::RbpPushed => (self.sp + 8, self.sp + 16, self.word(self.sp)?),
+            Prologue::RbpInRegister => (self.sp + blob.frame_bytes - 8, self.sp + blob.frame_bytes, self.fp),
+            Prologue::Complete => (self.sp + blob.frame_bytes - 8, self.sp + blob.frame_bytes, self.word(self.sp + blob.frame_bytes - 16)?),
+        };
+        let ret = self.word(ret_at).filter(|&r| self.l.in_code_cache(r))?;
+        Some(self.step_to(ret, sender_sp, fp))
+    }
+
     /// Steps over a frame of `blob` (compiled method or stub).
     fn unwind_blob(&mut self, blob: &Blob) -> bool {
         if self.top && (self.pc < blob.frame_complete || blob.frame_bytes == 0) {
+            if let Some(moved) = self.unwind_in_prologue(blob) {
+                return moved;
+            }
             return self.unwind_unbuilt();
         }
         if blob.frame_bytes == 0 {
@@ -260,6 +288,81 @@ impl<'a> JavaStack<'a> {
             self.steps = MAX_STEPS;
         }
         (method != 0).then_some(PhysFrame::Interpreted { method, bcp })
+    }
+}
+
+/// How far a compiled method's prologue has got, from the instruction
+/// about to run (see [`prologue_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prologue {
+    /// Nothing pushed yet: the return address is at `sp`.
+    NothingDone,
+    /// `rbp` pushed, frame not allocated: `[sp]` = caller's `rbp`, then the
+    /// return address.
+    RbpPushed,
+    /// Frame allocated, caller's `rbp` not saved yet (still in the register).
+    RbpInRegister,
+    /// Frame whole (the rest of the prologue, such as JDK 21's nmethod
+    /// entry barrier, saves nothing more).
+    Complete,
+}
+
+/// Where `code`, the bytes at the interrupted `pc` of a compiled method
+/// with a frame of `frame_bytes` (return address and saved `rbp`
+/// included), stands in its prologue. HotSpot's x86_64 prologues
+/// (`C2_MacroAssembler::verified_entry`, C1's `build_frame`, JDK 11–25):
+/// with a stack bang, `mov [rsp-N], eax; push rbp; [mov rbp, rsp;]
+/// sub rsp, F-16`; without (C2 leaf methods with small frames), `sub rsp,
+/// F-8; mov [rsp+F-16], rbp`; JDK 21 and later then run the entry barrier,
+/// `cmp dword [r15+d8], imm32` and a conditional jump (`je` over a call
+/// in C1's code, `jne` to a stub in C2's). The immediate and displacement
+/// are checked against the frame size, so an instruction that only looks
+/// like one of these elsewhere in the code is not taken for it; the jump
+/// counts only right after the barrier's `cmp` (`before`, the 8 bytes
+/// before `pc`), since the inline-cache check before the verified entry
+/// ends with a `jne` too. `None` for any other instruction.
+fn prologue_step(before: Option<[u8; 8]>, code: [u8; 8], frame_bytes: usize) -> Option<Prologue> {
+    let [b0, b1, b2, b3, b4, b5, b6, _] = code;
+    let fb = frame_bytes as i64;
+    if fb < 16 {
+        return None;
+    }
+    if before.is_some_and(|b| b[..3] == [0x41, 0x81, 0x7F]) && matches!((b0, b1), (0x74, _) | (0x75, _) | (0x0F, 0x84) | (0x0F, 0x85)) {
+        return Some(Prologue::Complete);
+    }
+    // sub rsp, imm8 (48 83 EC ib) or imm32 (48 81 EC id).
+    let sub = match code {
+        [0x48, 0x83, 0xEC, i, ..] => Some(i as i8 as i64),
+        [0x48, 0x81, 0xEC, a, b, c, d, _] => Some(i32::from_le_bytes([a, b, c, d]) as i64),
+        _ => None,
+    };
+    if let Some(imm) = sub {
+        return match fb - imm {
+            8 => Some(Prologue::NothingDone),
+            16 => Some(Prologue::RbpPushed),
+            _ => None,
+        };
+    }
+    // mov [rsp], rbp (48 89 2C 24); [rsp+d8] (48 89 6C 24 d8); [rsp+d32] (48 89 AC 24 d32).
+    let saves_rbp = match code {
+        [0x48, 0x89, 0x2C, 0x24, ..] => Some(0),
+        [0x48, 0x89, 0x6C, 0x24, d, ..] => Some(d as i8 as i64),
+        [0x48, 0x89, 0xAC, 0x24, a, b, c, d] => Some(i32::from_le_bytes([a, b, c, d]) as i64),
+        _ => None,
+    };
+    if let Some(disp) = saves_rbp {
+        return (disp + 16 == fb).then_some(Prologue::RbpInRegister);
+    }
+    match (b0, b1, b2, b3) {
+        // push rbp
+        (0x55, ..) => Some(Prologue::NothingDone),
+        // the stack bang: mov [rsp-N], eax (89 84 24 d32, N > 0)
+        (0x89, 0x84, 0x24, _) if i32::from_le_bytes([b3, b4, b5, b6]) < 0 => Some(Prologue::NothingDone),
+        // mov rbp, rsp (48 89 E5 / 48 8B EC), with -XX:+PreserveFramePointer
+        (0x48, 0x89, 0xE5, _) | (0x48, 0x8B, 0xEC, _) => Some(Prologue::RbpPushed),
+        // the entry barrier: cmp dword [r15+d8], imm32 (41 81 7F) or [r15+d32] (41 81 BF)
+        (0x41, 0x81, 0x7F | 0xBF, _) => Some(Prologue::Complete),
+        _ => None,
     }
 }
 
@@ -310,5 +413,55 @@ impl Iterator for JavaStack<'_> {
             return None;
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Prologue::*;
+
+    fn at(bytes: &[u8]) -> [u8; 8] {
+        let mut code = [0x90u8; 8];
+        code[..bytes.len()].copy_from_slice(bytes);
+        code
+    }
+
+    /// C2 without a stack bang (a 48-byte frame): `sub rsp, 40` then
+    /// `mov [rsp+32], rbp`; a 16-byte frame saves rbp at `[rsp]`.
+    #[test]
+    fn c2_prologue_without_a_stack_bang() {
+        assert_eq!(prologue_step(None, at(&[0x48, 0x81, 0xEC, 40, 0, 0, 0]), 48), Some(NothingDone));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x83, 0xEC, 40]), 48), Some(NothingDone));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x89, 0x6C, 0x24, 32]), 48), Some(RbpInRegister));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x89, 0xAC, 0x24, 0x20, 1, 0, 0]), 0x130), Some(RbpInRegister));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x89, 0x2C, 0x24]), 16), Some(RbpInRegister));
+        assert_eq!(prologue_step(None, at(&[0x41, 0x81, 0x7F, 0x20, 1, 0, 0, 0]), 48), Some(Complete), "JDK 21's entry barrier");
+        // JDK 25: the barrier's jump right after its cmp; not the inline-cache check's jne.
+        let barrier = Some([0x41, 0x81, 0x7F, 0x20, 1, 0, 0, 0]);
+        assert_eq!(prologue_step(barrier, at(&[0x0F, 0x85, 0x6F, 0, 0, 0]), 48), Some(Complete));
+        assert_eq!(prologue_step(barrier, at(&[0x74, 0x05]), 96), Some(Complete), "C1's je over the call");
+        assert_eq!(prologue_step(Some([0x44, 0x8B, 0x56, 0x08, 0x44, 0x3B, 0x50, 0x08]), at(&[0x0F, 0x85, 0, 0, 0, 0]), 48), None);
+    }
+
+    /// With a stack bang (C1, and C2 methods that call): bang, push rbp,
+    /// optionally mov rbp, rsp, then `sub rsp, F-16`.
+    #[test]
+    fn prologue_with_a_stack_bang() {
+        assert_eq!(prologue_step(None, at(&[0x89, 0x84, 0x24, 0x00, 0xC0, 0xFE, 0xFF]), 64), Some(NothingDone));
+        assert_eq!(prologue_step(None, at(&[0x55]), 64), Some(NothingDone));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x8B, 0xEC]), 64), Some(RbpPushed));
+        assert_eq!(prologue_step(None, at(&[0x48, 0x83, 0xEC, 48]), 64), Some(RbpPushed));
+    }
+
+    /// Instructions that look alike but do not fit the frame, and anything
+    /// else, are not taken for the prologue.
+    #[test]
+    fn lookalikes_and_other_code_are_refused() {
+        assert_eq!(prologue_step(None, at(&[0x48, 0x83, 0xEC, 8]), 48), None, "sub of another size");
+        assert_eq!(prologue_step(None, at(&[0x48, 0x89, 0x6C, 0x24, 8]), 48), None, "rbp stored elsewhere");
+        assert_eq!(prologue_step(None, at(&[0x89, 0x84, 0x24, 0x10, 0, 0, 0]), 64), None, "a store above rsp is no bang");
+        assert_eq!(prologue_step(None, at(&[0x8B, 0x46, 0x0C]), 64), None);
+        assert_eq!(prologue_step(None, at(&[0x55]), 8), None, "no frame");
     }
 }
