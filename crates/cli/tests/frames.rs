@@ -104,10 +104,12 @@ fn check_own_walk(java: &Path, classes: &Path, out: &Path) -> (f64, f64) {
 /// instruction to find the return address (before this, 4–9% of the
 /// samples failed on JDK 17, 21 and 25). The four methods are called
 /// equally by construction: each gets a quarter of their samples, checked
-/// from JDK 17 on. On JDK 11, AsyncGetCallTrace itself gives some samples
-/// of one such method to its caller without failing (one of the four
-/// methods shows 16% instead of 25%, the caller's own line the rest),
-/// which the own walk does not see: that share is not checked there.
+/// from JDK 17 on. On JDK 11 one of the four gets about half the samples
+/// of each other in every run, with or without oxprof's own walk (whether
+/// its code is cheaper there or its samples go elsewhere is not known): the
+/// shares are not checked there. No stack may name a method twice on top
+/// (a method AsyncGetCallTrace left out is put back on top, never one it
+/// kept: see `frametypes::annotate`).
 fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
     let o = Command::new(java)
         .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
@@ -123,7 +125,7 @@ fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
     let all = total(&s);
     let per: Vec<u64> = ["A", "B", "C", "D"].iter().map(|c| samples_with(&s, &format!("Tags${c}.tag"))).collect();
     let tags: u64 = per.iter().sum();
-    assert!(tags * 2 >= all && tags >= 1000, "{who}: the small methods got {tags} of {all} samples: {s:?}");
+    assert!(tags * 2 >= all && tags >= 500, "{who}: the small methods got {tags} of {all} samples: {s:?}");
     for (c, n) in ["A", "B", "C", "D"].iter().zip(&per).filter(|_| shares) {
         let share = 100.0 * *n as f64 / tags as f64;
         assert!((share - 25.0).abs() <= 6.0, "{who}: Tags${c}.tag has {share:.1}% of the methods' samples, truth 25%");
@@ -133,6 +135,7 @@ fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
             continue;
         }
         assert!(st.len() >= 3 && st[0] == "Tags.main" && st[1] == "Tags.sum", "{who}: {n} samples of a small method without its callers: {st:?}");
+        assert!(st.windows(2).all(|w| w[0] != w[1]), "{who}: {n} samples name a method twice: {st:?}");
     }
     let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
     assert!(failed < 0.5, "{who}: {failed}% failed walks in prologues\n{err}");

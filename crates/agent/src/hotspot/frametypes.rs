@@ -11,6 +11,7 @@
 //! Where the lists disagree, the remaining frames keep the unknown type.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
@@ -18,6 +19,7 @@ use crate::hotspot::frames::{self, Blob, Layout};
 use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::javawalk;
+use crate::hotspot::method_ids;
 use crate::hotspot::scopes::MAX_SCOPES;
 use crate::sampling::store::{JavaFrameType, RawFrame};
 
@@ -26,7 +28,9 @@ use crate::sampling::store::{JavaFrameType, RawFrame};
 /// Only where [`gate::jmethodid_is_method_slot`] (checked by
 /// [`annotate`], the only caller on the signal path).
 fn method_of(f: &RawFrame) -> usize {
-    if f.method == 0 || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME) {
+    // AsyncGetCallTrace gives a compiled top frame it cannot place inside
+    // its method the bci -1: still that method's frame.
+    if f.method == 0 || f.is_marker() || f.is_native() || (f.bci < 0 && f.bci != BCI_NATIVE_FRAME && f.bci != -1) {
         return 0;
     }
     // SAFETY: AsyncGetCallTrace only returns jmethodIDs the JVM created; they
@@ -49,17 +53,56 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
     let Some(walked) = frames.get_mut(..n) else { return Below::Nothing };
     // Only when every frame was matched does the next physical frame lie
     // below AsyncGetCallTrace's root; a stack cut by the depth limit stays so.
-    if align(&mut stack, walked, method_of) < n || n >= frames.len() {
+    let aligned = align(&mut stack, walked, method_of);
+    if aligned.matched < n || n >= frames.len() {
         return Below::Nothing;
     }
+    // The interrupted compiled method itself, which AsyncGetCallTrace left
+    // out (JDK 11 does in some half-built frames: the sample went to the
+    // caller), goes back on top.
+    let mut n = n;
+    let mut grown = false;
+    if let Some(k) = aligned.dropped_top.and_then(|m| method_ids::lookup(l, m)) {
+        RESTORED.fetch_add(1, Ordering::Relaxed);
+        frames.copy_within(0..n, 1);
+        if let Some(top) = frames.first_mut() {
+            *top = RawFrame::java(k.id, k.compiled_bci(), JavaFrameType::Compiled);
+            (n, grown) = (n + 1, true);
+        }
+        if n >= frames.len() {
+            return Below::Completed(n);
+        }
+    }
     match javawalk::name_frames(l, &mut stack, frames, n) {
-        (k, _) if k == n => Below::Nothing,
+        (k, _) if k == n && !grown => Below::Nothing,
+        (k, _) if k == n => Below::Completed(k),
         (k, true) => Below::Completed(k),
         (k, false) => Below::Cut(k),
     }
 }
 
-/// What the physical walk finds below AsyncGetCallTrace's root frame.
+/// Samples whose interrupted method was put back on top (see [`annotate`]).
+static RESTORED: AtomicU64 = AtomicU64::new(0);
+
+/// How many samples got their interrupted method back on top, since the
+/// process started.
+pub fn restored_tops() -> u64 {
+    RESTORED.load(Ordering::Relaxed)
+}
+
+/// What [`align`] found.
+#[derive(Debug, PartialEq, Eq)]
+struct Aligned {
+    /// How many of the stored frames were matched; when that is all of
+    /// them, the physical walk stands at the frame below the last one used.
+    matched: usize,
+    /// The `Method*` of the interrupted compiled frame, when the stored
+    /// frames begin with its caller instead (the top frame was dropped).
+    dropped_top: Option<usize>,
+}
+
+/// What the physical walk finds below AsyncGetCallTrace's root frame (or
+/// on top of its first: see [`annotate`]).
 /// AsyncGetCallTrace can end a walk early without saying so (HotSpot stops
 /// at a sender it cannot follow, such as the VM calling back into Java to
 /// link an invokedynamic call site), which would make a frame in the middle
@@ -68,8 +111,9 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
 pub enum Below {
     /// No Java frame found below (or nothing known): the stack is whole.
     Nothing,
-    /// More Java frames, named down to the thread's first Java call: the
-    /// stack now has this many frames.
+    /// More Java frames, named down to the thread's first Java call (or
+    /// the interrupted method put back on top): the stack now has this
+    /// many frames.
     Completed(usize),
     /// More Java frames, but the physical walk stopped short too: this many
     /// frames, and the stack is known to be cut.
@@ -78,11 +122,10 @@ pub enum Below {
 
 /// The alignment itself, over any physical frames (`method_of` gives a
 /// stored frame's `Method*`).
-/// Returns how many frames were aligned; when that is all of them, the
-/// stack is left at the physical frame below the last one used.
-fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> usize {
+fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], method_of: impl Fn(&RawFrame) -> usize) -> Aligned {
     let mut i = 0;
     let mut n = 0;
+    let mut dropped_top = None;
     while i < frames.len() {
         let Some(phys) = stack.next() else { break };
         n += 1;
@@ -111,6 +154,9 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
                 let end = frames.len().min(i + MAX_SCOPES);
                 let Some(own) = frames.get(i..end).and_then(|w| w.iter().position(|f| method_of(f) == method)) else {
                     if first {
+                        if !javastack::is_continuation_entry(method) {
+                            dropped_top = Some(method);
+                        }
                         continue;
                     }
                     break;
@@ -122,7 +168,8 @@ fn align(stack: &mut impl Iterator<Item = PhysFrame>, frames: &mut [RawFrame], m
             }
         }
     }
-    i
+    // Dropped only if the next physical frame did match the first stored one.
+    Aligned { matched: i, dropped_top: dropped_top.filter(|_| i > 0) }
 }
 
 /// After a successful AsyncGetCallTrace walk: types its `n` frames at the
@@ -204,13 +251,27 @@ mod tests {
     fn alignment_stops_below_the_stored_root() {
         let mut f = frames(&[1, 2, 3]);
         let mut phys = [comp(2), interp(3), interp(4), interp(5)].into_iter();
-        assert_eq!(align(&mut phys, &mut f, |f| f.method * 10), 3);
+        assert_eq!(align(&mut phys, &mut f, |f| f.method * 10).matched, 3);
         assert_eq!(phys.next(), Some(interp(4)), "the next frame is the one below the root");
         let mut phys = [interp(1), interp(2)].into_iter();
-        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), 2);
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10).matched, 2);
         assert_eq!(phys.next(), None);
         let mut phys = [interp(1), interp(9), interp(3)].into_iter();
-        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), 1);
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10).matched, 1);
+    }
+
+    /// A compiled top frame missing from the stored frames, whose caller
+    /// starts them, was dropped by AsyncGetCallTrace; one matching nothing
+    /// at all was not.
+    #[test]
+    fn a_dropped_top_frame_is_told() {
+        let mut phys = [comp(7), comp(2), interp(3)].into_iter();
+        let a = align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10);
+        assert_eq!(a, Aligned { matched: 3, dropped_top: Some(70) });
+        let mut phys = [comp(2), interp(3)].into_iter();
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10).dropped_top, None, "nothing dropped");
+        let mut phys = [comp(7), interp(9)].into_iter();
+        assert_eq!(align(&mut phys, &mut frames(&[1, 2, 3]), |f| f.method * 10), Aligned { matched: 0, dropped_top: None });
     }
 
     #[test]
