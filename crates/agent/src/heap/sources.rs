@@ -77,7 +77,7 @@ impl AllocSource {
         let Some(store) = self.sampler.stored() else { return (Profile::default(), AllocStats::default()) };
         let mut profile = Profile::new(cx.rec.meta("Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
         let mut ids = Vec::new();
-        let mut memo = FrameMemo::default();
+        let mut memo = FrameMemo::new(cx);
         let (own_walks, jvmti_walks, checked, mismatched) = self.sampler.walk_counts();
         let mut st = AllocStats {
             dropped: store.stats().dropped,
@@ -102,11 +102,11 @@ impl AllocSource {
                 _ => (None, &t.frames[..]),
             };
             for f in stack.iter().rev() {
-                ids.push(memo.id(&mut profile, f, || cx.frame(f)));
+                ids.push(memo.id(&mut profile, cx, f));
             }
             if let Some(id) = class {
                 let class_frame = RawFrame { bci: MARK_ALLOC_CLASS, method: id };
-                ids.push(memo.id(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Alloc)));
+                ids.push(memo.id_with(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Alloc)));
             }
             profile.add(ids.clone(), t.samples, t.total);
         }

@@ -339,6 +339,34 @@ pub fn resolver() -> MutexGuard<'static, NativeSymbols> {
     R.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Counts the changes of the process's executable mappings seen by
+/// [`NativeSymbols::refresh`] (never reset, so a name cache can tell
+/// whether to check its native frames again: [`NativeSymbols::mapping_id`]).
+static MAPS_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// See [`MAPS_GENERATION`].
+pub fn maps_generation() -> u64 {
+    MAPS_GENERATION.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The mapping holding `pc` in `maps` (sorted by start).
+fn find_mapping(maps: &[Mapping], pc: usize) -> Option<&Mapping> {
+    let i = maps.partition_point(|m| m.start <= pc);
+    i.checked_sub(1).and_then(|i| maps.get(i)).filter(|m| pc < m.end)
+}
+
+/// What a native address's name depends on: the start, file offset and
+/// file of the mapping holding it (not its end: the JIT's code heap grows
+/// at its end every few seconds), hashed; 0 for an address outside every
+/// mapping.
+fn mapping_key(maps: &[Mapping], pc: usize) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let Some(m) = find_mapping(maps, pc) else { return 0 };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (m.start, m.offset, &m.path).hash(&mut h);
+    h.finish() | 1
+}
+
 fn parse_maps(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -386,18 +414,29 @@ fn file_name(path: &str) -> &str {
 
 impl NativeSymbols {
     /// Rereads the process's mappings (libraries may have been loaded since
-    /// the last dump); parsed objects are kept.
+    /// the last dump); parsed objects are kept, and so are the names of
+    /// addresses whose mapping is the same ([`mapping_key`]).
     pub fn refresh(&mut self) {
         let maps = std::fs::read_to_string("/proc/self/maps").map(|t| parse_maps(&t)).unwrap_or_default();
         if maps != self.maps {
-            self.maps = maps;
-            self.names.clear();
+            let old = std::mem::replace(&mut self.maps, maps);
+            let new = &self.maps;
+            self.names.retain(|&(pc, kernel), _| kernel || mapping_key(&old, pc) == mapping_key(new, pc));
+            MAPS_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// What the name of the user-space address `pc` depends on: equal
+    /// values name it alike (see [`mapping_key`]). Compare after
+    /// [`NativeSymbols::refresh`].
+    pub fn mapping_id(&self, pc: usize) -> u64 {
+        mapping_key(&self.maps, pc)
     }
 
     /// Frees every table and cached name.
     pub fn clear(&mut self) {
         *self = NativeSymbols::default();
+        MAPS_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Called when a profile is built: frees every table and cached name,
@@ -443,13 +482,9 @@ impl NativeSymbols {
     /// The mapping holding `pc`, rereading `/proc/self/maps` once when none
     /// does (a library loaded since, or tables cleared by another dump).
     fn mapping(&mut self, pc: usize) -> Option<Mapping> {
-        let find = |maps: &[Mapping]| {
-            let i = maps.partition_point(|m| m.start <= pc);
-            i.checked_sub(1).and_then(|i| maps.get(i)).filter(|m| pc < m.end).cloned()
-        };
-        find(&self.maps).or_else(|| {
+        find_mapping(&self.maps, pc).cloned().or_else(|| {
             self.refresh();
-            find(&self.maps)
+            find_mapping(&self.maps, pc).cloned()
         })
     }
 
