@@ -348,13 +348,23 @@ impl FrameNames {
     }
 }
 
+/// The stored frame standing for every frame [`BuildContext::frame`] names
+/// alike: a Java frame's name and kind do not depend on its bytecode index,
+/// only on its method and frame type.
+fn name_key(f: &RawFrame) -> RawFrame {
+    match f.bci {
+        RawFrame::NATIVE_PC | RawFrame::KERNEL_PC | BCI_NATIVE_FRAME => *f,
+        _ => RawFrame::java(f.method, 0, f.java_type()),
+    }
+}
+
 /// Stored frames turned into profile frames during one build: a deep
 /// profile repeats the same few thousand frames hundreds of thousands of
 /// times. Names come from [`FrameNames`] (kept between builds under
 /// `loop=`); frames named otherwise ([`FrameMemo::id_with`]), thread roots
 /// and state frames are remembered for this build only.
 pub struct FrameMemo {
-    names: std::sync::MutexGuard<'static, FrameNames>,
+    names: Names,
     stamp: u64,
     other: WordMap<RawFrame, u32>,
     threads: WordMap<(u32, bool), u32>,
@@ -375,12 +385,19 @@ impl FrameMemo {
                 names.next_interval();
             }
         }
-        FrameMemo { names, stamp, other: WordMap::default(), threads: WordMap::default(), states: Vec::new() }
+        FrameMemo { names: Names::Kept(names), stamp, other: WordMap::default(), threads: WordMap::default(), states: Vec::new() }
+    }
+
+    /// A memo that names every frame afresh, as before names were kept
+    /// (for [`check_kept_names`]).
+    pub fn fresh() -> FrameMemo {
+        let names = Box::new(FrameNames { builds: 1, ..FrameNames::new() });
+        FrameMemo { names: Names::Own(names), stamp: 1, other: WordMap::default(), threads: WordMap::default(), states: Vec::new() }
     }
 
     fn named<'m>(names: &'m mut FrameNames, cx: &BuildContext, f: &RawFrame) -> &'m mut Named {
         let now = names.intervals;
-        let n = names.by_raw.entry(*f).or_insert_with(|| {
+        let n = names.by_raw.entry(name_key(f)).or_insert_with(|| {
             let mapping = if f.bci == RawFrame::NATIVE_PC { native_symbols::resolver().mapping_id(f.method) } else { 0 };
             Named { frame: cx.frame(f), mapping, seen: now, stamp: 0, local: 0 }
         });
@@ -423,6 +440,65 @@ impl FrameMemo {
         let id = profile.intern(state.frame());
         self.states.push((state, id));
         id
+    }
+}
+
+/// The names a memo uses: the kept ones (locked while it builds), or its own.
+enum Names {
+    Kept(std::sync::MutexGuard<'static, FrameNames>),
+    Own(Box<FrameNames>),
+}
+
+impl std::ops::Deref for Names {
+    type Target = FrameNames;
+    fn deref(&self) -> &FrameNames {
+        match self {
+            Names::Kept(g) => g,
+            Names::Own(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Names {
+    fn deref_mut(&mut self) -> &mut FrameNames {
+        match self {
+            Names::Kept(g) => g,
+            Names::Own(b) => b,
+        }
+    }
+}
+
+/// Whether every interval's profile is also built with fresh names and
+/// compared with the one built from kept names (`OXPROF_CHECK_KEPT_NAMES=1`,
+/// for the tests: it doubles the cost of a build).
+pub fn checks_kept_names() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("OXPROF_CHECK_KEPT_NAMES").is_ok_and(|v| v == "1"))
+}
+
+/// Compares a profile built with kept names with one built from the same
+/// samples with fresh names, and logs the outcome: `kept names check
+/// (KEY): same, ...` or an error naming the first difference.
+pub fn check_kept_names(key: &str, kept: &Profile, fresh: &Profile) {
+    let difference = if kept.frames() != fresh.frames() {
+        let i = kept.frames().iter().zip(fresh.frames()).position(|(a, b)| a != b).unwrap_or(kept.frames().len().min(fresh.frames().len()));
+        Some(format!("frame {i}: kept {:?}, fresh {:?} ({} and {} frames)", kept.frames().get(i), fresh.frames().get(i), kept.frames().len(), fresh.frames().len()))
+    } else if kept.samples() != fresh.samples() {
+        let i = kept.samples().iter().zip(fresh.samples()).position(|(a, b)| a != b).unwrap_or(kept.samples().len().min(fresh.samples().len()));
+        Some(format!("stack {i}: kept {:?}, fresh {:?}", kept.samples().get(i), fresh.samples().get(i)))
+    } else if kept.meta != fresh.meta {
+        Some(format!("metadata: kept {:?}, fresh {:?}", kept.meta, fresh.meta))
+    } else {
+        None
+    };
+    let (names, intervals) = frame_names_stats();
+    match difference {
+        None => crate::log::debug(&format!(
+            "kept names check ({key}): same, {} stacks, {} frames; {names} names kept after {intervals} intervals",
+            kept.samples().len(),
+            kept.frames().len()
+        )),
+        Some(d) => crate::log::error(&format!("kept names check ({key}): the profiles differ at {d}")),
     }
 }
 

@@ -295,17 +295,25 @@ impl CpuSource {
         let traces = crate::sampling::interval::read(store, cx.close_interval);
         native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
-        let config = &cx.rec.config;
-        let mut profile = Profile::new(cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), config.interval_ns, "ns"));
-        let mut ids = Vec::new();
-        let mut memo = FrameMemo::new(cx);
-        for t in &traces {
-            summary.samples += t.samples;
-            ids.clear();
-            trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
-            profile.add(ids.clone(), t.samples, t.total);
+        let meta = cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), cx.rec.config.interval_ns, "ns");
+        let build = |memo: &mut FrameMemo, summary: &mut Summary| {
+            let config = &cx.rec.config;
+            let mut profile = Profile::new(meta.clone());
+            let mut ids = Vec::new();
+            for t in &traces {
+                summary.samples += t.samples;
+                ids.clear();
+                trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut *memo), &mut ids, summary);
+                profile.add(ids.clone(), t.samples, t.total);
+            }
+            profile
+        };
+        let mut profile = build(&mut FrameMemo::new(cx), &mut summary);
+        if crate::source::checks_kept_names() && cx.close_interval {
+            let fresh = build(&mut FrameMemo::fresh(), &mut Summary::default());
+            crate::source::check_kept_names("cpu", &profile, &fresh);
         }
-        drop(memo);
+        let config = &cx.rec.config;
         native_symbols::resolver().done();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
