@@ -527,6 +527,50 @@ pub fn fmt_interval(ns: u64) -> String {
 mod tests {
     use super::*;
 
+    fn named(seen: u64) -> Named {
+        Named { frame: Frame::new("A.f", FrameKind::Jit), mapping: 0, seen, stamp: 0, local: 0 }
+    }
+
+    /// Kept names age out after FRAME_NAMES_AGE intervals unseen, and no
+    /// more than FRAME_NAMES_KEPT stay: the most recently seen.
+    #[test]
+    fn kept_names_age_and_are_capped() {
+        let mut n = FrameNames::new();
+        // The interval that begins is 101: a name last seen in 71 (30
+        // intervals before) stays, one seen in 70 goes.
+        n.intervals = 100;
+        n.by_raw.insert(RawFrame::native_pc(1), named(101 - FRAME_NAMES_AGE));
+        n.by_raw.insert(RawFrame::native_pc(2), named(100 - FRAME_NAMES_AGE));
+        n.next_interval();
+        assert!(n.by_raw.contains_key(&RawFrame::native_pc(1)) && !n.by_raw.contains_key(&RawFrame::native_pc(2)));
+        let mut n = FrameNames::new();
+        n.intervals = 10;
+        for i in 0..FRAME_NAMES_KEPT + 100 {
+            // Seen in intervals 1..=10, the last 100 in interval 10.
+            let seen = if i >= FRAME_NAMES_KEPT { 10 } else { 1 + (i as u64 % 9) };
+            n.by_raw.insert(RawFrame::native_pc(i), named(seen));
+        }
+        n.next_interval();
+        assert!(n.by_raw.len() <= FRAME_NAMES_KEPT && n.by_raw.len() >= FRAME_NAMES_KEPT / 2, "{}", n.by_raw.len());
+        assert!((FRAME_NAMES_KEPT..FRAME_NAMES_KEPT + 100).all(|i| n.by_raw.contains_key(&RawFrame::native_pc(i))), "the latest stay");
+        let oldest_left = n.by_raw.values().map(|v| v.seen).min().unwrap();
+        assert!(n.by_raw.values().all(|v| v.seen >= oldest_left) && oldest_left > 1);
+    }
+
+    /// Java frames differing only in bytecode index share a name; frame
+    /// types, native methods and native code do not.
+    #[test]
+    fn name_keys() {
+        let a = RawFrame::java(0x10, 4, JavaFrameType::Compiled);
+        assert_eq!(name_key(&a), name_key(&RawFrame::java(0x10, 9, JavaFrameType::Compiled)));
+        assert_ne!(name_key(&a), name_key(&RawFrame::java(0x10, 4, JavaFrameType::Inlined)));
+        assert_eq!(name_key(&RawFrame { bci: -1, method: 0x10 }), name_key(&RawFrame::java(0x10, 0, JavaFrameType::Unknown)));
+        let native_method = RawFrame { bci: BCI_NATIVE_FRAME, method: 0x10 };
+        assert_eq!(name_key(&native_method), native_method);
+        assert_eq!(name_key(&RawFrame::native_pc(0x10)), RawFrame::native_pc(0x10));
+        assert_ne!(name_key(&RawFrame::kernel_pc(0x10)), name_key(&RawFrame::native_pc(0x10)));
+    }
+
     #[test]
     fn intervals() {
         assert_eq!(fmt_interval(10_000_000), "10ms");
