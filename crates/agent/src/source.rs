@@ -9,7 +9,9 @@
 //! with a starter added to [`crate::profiler::STARTERS`].
 //!
 //! Also here, for every source's build: the recording the sources belong to,
-//! and turning stored frames into named profile frames.
+//! and turning stored frames into named profile frames, with the names kept
+//! from one interval to the next under `loop=` (`FrameNames`: checked
+//! against unloaded classes and remapped code, aged and capped).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -321,11 +323,22 @@ impl FrameNames {
         let check_maps = maps != self.maps_seen;
         let check_java = prunes != self.prunes_seen;
         let resolver = native_symbols::resolver();
-        self.by_raw.retain(|f, n| match f.bci {
-            RawFrame::NATIVE_PC => !check_maps || resolver.mapping_id(f.method) == n.mapping,
-            RawFrame::KERNEL_PC => true,
-            _ => !check_java || cx.symbols.has_name(f.method),
+        let (mut java, mut native) = (0usize, 0usize);
+        self.by_raw.retain(|f, n| {
+            let keep = match f.bci {
+                RawFrame::NATIVE_PC => !check_maps || resolver.mapping_id(f.method) == n.mapping,
+                RawFrame::KERNEL_PC => true,
+                _ => !check_java || cx.symbols.has_name(f.method),
+            };
+            if !keep {
+                *(if f.bci == RawFrame::NATIVE_PC { &mut native } else { &mut java }) += 1;
+            }
+            keep
         });
+        drop(resolver);
+        if java + native > 0 {
+            crate::log::debug(&format!("kept frame names: forgot {java} of unloaded classes, {native} of remapped native code"));
+        }
         self.maps_seen = maps;
         self.prunes_seen = prunes;
     }
@@ -398,8 +411,10 @@ impl FrameMemo {
     fn named<'m>(names: &'m mut FrameNames, cx: &BuildContext, f: &RawFrame) -> &'m mut Named {
         let now = names.intervals;
         let n = names.by_raw.entry(name_key(f)).or_insert_with(|| {
+            let frame = cx.frame(f);
+            // After naming, which may have reread the mappings.
             let mapping = if f.bci == RawFrame::NATIVE_PC { native_symbols::resolver().mapping_id(f.method) } else { 0 };
-            Named { frame: cx.frame(f), mapping, seen: now, stamp: 0, local: 0 }
+            Named { frame, mapping, seen: now, stamp: 0, local: 0 }
         });
         n.seen = now;
         n
