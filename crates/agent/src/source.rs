@@ -497,7 +497,13 @@ pub fn checks_kept_names() -> bool {
 pub fn check_kept_names(key: &str, kept: &Profile, fresh: &Profile) {
     let difference = if kept.frames() != fresh.frames() {
         let i = kept.frames().iter().zip(fresh.frames()).position(|(a, b)| a != b).unwrap_or(kept.frames().len().min(fresh.frames().len()));
-        Some(format!("frame {i}: kept {:?}, fresh {:?} ({} and {} frames)", kept.frames().get(i), fresh.frames().get(i), kept.frames().len(), fresh.frames().len()))
+        Some(format!(
+            "frame {i}: kept {:?}, fresh {:?} ({} and {} frames)",
+            kept.frames().get(i),
+            fresh.frames().get(i),
+            kept.frames().len(),
+            fresh.frames().len()
+        ))
     } else if kept.samples() != fresh.samples() {
         let i = kept.samples().iter().zip(fresh.samples()).position(|(a, b)| a != b).unwrap_or(kept.samples().len().min(fresh.samples().len()));
         Some(format!("stack {i}: kept {:?}, fresh {:?}", kept.samples().get(i), fresh.samples().get(i)))

@@ -245,11 +245,13 @@ fn kept_frame_names_give_the_profiles_fresh_names_give() {
     let same = |key: &str| lines.iter().filter(|l| l.contains(&format!("kept names check ({key}): same,"))).count();
     assert!(same("cpu") >= 4 && same("alloc") >= 4, "only {} CPU and {} allocation intervals checked\n{err}", same("cpu"), same("alloc"));
     // Names were kept from interval to interval, not made anew each time.
-    let kept: Vec<usize> = lines
-        .iter()
-        .filter_map(|l| l.split("; ").nth(1)?.strip_suffix(" intervals")?.split(" names kept").next()?.parse().ok())
-        .collect();
+    let kept: Vec<usize> = lines.iter().filter_map(|l| l.split("; ").nth(1)?.strip_suffix(" intervals")?.split(" names kept").next()?.parse().ok()).collect();
     assert!(kept.iter().any(|&n| n > 0), "no names kept\n{err}");
     let forgot = kept_names_forgotten(&lines);
-    eprintln!("{} CPU and {} allocation intervals the same both ways; {forgot} kept names forgotten; up to {} names kept", same("cpu"), same("alloc"), kept.iter().max().unwrap_or(&0));
+    eprintln!(
+        "{} CPU and {} allocation intervals the same both ways; {forgot} kept names forgotten; up to {} names kept",
+        same("cpu"),
+        same("alloc"),
+        kept.iter().max().unwrap_or(&0)
+    );
 }
