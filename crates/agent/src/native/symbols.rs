@@ -361,16 +361,10 @@ fn find_mapping(maps: &[Mapping], pc: usize) -> Option<&Mapping> {
 /// offset and file (not its end: the JIT's code heap grows at its end every
 /// few seconds), hashed, one per mapping of `maps`.
 fn mapping_keys(maps: &[Mapping]) -> Vec<u64> {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
     let seed = SEED.get_or_init(Default::default);
-    maps.iter()
-        .map(|m| {
-            let mut h = seed.build_hasher();
-            (m.start, m.offset, &m.path).hash(&mut h);
-            h.finish() | 1
-        })
-        .collect()
+    maps.iter().map(|m| seed.hash_one((m.start, m.offset, &m.path)) | 1).collect()
 }
 
 /// The key ([`mapping_keys`]) of the mapping holding `pc`; 0 for an
