@@ -246,6 +246,8 @@ struct Dict {
     attribute_ids: HashMap<(i32, String), i32>,
     stacks: Vec<pb::Stack>,
     stack_ids: HashMap<Vec<i32>, i32>,
+    /// A location's attribute indices by its frame kind, once made.
+    kind_attributes: [Option<Vec<i32>>; FrameKind::ALL.len()],
 }
 
 impl Dict {
@@ -261,6 +263,7 @@ impl Dict {
             attribute_ids: HashMap::new(),
             stacks: vec![pb::Stack::default()],
             stack_ids: HashMap::from([(Vec::new(), 0)]),
+            kind_attributes: Default::default(),
         }
     }
 
@@ -300,11 +303,18 @@ impl Dict {
         if let Some(&i) = self.location_ids.get(&key) {
             return i;
         }
-        let mut attribute_indices = Vec::with_capacity(2);
-        if let Some(t) = frame_type(kind) {
-            attribute_indices.push(self.attribute(FRAME_TYPE, t));
-        }
-        attribute_indices.push(self.attribute(FRAME_KIND, kind_word(kind)));
+        let attribute_indices = match &self.kind_attributes[kind.index()] {
+            Some(known) => known.clone(),
+            None => {
+                let mut made = Vec::with_capacity(2);
+                if let Some(t) = frame_type(kind) {
+                    made.push(self.attribute(FRAME_TYPE, t));
+                }
+                made.push(self.attribute(FRAME_KIND, kind_word(kind)));
+                self.kind_attributes[kind.index()] = Some(made.clone());
+                made
+            }
+        };
         let lines = key.0.iter().map(|&(function_index, line)| pb::Line { function_index, line, column: 0 }).collect();
         let i = self.locations.len() as i32;
         self.locations.push(pb::Location { mapping_index: 0, address: 0, lines, attribute_indices });
