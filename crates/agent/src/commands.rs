@@ -66,6 +66,7 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
     if last {
         crate::native::symbols::forget_kernel_table();
         crate::native::symbols::keep_between_builds(false);
+        crate::source::keep_frame_names(false);
         output::intervals::forget();
     }
     result

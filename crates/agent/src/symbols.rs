@@ -58,6 +58,8 @@ struct Inner {
     builtin_loaders: Vec<jobject>,
     classes_seen: u64,
     unloadable_seen: u64,
+    /// Prunes that forgot names (see [`Symbols::prunes`]).
+    prunes: u64,
 }
 
 // SAFETY: the jobjects held are JNI global and weak global references, valid
@@ -202,7 +204,24 @@ impl Symbols {
         }
         inner.early.shrink_to_fit();
         inner.prune_at = inner.early.len() * 2;
+        if inner.early.len() != before {
+            inner.prunes += 1;
+        }
         before - inner.early.len()
+    }
+
+    /// How many prunes forgot names so far: a cache of names made from
+    /// these (`source::FrameNames`) checks its methods with
+    /// [`Symbols::has_name`] when this changed.
+    pub fn prunes(&self) -> u64 {
+        self.lock().prunes
+    }
+
+    /// Whether a method's name is still here (it was resolved, and its
+    /// class has not unloaded and been pruned since).
+    pub fn has_name(&self, method: usize) -> bool {
+        let inner = self.lock();
+        inner.early.contains_key(&method) || inner.cache.contains_key(&method)
     }
 
     /// # Safety

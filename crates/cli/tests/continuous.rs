@@ -171,3 +171,87 @@ fn stores_emptied_between_intervals_lose_no_sample() {
     let main_wall: u64 = wall_files.iter().map(|f| samples_with(&read_collapsed(f), "CpuBurn.main")).sum();
     assert!(main_wall as f64 >= 0.9 * truth, "main thread's wall time {main_wall} ns in the intervals, CPU alone {truth:.0} ns");
 }
+
+/// The `kept frame names: forgot N of unloaded classes` debug lines, summed.
+fn kept_names_forgotten(lines: &[String]) -> usize {
+    lines.iter().filter_map(|l| l.split("kept frame names: forgot ").nth(1)?.split(' ').next()?.parse::<usize>().ok()).sum()
+}
+
+/// Frame names kept from one interval to the next (`loop=`) give each
+/// interval the profiles that naming every frame afresh gives: with
+/// `OXPROF_CHECK_KEPT_NAMES=1` the agent builds every interval's CPU and
+/// allocation profile both ways and logs whether they are the same. Classes
+/// unload meanwhile (a new loader per Worker, stores emptied every interval
+/// so their names can be pruned): the kept names of pruned methods must be
+/// forgotten, and the JIT's code heap grows (native names kept across it).
+#[test]
+fn kept_frame_names_give_the_profiles_fresh_names_give() {
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+    let s = Scratch::new("loop-kept-names");
+    let (app, workers) = (s.path("app"), s.path("workers"));
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&workers).unwrap();
+    compile(&app, &["Unload.java"]);
+    compile(&workers, &["Worker.java"]);
+    let pattern = s.path("iv-%n.collapsed");
+    let mut child = Command::new(java())
+        .current_dir(&s.0)
+        .env("OXPROF_CHECK_KEPT_NAMES", "1")
+        .env("OXPROF_STORE_RESET_FILL", "0.000001")
+        .arg(format!("-agentpath:{}=start,event=cpu,alloc,interval=1ms,loop=1s,loglevel=debug,file={}", agent().display(), pattern.display()))
+        .arg("-cp")
+        .arg(&app)
+        .args(["Unload", workers.to_str().unwrap(), "3", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start java");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let mut lines: Vec<String> = Vec::new();
+    let checked_after = |lines: &[String]| {
+        let at = lines.iter().position(|l| l.contains("kept frame names: forgot ") && !l.contains("forgot 0 of unloaded"));
+        at.map_or(0, |i| lines[i..].iter().filter(|l| l.contains("kept names check (cpu)")).count())
+    };
+    // Until kept names of unloaded classes were forgotten and two more
+    // intervals were checked after that.
+    while checked_after(&lines) < 2 {
+        match rx.recv_timeout(WORK_CAP.saturating_sub(started.elapsed())) {
+            Ok(line) => lines.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+                panic!("no kept name of an unloaded class was forgotten in {:.0} s:\n{tail}", started.elapsed().as_secs_f64());
+            }
+        }
+    }
+    child.stdin.as_mut().unwrap().write_all(b"stop\n").unwrap();
+    lines.extend(rx.iter());
+    let status = child.wait().unwrap();
+    let err = lines.join("\n");
+    assert!(status.success(), "the JVM failed: {status:?}\n{err}");
+    let differ: Vec<&String> = lines.iter().filter(|l| l.contains("kept names check") && !l.contains("): same,")).collect();
+    assert!(differ.is_empty(), "kept names built other profiles than fresh ones:\n{}", differ.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
+    let same = |key: &str| lines.iter().filter(|l| l.contains(&format!("kept names check ({key}): same,"))).count();
+    assert!(same("cpu") >= 4 && same("alloc") >= 4, "only {} CPU and {} allocation intervals checked\n{err}", same("cpu"), same("alloc"));
+    // Names were kept from interval to interval, not made anew each time.
+    let kept: Vec<usize> = lines.iter().filter_map(|l| l.split("; ").nth(1)?.strip_suffix(" intervals")?.split(" names kept").next()?.parse().ok()).collect();
+    assert!(kept.iter().any(|&n| n > 0), "no names kept\n{err}");
+    let forgot = kept_names_forgotten(&lines);
+    eprintln!(
+        "{} CPU and {} allocation intervals the same both ways; {forgot} kept names forgotten; up to {} names kept",
+        same("cpu"),
+        same("alloc"),
+        kept.iter().max().unwrap_or(&0)
+    );
+}

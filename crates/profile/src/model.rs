@@ -2,6 +2,7 @@
 //! each, and metadata describing how the profile was recorded.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 /// What kind of code a frame stands for. Writers use it for colour and for
 /// the frame-type annotations of collapsed stacks.
@@ -165,12 +166,35 @@ pub struct Meta {
     pub extra: Vec<(String, String)>,
 }
 
+/// A hasher for keys that are hashes already: passes a `u64` through.
+#[derive(Clone, Copy, Debug, Default)]
+struct HashedKey(u64);
+
+impl std::hash::Hasher for HashedKey {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A profile: interned frames and distinct stacks with counters.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
     pub meta: Meta,
     frames: Vec<Frame>,
-    frame_ids: HashMap<Frame, u32>,
+    /// The newest frame id by its frame's hash (`hasher`); per frame id, the
+    /// next older id with the same hash (`u32::MAX`: none). Each frame is
+    /// held once, and hashed once.
+    frame_ids: HashMap<u64, u32, std::hash::BuildHasherDefault<HashedKey>>,
+    same_hash: Vec<u32>,
+    hasher: std::hash::RandomState,
     samples: Vec<Sample>,
     stack_ids: HashMap<Vec<u32>, usize>,
     /// The safepoints recorded beside the samples (time-to-safepoint
@@ -185,13 +209,27 @@ impl Profile {
 
     /// Interns a frame and returns its id.
     pub fn intern(&mut self, frame: Frame) -> u32 {
-        if let Some(&id) = self.frame_ids.get(&frame) {
+        let hash = self.hasher.hash_one(&frame);
+        if let Some(id) = self.find(hash, &frame) {
             return id;
         }
         let id = self.frames.len() as u32;
-        self.frames.push(frame.clone());
-        self.frame_ids.insert(frame, id);
+        let older = self.frame_ids.insert(hash, id);
+        self.same_hash.push(older.unwrap_or(u32::MAX));
+        self.frames.push(frame);
         id
+    }
+
+    /// The id of `frame`, whose hash is `hash`, if interned.
+    fn find(&self, hash: u64, frame: &Frame) -> Option<u32> {
+        let mut at = self.frame_ids.get(&hash).copied();
+        while let Some(id) = at {
+            if self.frames.get(id as usize) == Some(frame) {
+                return Some(id);
+            }
+            at = self.same_hash.get(id as usize).copied().filter(|&next| next != u32::MAX);
+        }
+        None
     }
 
     /// Adds counts to a stack of frame ids (root first), merging identical
@@ -326,6 +364,26 @@ mod tests {
         assert_eq!(p.sum(Counter::Samples), 2);
         p.add_frames([Frame::new("B.main", FrameKind::Jit)], 1, 1);
         assert_eq!(p.samples().len(), 1);
+    }
+
+    /// Frames whose hashes collide stay distinct and are found again.
+    #[test]
+    fn frames_with_equal_hashes_chain() {
+        let mut p = Profile::new(Meta::default());
+        let frames: Vec<Frame> = (0..50).map(|i| Frame::new(format!("F.f{i}"), FrameKind::Jit)).collect();
+        let ids: Vec<u32> = frames.iter().map(|f| p.intern(f.clone())).collect();
+        // Every frame under one hash: the chain alone tells them apart.
+        let (mut q, hash) = (Profile::new(Meta::default()), 7u64);
+        for (i, f) in frames.iter().enumerate() {
+            let older = q.frame_ids.insert(hash, i as u32);
+            q.same_hash.push(older.unwrap_or(u32::MAX));
+            q.frames.push(f.clone());
+        }
+        assert!(frames.iter().enumerate().all(|(i, f)| q.find(hash, f) == Some(i as u32)));
+        assert_eq!(q.find(hash, &Frame::new("F.other", FrameKind::Jit)), None);
+        assert_eq!(ids, (0..50).collect::<Vec<u32>>());
+        assert!(frames.iter().zip(&ids).all(|(f, &id)| p.intern(f.clone()) == id));
+        assert_eq!(p.frames().len(), 50);
     }
 
     #[test]

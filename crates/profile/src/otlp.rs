@@ -246,6 +246,8 @@ struct Dict {
     attribute_ids: HashMap<(i32, String), i32>,
     stacks: Vec<pb::Stack>,
     stack_ids: HashMap<Vec<i32>, i32>,
+    /// A location's attribute indices by its frame kind, once made.
+    kind_attributes: [Option<Vec<i32>>; FrameKind::ALL.len()],
 }
 
 impl Dict {
@@ -261,6 +263,7 @@ impl Dict {
             attribute_ids: HashMap::new(),
             stacks: vec![pb::Stack::default()],
             stack_ids: HashMap::from([(Vec::new(), 0)]),
+            kind_attributes: Default::default(),
         }
     }
 
@@ -300,11 +303,18 @@ impl Dict {
         if let Some(&i) = self.location_ids.get(&key) {
             return i;
         }
-        let mut attribute_indices = Vec::with_capacity(2);
-        if let Some(t) = frame_type(kind) {
-            attribute_indices.push(self.attribute(FRAME_TYPE, t));
-        }
-        attribute_indices.push(self.attribute(FRAME_KIND, kind_word(kind)));
+        let attribute_indices = match &self.kind_attributes[kind.index()] {
+            Some(known) => known.clone(),
+            None => {
+                let mut made = Vec::with_capacity(2);
+                if let Some(t) = frame_type(kind) {
+                    made.push(self.attribute(FRAME_TYPE, t));
+                }
+                made.push(self.attribute(FRAME_KIND, kind_word(kind)));
+                self.kind_attributes[kind.index()] = Some(made.clone());
+                made
+            }
+        };
         let lines = key.0.iter().map(|&(function_index, line)| pb::Line { function_index, line, column: 0 }).collect();
         let i = self.locations.len() as i32;
         self.locations.push(pb::Location { mapping_index: 0, address: 0, lines, attribute_indices });
@@ -407,30 +417,46 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
         // (stack index, attribute indices) → (samples, total), in first-seen order.
         let mut samples: Vec<((i32, Vec<i32>), u64, u64)> = Vec::new();
         let mut sample_ids: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
+        // The location of a model frame that is a physical frame of its
+        // own (nothing inlined into it), 0 until met: most are, and they
+        // are met again in most stacks.
+        let mut alone: Vec<i32> = vec![0; p.frames().len()];
+        // Physical frames of a stack, root first: (kind, model frame, first
+        // of its lines in `lines`, caller first).
+        let mut physical: Vec<(FrameKind, u32, usize)> = Vec::new();
+        let mut lines: Vec<(i32, i64)> = Vec::new();
         for s in p.samples().iter().filter(|s| s.samples != 0 || s.total != 0) {
             let (mut thread, mut state) = (None, None);
             let mut labels: Vec<i32> = Vec::new();
-            // Physical frames, root first: (kind, lines caller first).
-            let mut physical: Vec<(FrameKind, Vec<(i32, i64)>)> = Vec::with_capacity(s.stack.len());
+            physical.clear();
+            lines.clear();
             for &f in &s.stack {
                 match roles[f as usize] {
                     Role::Thread(a) => thread = thread.or(Some(a)),
                     Role::State(a) => state = state.or(Some(a)),
                     Role::Label(a) => labels.push(a),
-                    Role::Code(func, line, k) => match physical.last_mut() {
-                        Some((host, lines)) if k == FrameKind::Inlined && hosts_inlined(*host) => lines.push((func, line)),
-                        _ => physical.push((k, vec![(func, line)])),
-                    },
+                    Role::Code(func, line, k) => {
+                        if !matches!(physical.last(), Some(&(host, _, _)) if k == FrameKind::Inlined && hosts_inlined(host)) {
+                            physical.push((k, f, lines.len()));
+                        }
+                        lines.push((func, line));
+                    }
                 }
             }
-            let stack: Vec<i32> = physical
-                .into_iter()
-                .rev()
-                .map(|(k, mut lines)| {
-                    lines.reverse();
-                    dict.location(lines, k)
-                })
-                .collect();
+            let mut stack: Vec<i32> = Vec::with_capacity(physical.len());
+            for (i, &(k, f, start)) in physical.iter().enumerate().rev() {
+                let end = physical.get(i + 1).map_or(lines.len(), |next| next.2);
+                let location = if end - start == 1 {
+                    let known = &mut alone[f as usize];
+                    if *known == 0 {
+                        *known = dict.location(vec![lines[start]], k);
+                    }
+                    *known
+                } else {
+                    dict.location(lines[start..end].iter().rev().copied().collect(), k)
+                };
+                stack.push(location);
+            }
             let key = (dict.stack(stack), thread.into_iter().chain(state).chain(labels).collect::<Vec<i32>>());
             let i = *sample_ids.entry(key.clone()).or_insert_with(|| {
                 samples.push((key, 0, 0));
@@ -798,6 +824,32 @@ mod tests {
         let leaf = &d.location_table[st[0] as usize];
         assert_eq!(s(d.function_table[leaf.lines[0].function_index as usize].name_strindex), "ksys_write");
         assert_eq!(st.len(), 3);
+    }
+
+    /// A frame that is a physical frame alone in one stack and hosts
+    /// inlined frames in another gets a location for each (the encoder
+    /// remembers only the first kind), and both decode back.
+    #[test]
+    fn frames_alone_and_hosting_inlined_frames() {
+        let mut p = Profile::new(meta("cpu", "ns", 10_000_000));
+        let main = Frame::new("A.main", FrameKind::Jit);
+        let host = Frame::new("A.host", FrameKind::Jit);
+        let inlined = Frame::new("A.inlined", FrameKind::Inlined);
+        p.add_frames([main.clone(), host.clone()], 1, 10);
+        p.add_frames([main.clone(), host.clone(), inlined.clone()], 2, 20);
+        p.add_frames([main.clone(), host.clone()], 3, 30);
+        p.add_frames([host.clone(), inlined.clone(), main.clone()], 4, 40);
+        let bytes = encode(&[&p], &resource());
+        let back = decode(&bytes).unwrap();
+        let stacks = |p: &Profile| {
+            let mut v: Vec<(Vec<Frame>, u64)> = p.samples().iter().map(|s| (s.stack.iter().map(|&f| p.frame(f).clone()).collect(), s.samples)).collect();
+            v.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+            v
+        };
+        assert_eq!(stacks(&back.profiles[0]), stacks(&p));
+        let request = pb::ExportProfilesServiceRequest::decode(&bytes[..]).unwrap();
+        // main and host alone; host with inlined; main again is the same location.
+        assert_eq!(request.dictionary.unwrap().location_table.len(), 1 + 3);
     }
 
     /// Decoding gives back the model's profiles: frames (inlined ones

@@ -75,9 +75,7 @@ impl AllocSource {
     fn profile(&self, cx: &BuildContext) -> (Profile, AllocStats) {
         let interval = self.interval;
         let Some(store) = self.sampler.stored() else { return (Profile::default(), AllocStats::default()) };
-        let mut profile = Profile::new(cx.rec.meta("Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes"));
-        let mut ids = Vec::new();
-        let mut memo = FrameMemo::default();
+        let meta = cx.rec.meta("Allocation profile", "alloc", "JVMTI SampledObjectAlloc (JEP 331)", interval, "bytes");
         let (own_walks, jvmti_walks, checked, mismatched) = self.sampler.walk_counts();
         let mut st = AllocStats {
             dropped: store.stats().dropped,
@@ -89,26 +87,38 @@ impl AllocSource {
             mismatched,
             ..AllocStats::default()
         };
-        for t in crate::sampling::interval::read(store, cx.close_interval) {
+        let traces = crate::sampling::interval::read(store, cx.close_interval);
+        for t in &traces {
             st.samples += t.samples;
             st.estimated_bytes += t.total;
-            ids.clear();
-            cx.label_roots(&mut profile, t.labels, &mut ids);
-            if cx.rec.config.threads && t.tid != 0 {
-                ids.push(profile.intern(cx.thread_root(t.tid)));
+        }
+        let build = |memo: &mut FrameMemo| {
+            let mut profile = Profile::new(meta.clone());
+            let mut ids = Vec::new();
+            for t in &traces {
+                ids.clear();
+                cx.label_roots(&mut profile, t.labels, &mut ids);
+                if cx.rec.config.threads && t.tid != 0 {
+                    ids.push(memo.thread(&mut profile, t.tid, true, || cx.thread_root(t.tid)));
+                }
+                let (class, stack) = match t.frames.split_first() {
+                    Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
+                    _ => (None, &t.frames[..]),
+                };
+                for f in stack.iter().rev() {
+                    ids.push(memo.id(&mut profile, cx, f));
+                }
+                if let Some(id) = class {
+                    let class_frame = RawFrame { bci: MARK_ALLOC_CLASS, method: id };
+                    ids.push(memo.id_with(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Alloc)));
+                }
+                profile.add(ids.clone(), t.samples, t.total);
             }
-            let (class, stack) = match t.frames.split_first() {
-                Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (Some(c.method), rest),
-                _ => (None, &t.frames[..]),
-            };
-            for f in stack.iter().rev() {
-                ids.push(memo.id(&mut profile, f, || cx.frame(f)));
-            }
-            if let Some(id) = class {
-                let class_frame = RawFrame { bci: MARK_ALLOC_CLASS, method: id };
-                ids.push(memo.id(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Alloc)));
-            }
-            profile.add(ids.clone(), t.samples, t.total);
+            profile
+        };
+        let mut profile = build(&mut FrameMemo::new(cx));
+        if crate::source::checks_kept_names() && cx.close_interval {
+            crate::source::check_kept_names("alloc", &profile, &build(&mut FrameMemo::fresh()));
         }
         let acc = self.sampler.accuracy.summary();
         let m = &mut profile.meta;

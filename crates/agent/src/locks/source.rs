@@ -83,7 +83,7 @@ impl EventSource for LockSource {
     fn build(&self, cx: &BuildContext) -> Built {
         let st = self.sampler.stats();
         let mut profile = Profile::new(cx.rec.meta("Lock profile", "lock", "JVMTI monitor events + Unsafe.park", self.interval_ns, "ns"));
-        let mut memo = FrameMemo::default();
+        let mut memo = FrameMemo::new(cx);
         let mut ids = Vec::new();
         let (mut samples, mut total) = (0, 0);
         if let Some(store) = self.sampler.stored() {
@@ -100,11 +100,11 @@ impl EventSource for LockSource {
                     _ => (None, &t.frames[..]),
                 };
                 for f in stack.iter().rev() {
-                    ids.push(memo.id(&mut profile, f, || cx.frame(f)));
+                    ids.push(memo.id(&mut profile, cx, f));
                 }
                 if let Some(id) = class {
                     let class_frame = RawFrame { bci: MARK_LOCK_CLASS, method: id };
-                    ids.push(memo.id(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Lock)));
+                    ids.push(memo.id_with(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Lock)));
                 }
                 // Sample counts read as waiting time in units of the
                 // interval (1 ms at lock=0), as wall samples count ticks: a

@@ -147,6 +147,8 @@ impl Elf {
 #[derive(Default)]
 pub struct NativeSymbols {
     maps: Vec<Mapping>,
+    /// [`mapping_keys`] of `maps`.
+    map_keys: Vec<u64>,
     objects: HashMap<String, Option<Elf>>,
     kernel: Option<Arc<SymbolTable>>,
     kernel_loaded: bool,
@@ -339,6 +341,39 @@ pub fn resolver() -> MutexGuard<'static, NativeSymbols> {
     R.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Counts the changes of the process's executable mappings seen by
+/// [`NativeSymbols::refresh`] (never reset, so a name cache can tell
+/// whether to check its native frames again: [`NativeSymbols::mapping_id`]).
+static MAPS_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// See [`MAPS_GENERATION`].
+pub fn maps_generation() -> u64 {
+    MAPS_GENERATION.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The mapping holding `pc` in `maps` (sorted by start).
+fn find_mapping(maps: &[Mapping], pc: usize) -> Option<&Mapping> {
+    let i = maps.partition_point(|m| m.start <= pc);
+    i.checked_sub(1).and_then(|i| maps.get(i)).filter(|m| pc < m.end)
+}
+
+/// What the names of a mapping's addresses depend on: its start, file
+/// offset and file (not its end: the JIT's code heap grows at its end every
+/// few seconds), hashed, one per mapping of `maps`.
+fn mapping_keys(maps: &[Mapping]) -> Vec<u64> {
+    use std::hash::BuildHasher;
+    static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    let seed = SEED.get_or_init(Default::default);
+    maps.iter().map(|m| seed.hash_one((m.start, m.offset, &m.path)) | 1).collect()
+}
+
+/// The key ([`mapping_keys`]) of the mapping holding `pc`; 0 for an
+/// address outside every mapping.
+fn mapping_key(maps: &[Mapping], keys: &[u64], pc: usize) -> u64 {
+    let i = maps.partition_point(|m| m.start <= pc);
+    i.checked_sub(1).filter(|&i| maps.get(i).is_some_and(|m| pc < m.end)).and_then(|i| keys.get(i).copied()).unwrap_or(0)
+}
+
 fn parse_maps(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -386,18 +421,35 @@ fn file_name(path: &str) -> &str {
 
 impl NativeSymbols {
     /// Rereads the process's mappings (libraries may have been loaded since
-    /// the last dump); parsed objects are kept.
+    /// the last dump); parsed objects are kept, and so are the names of
+    /// addresses whose mapping is the same ([`mapping_key`]).
     pub fn refresh(&mut self) {
         let maps = std::fs::read_to_string("/proc/self/maps").map(|t| parse_maps(&t)).unwrap_or_default();
+        self.set_maps(maps);
+    }
+
+    /// Takes `maps` as the process's mappings (see [`NativeSymbols::refresh`]).
+    fn set_maps(&mut self, maps: Vec<Mapping>) {
         if maps != self.maps {
-            self.maps = maps;
-            self.names.clear();
+            let keys = mapping_keys(&maps);
+            let (old, old_keys) = (std::mem::replace(&mut self.maps, maps), std::mem::replace(&mut self.map_keys, keys));
+            let (new, new_keys) = (&self.maps, &self.map_keys);
+            self.names.retain(|&(pc, kernel), _| kernel || mapping_key(&old, &old_keys, pc) == mapping_key(new, new_keys, pc));
+            MAPS_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// What the name of the user-space address `pc` depends on: equal
+    /// values name it alike (see [`mapping_key`]). Compare after
+    /// [`NativeSymbols::refresh`].
+    pub fn mapping_id(&self, pc: usize) -> u64 {
+        mapping_key(&self.maps, &self.map_keys, pc)
     }
 
     /// Frees every table and cached name.
     pub fn clear(&mut self) {
         *self = NativeSymbols::default();
+        MAPS_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Called when a profile is built: frees every table and cached name,
@@ -443,13 +495,9 @@ impl NativeSymbols {
     /// The mapping holding `pc`, rereading `/proc/self/maps` once when none
     /// does (a library loaded since, or tables cleared by another dump).
     fn mapping(&mut self, pc: usize) -> Option<Mapping> {
-        let find = |maps: &[Mapping]| {
-            let i = maps.partition_point(|m| m.start <= pc);
-            i.checked_sub(1).and_then(|i| maps.get(i)).filter(|m| pc < m.end).cloned()
-        };
-        find(&self.maps).or_else(|| {
+        find_mapping(&self.maps, pc).cloned().or_else(|| {
             self.refresh();
-            find(&self.maps)
+            find_mapping(&self.maps, pc).cloned()
         })
     }
 
@@ -534,6 +582,34 @@ mod tests {
         assert_eq!(demangle("deflate"), None);
         assert_eq!(demangle("_ZN6oxprof10allocstack4walk17h213e07cda3dd6af0E").as_deref(), Some("oxprof::allocstack::walk"));
         assert_eq!(demangle("_ZN3foo17hzzzzzzzzzzzzzzzzE").as_deref(), Some("foo::hzzzzzzzzzzzzzzzz"), "not a hash: kept");
+    }
+
+    /// A name stays while the mapping that held its address keeps its
+    /// start, offset and file (the JIT's code heap grows at its end every
+    /// interval); it goes when another mapping takes the address, or none.
+    #[test]
+    fn names_survive_a_mapping_that_grew_and_no_other_change() {
+        let map = |start: usize, end: usize, path: &str| Mapping { start, end, offset: 0, path: path.into() };
+        let mut r = NativeSymbols::default();
+        r.set_maps(vec![map(0x1000, 0x2000, ""), map(0x5000, 0x6000, "/lib/a.so"), map(0x8000, 0x9000, "/lib/b.so")]);
+        for pc in [0x1800, 0x5800, 0x8800] {
+            r.names.insert((pc, false), Frame::new(format!("f{pc:x}"), FrameKind::Native));
+        }
+        r.names.insert((0xffff_0000, true), Frame::new("k", FrameKind::Kernel));
+        let (grown_id, a_id) = (r.mapping_id(0x1800), r.mapping_id(0x5800));
+        let generation = maps_generation();
+        // The code heap grew; b.so was unloaded and c.so mapped where it was.
+        r.set_maps(vec![map(0x1000, 0x3000, ""), map(0x5000, 0x6000, "/lib/a.so"), map(0x8000, 0x9000, "/lib/c.so")]);
+        assert!(maps_generation() > generation);
+        let mut kept: Vec<usize> = r.names.keys().map(|k| k.0).collect();
+        kept.sort();
+        assert_eq!(kept, vec![0x1800, 0x5800, 0xffff_0000]);
+        assert_eq!((r.mapping_id(0x1800), r.mapping_id(0x5800)), (grown_id, a_id));
+        assert_eq!(r.mapping_id(0x2800), grown_id, "the grown part is the same mapping");
+        assert_eq!(r.mapping_id(0x7000), 0, "no mapping");
+        // Unmapped entirely: the name goes.
+        r.set_maps(vec![map(0x5000, 0x6000, "/lib/a.so")]);
+        assert!(!r.names.contains_key(&(0x1800, false)) && r.names.contains_key(&(0x5800, false)));
     }
 
     #[test]

@@ -219,8 +219,10 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
         crate::output::check_writable(&path)?;
     }
     let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), dumps: Vec::new(), counts: Counts::default() };
-    // Every interval names native frames again: keep the symbol tables.
+    // Every interval names mostly the frames of the one before: keep the
+    // symbol tables and the names made from them.
     crate::native::symbols::keep_between_builds(true);
+    crate::source::keep_frame_names(true);
     *lock(&LOOP) = Some(Arc::new(Loop {
         every: Duration::from_nanos(every),
         pattern,

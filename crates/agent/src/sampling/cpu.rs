@@ -297,16 +297,25 @@ impl CpuSource {
         let traces = crate::sampling::interval::read(store, cx.close_interval);
         native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
-        let config = &cx.rec.config;
-        let mut profile = Profile::new(cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), config.interval_ns, "ns"));
-        let mut ids = Vec::new();
-        let mut memo = FrameMemo::default();
-        for t in &traces {
-            summary.samples += t.samples;
-            ids.clear();
-            trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
-            profile.add(ids.clone(), t.samples, t.total);
+        let meta = cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), cx.rec.config.interval_ns, "ns");
+        let build = |memo: &mut FrameMemo, summary: &mut Summary| {
+            let config = &cx.rec.config;
+            let mut profile = Profile::new(meta.clone());
+            let mut ids = Vec::new();
+            for t in &traces {
+                summary.samples += t.samples;
+                ids.clear();
+                trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut *memo), &mut ids, summary);
+                profile.add(ids.clone(), t.samples, t.total);
+            }
+            profile
+        };
+        let mut profile = build(&mut FrameMemo::new(cx), &mut summary);
+        if crate::source::checks_kept_names() && cx.close_interval {
+            let fresh = build(&mut FrameMemo::fresh(), &mut Summary::default());
+            crate::source::check_kept_names("cpu", &profile, &fresh);
         }
+        let config = &cx.rec.config;
         native_symbols::resolver().done();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
@@ -328,9 +337,9 @@ impl CpuSource {
 
 /// A stored sample's state, told apart by its innermost Java frame where
 /// HotSpot's own states do not (see [`ThreadState::refine`]).
-pub fn refine_state(t: &StoredTrace, cx: &BuildContext) -> ThreadState {
-    let leaf_java = t.frames.iter().find(|f| !f.is_native() && !f.is_marker()).map(|f| cx.frame(f).name);
-    ThreadState::from_u8(t.state).refine(leaf_java.as_deref().and_then(|n| n.rsplit_once('.')))
+pub fn refine_state(t: &StoredTrace, cx: &BuildContext, memo: &mut FrameMemo) -> ThreadState {
+    let leaf_java = t.frames.iter().find(|f| !f.is_native() && !f.is_marker()).map(|f| memo.name(cx, f));
+    ThreadState::from_u8(t.state).refine(leaf_java.and_then(|n| n.rsplit_once('.')))
 }
 
 /// Whether CPU and wall profiles get state frames: when option `state`
@@ -354,43 +363,45 @@ pub fn trace_frames(
     let first = out.len();
     cx.label_roots(profile, t.labels, out);
     if with_state {
-        out.push(profile.intern(refine_state(t, cx).frame()));
+        let state = refine_state(t, cx, memo);
+        out.push(memo.state(profile, state));
     }
     let (above, marker) = split_cpu_stack(&t.frames, t.tid, cx.threads);
     if t.frames.first().is_some_and(RawFrame::is_native) {
         summary.native_samples += t.samples;
     }
-    let mut push_raw = |profile: &mut Profile, out: &mut Vec<u32>, f: &RawFrame| out.push(memo.id(profile, f, || cx.frame(f)));
     match marker {
         Some(code @ (MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD)) => {
             if code == MARK_NO_JAVA_FRAME {
                 summary.java_samples += t.samples;
             }
-            if per_thread {
-                out.push(profile.intern(cx.thread_root(t.tid)));
-            } else {
-                let name = cx.threads.name(t.tid).unwrap_or_else(|| "thread".into());
-                out.push(profile.intern(Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native)));
-            }
-            above.iter().rev().for_each(|f| push_raw(profile, out, f));
+            out.push(memo.thread(profile, t.tid, per_thread, || {
+                if per_thread {
+                    cx.thread_root(t.tid)
+                } else {
+                    let name = cx.threads.name(t.tid).unwrap_or_else(|| "thread".into());
+                    Frame::new(format!("[{}]", thread_category(&name)), FrameKind::Native)
+                }
+            }));
+            above.iter().rev().for_each(|f| out.push(memo.id(profile, cx, f)));
         }
         Some(code) => {
             summary.java_samples += t.samples;
             summary.failed += t.samples;
             *summary.failed_by_reason.entry(failure_name(code)).or_default() += t.samples;
             if per_thread && t.tid != 0 {
-                out.push(profile.intern(cx.thread_root(t.tid)));
+                out.push(memo.thread(profile, t.tid, true, || cx.thread_root(t.tid)));
             }
             out.push(profile.intern(Frame::new(failure_name(code), FrameKind::Error)));
             // The Java frames of a partial walk, then native frames.
-            above.iter().rev().for_each(|f| push_raw(profile, out, f));
+            above.iter().rev().for_each(|f| out.push(memo.id(profile, cx, f)));
         }
         None => {
             summary.java_samples += t.samples;
             if per_thread && t.tid != 0 {
-                out.push(profile.intern(cx.thread_root(t.tid)));
+                out.push(memo.thread(profile, t.tid, true, || cx.thread_root(t.tid)));
             }
-            t.frames.iter().rev().for_each(|f| push_raw(profile, out, f));
+            t.frames.iter().rev().for_each(|f| out.push(memo.id(profile, cx, f)));
         }
     }
     mark_frozen_frames(profile, out, first);

@@ -27,17 +27,28 @@ pub fn read(store: &SampleStore, close: bool) -> Vec<StoredTrace> {
     let mut all = BASELINES.lock().unwrap_or_else(|e| e.into_inner());
     let key = store as *const SampleStore as usize;
     let generation = store.generation();
-    let slots = store.snapshot_slots();
     let baselines = all.get_or_insert_with(HashMap::new);
     let stale = baselines.get(&key).is_none_or(|(g, _)| *g != generation);
     if stale {
         baselines.remove(&key);
     }
     let base: &[(u64, u64)] = baselines.get(&key).map(|(_, b)| b.as_slice()).unwrap_or(&[]);
-    let mut out = Vec::with_capacity(slots.len());
-    let mut next: Vec<(u64, u64)> = if close { vec![(0, 0); slots.last().map_or(0, |(n, _)| *n as usize + 1)] } else { Vec::new() };
-    for (n, mut t) in slots {
+    // Stacks only gain counts: most of a long recording's stacks gained
+    // none this interval, and only the counters of those are read (not
+    // their frames).
+    let used = store.slots_used();
+    let mut out = Vec::new();
+    let mut next: Vec<(u64, u64)> = if close { vec![(0, 0); used as usize] } else { Vec::new() };
+    for n in 0..used {
+        let Some(counts) = store.counts(n) else { continue };
         let (s0, t0) = base.get(n as usize).copied().unwrap_or((0, 0));
+        if counts.0 <= s0 {
+            if let Some(cell) = next.get_mut(n as usize) {
+                *cell = counts;
+            }
+            continue;
+        }
+        let Some(mut t) = store.trace(n) else { continue };
         if let Some(cell) = next.get_mut(n as usize) {
             *cell = (t.samples, t.total);
         }

@@ -654,6 +654,21 @@ impl SampleStore {
         (0..taken).filter_map(|n| self.slot(n).and_then(|s| self.read(s)).map(|t| (n as u32, t))).collect()
     }
 
+    /// Slot numbers handed out so far: every published stack's is below.
+    pub fn slots_used(&self) -> u32 {
+        self.next_slot.load(Ordering::Acquire).min(self.slot_capacity) as u32
+    }
+
+    /// A published slot's counters (samples, total), without copying its
+    /// stack (see [`SampleStore::trace`]).
+    pub fn counts(&self, slot: u32) -> Option<(u64, u64)> {
+        let s = self.slot(slot as usize)?;
+        if s.state.load(Ordering::Acquire) != READY {
+            return None;
+        }
+        Some((s.samples.load(Ordering::Relaxed), s.total.load(Ordering::Relaxed)))
+    }
+
     /// How full the store is: the larger of the slots' and the frame
     /// arena's used share, 0.0 to 1.0.
     pub fn fill(&self) -> f64 {

@@ -376,7 +376,7 @@ impl WallSource {
         let config = &cx.rec.config;
         let mut profile = Profile::new(cx.rec.meta("Wall-clock profile", "wall", "SIGVTALRM wall-clock sampler", self.interval_ns, "ns"));
         let mut ids = Vec::new();
-        let mut memo = FrameMemo::default();
+        let mut memo = FrameMemo::new(cx);
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
@@ -386,6 +386,7 @@ impl WallSource {
             let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));
             profile.add(ids.clone(), ticks, t.total);
         }
+        drop(memo);
         crate::native::symbols::resolver().done();
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
