@@ -186,7 +186,7 @@ fn kept_names_forgotten(lines: &[String]) -> usize {
 /// forgotten, and the JIT's code heap grows (native names kept across it).
 #[test]
 fn kept_frame_names_give_the_profiles_fresh_names_give() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     use std::process::{Command, Stdio};
     let s = Scratch::new("loop-kept-names");
     let (app, workers) = (s.path("app"), s.path("workers"));
@@ -208,15 +208,7 @@ fn kept_frame_names_give_the_profiles_fresh_names_give() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start java");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = stderr_lines(&mut child);
     let started = std::time::Instant::now();
     let mut lines: Vec<String> = Vec::new();
     let checked_after = |lines: &[String]| {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -42,15 +42,7 @@ fn unloaded_classes_keep_their_method_names_under_1ms_sampling() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start java");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = stderr_lines(&mut child);
     let mut stdout = child.stdout.take().unwrap();
     let stdout = std::thread::spawn(move || {
         let mut s = String::new();

@@ -35,16 +35,20 @@ struct Entry {
     code_len: AtomicUsize,
 }
 
-static IDS: [Entry; CACHED] = [const {
-    Entry {
-        seq: AtomicUsize::new(0),
-        method: AtomicUsize::new(0),
-        id: AtomicUsize::new(0),
-        flags: AtomicUsize::new(0),
-        code_start: AtomicUsize::new(0),
-        code_len: AtomicUsize::new(0),
+impl Entry {
+    const fn new() -> Entry {
+        Entry {
+            seq: AtomicUsize::new(0),
+            method: AtomicUsize::new(0),
+            id: AtomicUsize::new(0),
+            flags: AtomicUsize::new(0),
+            code_start: AtomicUsize::new(0),
+            code_len: AtomicUsize::new(0),
+        }
     }
-}; CACHED];
+}
+
+static IDS: [Entry; CACHED] = [const { Entry::new() }; CACHED];
 
 /// A live method's jmethodID and facts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,14 +166,7 @@ mod tests {
     /// changed while read, or holding another method, is a miss.
     #[test]
     fn entries_are_read_whole_or_not_at_all() {
-        let e = Entry {
-            seq: AtomicUsize::new(0),
-            method: AtomicUsize::new(0),
-            id: AtomicUsize::new(0),
-            flags: AtomicUsize::new(0),
-            code_start: AtomicUsize::new(0),
-            code_len: AtomicUsize::new(0),
-        };
+        let e = Entry::new();
         assert_eq!(read(&e, 0x1000), None);
         let k = Known { id: 0x2000, native: Some(false), code: (0x3000, 40) };
         write(&e, 0x1000, &k);

@@ -689,3 +689,20 @@ pub fn check_ttsp(java: &Path, label: &str) {
     assert!(compared >= 10, "{label}: only {compared} safepoints of 1 ms or more");
     assert!((sum_ours / sum_log - 1.0).abs() <= 0.02, "{label}: ttsp total {sum_ours} ns vs the JVM's {sum_log} ns");
 }
+
+/// The lines `child` writes to its standard error, as they come (read on a
+/// thread of their own, so the child never blocks on a full pipe).
+#[allow(dead_code)]
+pub fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
