@@ -54,8 +54,11 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
     // Only when every frame was matched does the next physical frame lie
     // below AsyncGetCallTrace's root; a stack cut by the depth limit stays so.
     let aligned = align(&mut stack, walked, method_of);
-    if aligned.matched < n || n >= frames.len() {
+    if n >= frames.len() {
         return Below::Nothing;
+    }
+    if aligned.matched < n {
+        return check_root(l, thread, regs, frames, n);
     }
     // The interrupted compiled method itself, which AsyncGetCallTrace left
     // out (JDK 11 does in some half-built frames: the sample went to the
@@ -74,11 +77,48 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
         }
     }
     match javawalk::name_frames(l, &mut stack, frames, n) {
+        // The physical walk could not step below AsyncGetCallTrace's root
+        // either: both stopped at the same frame, short of the thread's
+        // first Java call.
+        (k, false) if k == n && !grown && !stack.ended_at_entry() => Below::Cut(k),
         (k, _) if k == n && !grown => Below::Nothing,
         (k, _) if k == n => Below::Completed(k),
         (k, true) => Below::Completed(k),
         (k, false) => Below::Cut(k),
     }
+}
+
+/// When the two walks could not be aligned: whether AsyncGetCallTrace's
+/// `n` frames end at the root the physical frames lead to. The own walk
+/// runs from scratch into the room after them; if it reaches the thread's
+/// first Java call at another method than AsyncGetCallTrace's root,
+/// AsyncGetCallTrace stopped early without saying so (it ends at a sender
+/// it judges unsafe and returns what it has), and the own walk's whole
+/// stack replaces its frames. Anything less certain keeps them as they are.
+fn check_root(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame], n: usize) -> Below {
+    let Some(room) = frames.get_mut(n..) else { return Below::Nothing };
+    let javawalk::Walked::Frames(k) = javawalk::walk(l, thread, regs, room) else { return Below::Nothing };
+    // A walk that filled the room may have been cut by it.
+    if k == 0 || k >= room.len() {
+        return Below::Nothing;
+    }
+    let (Some(own_root), Some(root)) = (frames.get(n + k - 1), frames.get(n - 1)) else { return Below::Nothing };
+    if own_root.method == root.method {
+        return Below::Nothing;
+    }
+    REPLACED.fetch_add(1, Ordering::Relaxed);
+    frames.copy_within(n..n + k, 0);
+    Below::Replaced(k)
+}
+
+/// Samples whose AsyncGetCallTrace stack stopped early and was replaced
+/// (see [`check_root`]).
+static REPLACED: AtomicU64 = AtomicU64::new(0);
+
+/// How many samples' stacks were replaced by the own walk because
+/// AsyncGetCallTrace's stopped short, since the process started.
+pub fn replaced_stacks() -> u64 {
+    REPLACED.load(Ordering::Relaxed)
 }
 
 /// Samples whose interrupted method was put back on top (see [`annotate`]).
@@ -118,6 +158,10 @@ pub enum Below {
     /// More Java frames, but the physical walk stopped short too: this many
     /// frames, and the stack is known to be cut.
     Cut(usize),
+    /// AsyncGetCallTrace's frames ended above the thread's first Java call
+    /// and the own walk's whole stack, this many frames, took their place
+    /// (see [`check_root`]).
+    Replaced(usize),
 }
 
 /// The alignment itself, over any physical frames (`method_of` gives a

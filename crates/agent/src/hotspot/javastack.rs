@@ -24,6 +24,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hotspot::frames::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
+use crate::hotspot::safemem;
 
 /// The `Method*` of `Continuation.enterSpecial` (JDK 19+), or 0: a virtual
 /// thread's frames end above it, as AsyncGetCallTrace and `GetStackTrace`
@@ -116,6 +117,12 @@ pub struct JavaStack<'a> {
     /// The walk ended at the continuation return barrier: the frames below,
     /// down to the continuation entry, are still frozen.
     frozen: bool,
+    /// The thread is being deoptimized (see [`JavaStack::deoptimizing`]).
+    deopt: bool,
+    /// Java frames returned so far.
+    found: u32,
+    /// The walk ended at an entry frame it could not cross.
+    at_entry: bool,
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -127,7 +134,8 @@ impl<'a> JavaStack<'a> {
     /// `regs` the interrupted pc, sp, fp).
     pub fn new(l: &'a Layout, thread: usize, regs: (usize, usize, usize)) -> (Start, JavaStack<'a>) {
         let (stack_low, hi) = l.stack(thread);
-        let mut w = JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false, frozen: false };
+        let mut w =
+            JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false, frozen: false, deopt: false, found: 0, at_entry: false };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
         // think (a thread being torn down), and nothing is read from it.
@@ -164,10 +172,33 @@ impl<'a> JavaStack<'a> {
         (start, w)
     }
 
+    /// Walks a thread inside HotSpot's deoptimization handler (between
+    /// `Deoptimization::fetch_unroll_info` or `uncommon_trap` and the end of
+    /// `unpack_frames`), where AsyncGetCallTrace refuses. Only from the
+    /// anchor the deoptimization blob set when it called the VM: while the
+    /// thread runs the blob's own code its frames are being rearranged, so
+    /// the walk gives up (false). Before the frames are unpacked, the
+    /// compiled frame being deoptimized is still whole under the blob's
+    /// frame and the walk goes on as usual. Once the blob has replaced it
+    /// with skeletal interpreter frames (whose `Method*` slots are not yet
+    /// written), the first Java frame met is interpreted: the walk ends
+    /// there without naming it.
+    pub fn deoptimizing(&mut self) -> bool {
+        self.deopt = true;
+        !self.top
+    }
+
     /// Whether the walk ended at the thread's first Java call, rather than
     /// at something it could not step over.
     pub fn reached_bottom(&self) -> bool {
         self.bottom
+    }
+
+    /// Whether the walk ended at an entry frame (the VM calling Java) it
+    /// could not cross: what lies below is the VM's, and whether Java
+    /// frames lie below that is unknown.
+    pub fn ended_at_entry(&self) -> bool {
+        self.at_entry
     }
 
     /// Whether the walk ended at a virtual thread's frames still frozen in
@@ -236,6 +267,26 @@ impl<'a> JavaStack<'a> {
         Some(self.step_to(ret, sender_sp, fp))
     }
 
+    /// The top frame stopped inside a compiled method's epilogue, after
+    /// its frame was released (see [`epilogue_step`]): the caller's return
+    /// address is at `sp`, or at `sp + 8` before `rbp` is popped. `None`
+    /// when the instruction at `pc` is not one of the epilogue's last.
+    fn unwind_in_epilogue(&mut self, blob: &Blob) -> Option<bool> {
+        let (pc, end) = (self.pc, blob.start.wrapping_add(blob.size));
+        if blob.size == 0 || blob.method == 0 || pc < blob.start + 8 || pc.checked_add(8)? > end {
+            return None;
+        }
+        // SAFETY: [pc - 8, pc + 8) lies inside the blob, in its code heap's
+        // committed range (see `Layout::find_blob`), mapped for the JVM's life.
+        let (before, code) = unsafe { (((pc - 8) as *const [u8; 8]).read_unaligned(), (pc as *const [u8; 8]).read_unaligned()) };
+        let (ret_at, sender_sp, fp) = match epilogue_step(before, code)? {
+            Epilogue::RbpSaved => (self.sp + 8, self.sp + 16, self.word(self.sp)?),
+            Epilogue::FrameGone => (self.sp, self.sp + 8, self.fp),
+        };
+        let ret = self.word(ret_at).filter(|&r| self.l.in_code_cache(r))?;
+        Some(self.step_to(ret, sender_sp, fp))
+    }
+
     /// Steps over a frame of `blob` (compiled method or stub).
     fn unwind_blob(&mut self, blob: &Blob) -> bool {
         if self.top && (self.pc < blob.frame_complete || blob.frame_bytes == 0) {
@@ -244,6 +295,11 @@ impl<'a> JavaStack<'a> {
             }
             return self.unwind_unbuilt();
         }
+        if self.top {
+            if let Some(moved) = self.unwind_in_epilogue(blob) {
+                return moved;
+            }
+        }
         if blob.frame_bytes == 0 {
             return false;
         }
@@ -251,10 +307,29 @@ impl<'a> JavaStack<'a> {
         let (ret, saved_fp) = (self.word(sender_sp - 8), self.word(sender_sp - 16));
         match (ret, saved_fp) {
             (Some(ret), Some(fp)) if self.l.in_code_cache(ret) => self.step_to(ret, sender_sp, fp),
+            _ if blob.method != 0 && self.unwind_pushed(blob) => true,
             // An interrupted epilogue: the frame is already popped.
             _ if self.top => self.unwind_unbuilt(),
             _ => false,
         }
+    }
+
+    /// A compiled frame with a word or two pushed below it: C2 copies
+    /// between stack slots with `push [rsp+a]; pop [rsp+b]` (the top frame
+    /// interrupted between the two), and C1 pushes a stub's arguments
+    /// before calling it (`slow_subtype_check`: the frame seen from the
+    /// stub's return address). The frame then ends 8 or 16 bytes higher;
+    /// taken only where that word is a return address after a call.
+    fn unwind_pushed(&mut self, blob: &Blob) -> bool {
+        for pushed in [8, 16] {
+            let sender_sp = self.sp + blob.frame_bytes + pushed;
+            if let (Some(ret), Some(fp)) = (self.word(sender_sp - 8), self.word(sender_sp - 16)) {
+                if self.l.in_code_cache(ret) && follows_call(self.l, ret) {
+                    return self.step_to(ret, sender_sp, fp);
+                }
+            }
+        }
+        false
     }
 
     /// Steps over an entry frame (the VM calling Java) to the Java frames
@@ -366,6 +441,74 @@ fn prologue_step(before: Option<[u8; 8]>, code: [u8; 8], frame_bytes: usize) -> 
     }
 }
 
+/// How far a compiled method's epilogue has got, from the instruction
+/// about to run (see [`epilogue_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Epilogue {
+    /// The frame is released but `rbp` not yet popped: `[sp]` = the
+    /// caller's `rbp`, then the return address.
+    RbpSaved,
+    /// Only the return address is left, at `sp`.
+    FrameGone,
+}
+
+/// Where `code`, the bytes at the interrupted `pc` of a compiled method
+/// (`before`: the 8 bytes before it), stands in its epilogue, once the
+/// frame is released. HotSpot's x86_64 epilogues (C2's `MachEpilogNode`,
+/// C1's `remove_frame`, JDK 11–25): `add rsp, F-16; pop rbp`, then the
+/// return poll, `cmp rsp, [r15+d]; ja stub` (JDK 17 and later) or
+/// `mov r10, [r15+d8]; test [r10], eax` (JDK 11's thread-local poll),
+/// then `ret`. There a walk that steps over a whole frame from `sp` reads
+/// the caller's frame as this one's and names stale words as callers. An
+/// instruction counts as part of the epilogue only where what follows or
+/// precedes it pins it down (JDK 11's poll is the same in loops, but not
+/// followed by `ret`). `None` for any other instruction.
+fn epilogue_step(before: [u8; 8], code: [u8; 8]) -> Option<Epilogue> {
+    // cmp rsp, [r15+d8] (49 3B 67 d8) or [r15+d32] (49 3B A7 d32).
+    let cmp_rsp_at_end = |b: &[u8]| b.len() >= 4 && b[b.len() - 4..b.len() - 1] == [0x49, 0x3B, 0x67];
+    match code {
+        [0x5D, ..] => Some(Epilogue::RbpSaved),
+        [0xC3, ..] => Some(Epilogue::FrameGone),
+        [0x49, 0x3B, 0x67, _, 0x0F, 0x87, ..] | [0x49, 0x3B, 0xA7, ..] => Some(Epilogue::FrameGone),
+        // ja to the poll stub, right after the cmp.
+        [0x0F, 0x87, ..] if cmp_rsp_at_end(&before) => Some(Epilogue::FrameGone),
+        // JDK 11: mov r10, [r15+d8]; test [r10], eax; ret.
+        [0x4D, 0x8B, 0x57, _, 0x41, 0x85, 0x02, 0xC3] => Some(Epilogue::FrameGone),
+        [0x41, 0x85, 0x02, 0xC3, ..] if before[4..7] == [0x4D, 0x8B, 0x57] => Some(Epilogue::FrameGone),
+        _ => None,
+    }
+}
+
+/// Whether the bytes just before `ret` (an address in the code cache) end
+/// with a call instruction of the kinds HotSpot emits: `call rel32`,
+/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read directly when
+/// the bytes lie inside a code blob (committed code cache, as in
+/// `Layout::find_blob`'s own reads), else with a checked read (the code
+/// cache is reserved larger than it is committed).
+pub fn follows_call(l: &Layout, ret: usize) -> bool {
+    let in_blob = l.find_blob(ret).is_some_and(|b| b.size != 0 && ret.wrapping_sub(8) >= b.start && ret <= b.start.wrapping_add(b.size));
+    let bytes = if in_blob {
+        // SAFETY: [ret - 8, ret) lies inside a code blob found in a code
+        // heap's committed range, which stays mapped for the JVM's life.
+        Some(unsafe { ((ret - 8) as *const [u8; 8]).read_unaligned() })
+    } else {
+        ret.checked_sub(8).and_then(safemem::read_bytes8)
+    };
+    calls_before(bytes)
+}
+
+/// The call test of [`follows_call`] on the 8 bytes before a return address.
+fn calls_before(bytes: Option<[u8; 8]>) -> bool {
+    let Some(bytes) = bytes else { return false };
+    // The k-th byte before `ret` (1..=8).
+    let before = |k: usize| bytes.get(8 - k).copied().unwrap_or(0);
+    before(5) == 0xE8
+        || (before(2) == 0xFF && before(1) & 0xF8 == 0xD0)
+        || (before(6) == 0xFF && before(5) == 0x15)
+        || (before(3) == 0xFF && before(2) & 0xF8 == 0x50)
+        || (before(6) == 0xFF && before(5) & 0xF8 == 0x90)
+}
+
 impl Iterator for JavaStack<'_> {
     type Item = PhysFrame;
 
@@ -383,9 +526,14 @@ impl Iterator for JavaStack<'_> {
                 if self.cross_entry_frame() {
                     continue;
                 }
+                self.at_entry = !self.bottom;
                 return None;
             }
             if self.l.in_interpreter(pc) {
+                if self.deopt && self.found == 0 {
+                    return None; // a skeletal frame (see `deoptimizing`)
+                }
+                self.found += 1;
                 return self.unwind_interpreted();
             }
             if let Some(blob) = self.l.find_blob(pc) {
@@ -394,6 +542,7 @@ impl Iterator for JavaStack<'_> {
                     self.steps = MAX_STEPS;
                 }
                 if blob.method != 0 {
+                    self.found += 1;
                     return Some(PhysFrame::Compiled { pc, blob });
                 }
                 continue;
@@ -454,6 +603,28 @@ mod tests {
         assert_eq!(prologue_step(None, at(&[0x48, 0x83, 0xEC, 48]), 64), Some(RbpPushed));
     }
 
+    /// The epilogue's last instructions, JDK 11–25, after the frame was
+    /// released; the same instructions elsewhere are not taken for it.
+    #[test]
+    fn epilogue_after_the_frame_is_released() {
+        use Epilogue::*;
+        let none = [0x90; 8];
+        assert_eq!(epilogue_step(none, at(&[0x5D, 0x49, 0x3B, 0x67, 0x20])), Some(RbpSaved), "pop rbp");
+        assert_eq!(epilogue_step(none, at(&[0x49, 0x3B, 0x67, 0x20, 0x0F, 0x87, 1, 0])), Some(FrameGone), "JDK 17's return poll");
+        let cmp = [0x90, 0x90, 0x90, 0x5D, 0x49, 0x3B, 0x67, 0x20];
+        assert_eq!(epilogue_step(cmp, at(&[0x0F, 0x87, 1, 0, 0, 0, 0xC3])), Some(FrameGone), "its jump");
+        assert_eq!(epilogue_step(none, at(&[0xC3])), Some(FrameGone), "ret");
+        assert_eq!(epilogue_step(none, [0x4D, 0x8B, 0x57, 0x38, 0x41, 0x85, 0x02, 0xC3]), Some(FrameGone), "JDK 11's return poll");
+        let mov = [0x90, 0x90, 0x90, 0x5D, 0x4D, 0x8B, 0x57, 0x38];
+        assert_eq!(epilogue_step(mov, at(&[0x41, 0x85, 0x02, 0xC3])), Some(FrameGone));
+        // JDK 11's poll inside a loop (no ret after it), a jump after anything
+        // but the poll's cmp, and other code.
+        assert_eq!(epilogue_step(none, [0x4D, 0x8B, 0x57, 0x38, 0x41, 0x85, 0x02, 0xEB]), None);
+        assert_eq!(epilogue_step(mov, at(&[0x41, 0x85, 0x02, 0x75])), None);
+        assert_eq!(epilogue_step(none, at(&[0x0F, 0x87, 1, 0, 0, 0])), None);
+        assert_eq!(epilogue_step(none, at(&[0x48, 0x83, 0xC4, 0x20])), None, "add rsp: the frame is still whole");
+    }
+
     /// Instructions that look alike but do not fit the frame, and anything
     /// else, are not taken for the prologue.
     #[test]
@@ -463,5 +634,32 @@ mod tests {
         assert_eq!(prologue_step(None, at(&[0x89, 0x84, 0x24, 0x10, 0, 0, 0]), 64), None, "a store above rsp is no bang");
         assert_eq!(prologue_step(None, at(&[0x8B, 0x46, 0x0C]), 64), None);
         assert_eq!(prologue_step(None, at(&[0x55]), 8), None, "no frame");
+    }
+
+    /// The stack scan takes a word for a return address only when the
+    /// bytes before it end with a call HotSpot emits, at any alignment.
+    #[test]
+    fn follows_call_knows_hotspots_calls_at_any_alignment() {
+        safemem::init();
+        let calls: [&[u8]; 6] = [
+            &[0xE8, 1, 2, 3, 4],          // call rel32
+            &[0x41, 0xFF, 0xD2],          // call r10
+            &[0xFF, 0xD0],                // call rax
+            &[0xFF, 0x15, 9, 9, 9, 9],    // call [rip+disp32]
+            &[0xFF, 0x50, 0x10],          // call [rax+disp8]
+            &[0xFF, 0x90, 0x10, 0, 0, 0], // call [rax+disp32]
+        ];
+        let not_calls: [&[u8]; 3] = [&[0x90, 0x90, 0x90, 0x90, 0x90], &[0x48, 0x89, 0xC3], &[0xFF, 0xE0]];
+        for (code, want) in calls.iter().map(|c| (c, true)).chain(not_calls.iter().map(|c| (c, false))) {
+            for shift in 0..16 {
+                let mut buf = [0x90u8; 64];
+                let end = 24 + shift;
+                buf[end - code.len()..end].copy_from_slice(code);
+                let ret = buf.as_ptr() as usize + end;
+                let bytes = safemem::read_bytes8(ret - 8);
+                assert_eq!(calls_before(bytes), want, "{code:02x?} ending {shift} bytes in");
+            }
+        }
+        assert!(!calls_before(safemem::read_bytes8(0)), "unreadable memory is no call");
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! AsyncGetCallTrace refuses while a GC runs, when the thread's last Java
 //! frame is not marked walkable (a thread inside the VM), or when the
-//! interrupted PC is in code without a complete frame. The physical frames
+//! interrupted PC is in code without a complete frame, and for the whole
+//! time a thread is being deoptimized. The physical frames
 //! (see `javastack`) are usually still there; this module turns them into
 //! stored frames: an interpreted frame gives its method and bytecode index,
 //! a compiled frame gives the method it was compiled for, marked compiled,
@@ -35,7 +36,6 @@ use crate::hotspot::frames::{self, Layout};
 use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
-use crate::hotspot::safemem;
 use crate::sampling::store::{JavaFrameType, RawFrame};
 
 /// What the walk found.
@@ -60,6 +60,19 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
         Start::Frames => {}
         Start::NoJavaFrame => return Walked::NoJavaFrame,
         Start::Unknown => return Walked::Failed,
+    }
+    match name_frames(l, &mut stack, out, 0) {
+        (0, _) => Walked::Failed,
+        (n, true) => Walked::Frames(n),
+        (n, false) => Walked::Partial(n),
+    }
+}
+
+/// Walks a thread being deoptimized (see [`JavaStack::deoptimizing`]).
+fn walk_deoptimizing(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
+    let (start, mut stack) = JavaStack::new(l, thread, regs);
+    if start != Start::Frames || !stack.deoptimizing() {
+        return Walked::Failed;
     }
     match name_frames(l, &mut stack, out, 0) {
         (0, _) => Walked::Failed,
@@ -142,8 +155,11 @@ pub fn walks_by_code() -> String {
 /// can answer, or the walk is off).
 pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code: i32) -> Walked {
     // Only the refusals the physical frames can answer; not a thread that
-    // is exiting, not yet started, or being deoptimized.
-    let answerable = matches!(code, ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA);
+    // is exiting or not yet started.
+    let answerable = matches!(
+        code,
+        ticks::GC_ACTIVE | ticks::UNKNOWN_NOT_JAVA | ticks::NOT_WALKABLE_NOT_JAVA | ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA | ticks::DEOPT
+    );
     if !answerable || !ENABLED.load(Ordering::Relaxed) || !gate::vmstructs_walk_trusted() {
         return Walked::Failed;
     }
@@ -152,8 +168,15 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
         c.fetch_add(1, Ordering::Relaxed);
     }
     let thread = l.thread(env);
+    if code == ticks::DEOPT {
+        return walk_deoptimizing(l, thread, regs, out);
+    }
     let walked = walk(l, thread, regs, out);
-    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && !l.in_code_cache(regs.0) {
+    // Native code, or a stub without a frame of its own that pushed what
+    // it saves (C1's `slow_subtype_check` keeps four registers above its
+    // return address), not a compiled method (whose own frame would be lost).
+    let scannable = !l.in_code_cache(regs.0) || (!l.in_interpreter(regs.0) && l.find_blob(regs.0).is_none_or(|b| b.method == 0));
+    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && scannable {
         return scan(l, thread, regs, out);
     }
     walked
@@ -198,7 +221,7 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
         // SAFETY: `sp <= at < hi`: the live part of this thread's own stack,
         // above this handler's frame (checked above), 8-byte aligned.
         let word = unsafe { (at as *const usize).read_volatile() };
-        if l.in_code_cache(word) && follows_call(l, word) {
+        if l.in_code_cache(word) && javastack::follows_call(l, word) {
             tries += 1;
             // SAFETY: as above; `at - 8 >= sp`.
             let saved_fp = if at >= sp + 8 { unsafe { ((at - 8) as *const usize).read_volatile() } } else { fp };
@@ -211,65 +234,4 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
         at += 8;
     }
     Walked::Failed
-}
-
-/// Whether the bytes just before `ret` (an address in the code cache) end
-/// with a call instruction of the kinds HotSpot emits: `call rel32`,
-/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read directly when
-/// the bytes lie inside a code blob (committed code cache, as in
-/// `Layout::find_blob`'s own reads), else with a checked read (the code
-/// cache is reserved larger than it is committed).
-fn follows_call(l: &Layout, ret: usize) -> bool {
-    let in_blob = l.find_blob(ret).is_some_and(|b| b.size != 0 && ret.wrapping_sub(8) >= b.start && ret <= b.start.wrapping_add(b.size));
-    let bytes = if in_blob {
-        // SAFETY: [ret - 8, ret) lies inside a code blob found in a code
-        // heap's committed range, which stays mapped for the JVM's life.
-        Some(unsafe { ((ret - 8) as *const [u8; 8]).read_unaligned() })
-    } else {
-        ret.checked_sub(8).and_then(safemem::read_bytes8)
-    };
-    calls_before(bytes)
-}
-
-/// The call test of [`follows_call`] on the 8 bytes before a return address.
-fn calls_before(bytes: Option<[u8; 8]>) -> bool {
-    let Some(bytes) = bytes else { return false };
-    // The k-th byte before `ret` (1..=8).
-    let before = |k: usize| bytes.get(8 - k).copied().unwrap_or(0);
-    before(5) == 0xE8
-        || (before(2) == 0xFF && before(1) & 0xF8 == 0xD0)
-        || (before(6) == 0xFF && before(5) == 0x15)
-        || (before(3) == 0xFF && before(2) & 0xF8 == 0x50)
-        || (before(6) == 0xFF && before(5) & 0xF8 == 0x90)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    /// The stack scan takes a word for a return address only when the
-    /// bytes before it end with a call HotSpot emits, at any alignment.
-    #[test]
-    fn follows_call_knows_hotspots_calls_at_any_alignment() {
-        safemem::init();
-        let calls: [&[u8]; 6] = [
-            &[0xE8, 1, 2, 3, 4],          // call rel32
-            &[0x41, 0xFF, 0xD2],          // call r10
-            &[0xFF, 0xD0],                // call rax
-            &[0xFF, 0x15, 9, 9, 9, 9],    // call [rip+disp32]
-            &[0xFF, 0x50, 0x10],          // call [rax+disp8]
-            &[0xFF, 0x90, 0x10, 0, 0, 0], // call [rax+disp32]
-        ];
-        let not_calls: [&[u8]; 3] = [&[0x90, 0x90, 0x90, 0x90, 0x90], &[0x48, 0x89, 0xC3], &[0xFF, 0xE0]];
-        for (code, want) in calls.iter().map(|c| (c, true)).chain(not_calls.iter().map(|c| (c, false))) {
-            for shift in 0..16 {
-                let mut buf = [0x90u8; 64];
-                let end = 24 + shift;
-                buf[end - code.len()..end].copy_from_slice(code);
-                let ret = buf.as_ptr() as usize + end;
-                let bytes = safemem::read_bytes8(ret - 8);
-                assert_eq!(calls_before(bytes), want, "{code:02x?} ending {shift} bytes in");
-            }
-        }
-        assert!(!calls_before(safemem::read_bytes8(0)), "unreadable memory is no call");
-    }
 }

@@ -270,9 +270,10 @@ impl EventSource for CpuSource {
         log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
         let [asgct, types, native] = signal::part_means_ns();
         log::debug(&format!(
-            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; own walks by AsyncGetCallTrace's code:{}",
+            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}",
             crate::hotspot::javawalk::scan_found(),
             crate::hotspot::frametypes::restored_tops(),
+            crate::hotspot::frametypes::replaced_stacks(),
             crate::hotspot::javawalk::walks_by_code()
         ));
         let summary_line = format!(

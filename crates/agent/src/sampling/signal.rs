@@ -842,7 +842,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
             PART_TYPES.end(part);
             match below {
                 Below::Nothing => {}
-                Below::Completed(k) => n = k.min(depth),
+                Below::Completed(k) | Below::Replaced(k) => n = k.min(depth),
                 Below::Cut(k) => (n, partial) = (k.min(depth), Some(MARK_TRUNCATED)),
             }
         }
