@@ -185,7 +185,7 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
 /// Bytes above the interrupted `sp` searched by [`scan`].
 const SCAN_BYTES: usize = 8192;
 /// Candidates [`scan`] walks from at most, per sample.
-const SCAN_TRIES: usize = 4;
+const SCAN_TRIES: usize = 6;
 /// Samples whose Java caller [`scan`] found.
 static SCAN_FOUND: AtomicU64 = AtomicU64::new(0);
 
@@ -207,6 +207,10 @@ pub fn scan_found() -> u64 {
 /// starts there (the caller's `sp` just above that word, its `fp` the word
 /// below it, which a frame-pointer prologue pushed). A candidate counts only
 /// when the walk names frames from it; at most [`SCAN_TRIES`] are tried.
+/// A walk that reaches the thread's first Java call wins over one that
+/// stops short: the VM's own frames below `sp` can hold copies of a return
+/// address (`exception_handler_for_return_address` keeps its argument), and
+/// a walk from a copy starts at the wrong `sp`.
 fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
     let (_, hi) = l.stack(thread);
     let here = &hi as *const usize as usize;
@@ -217,6 +221,7 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
     let end = sp.saturating_add(SCAN_BYTES).min(hi);
     let mut tries = 0;
     let mut at = sp;
+    let mut partial = None;
     while at.saturating_add(8) <= end && tries < SCAN_TRIES {
         // SAFETY: `sp <= at < hi`: the live part of this thread's own stack,
         // above this handler's frame (checked above), 8-byte aligned.
@@ -225,13 +230,21 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
             tries += 1;
             // SAFETY: as above; `at - 8 >= sp`.
             let saved_fp = if at >= sp + 8 { unsafe { ((at - 8) as *const usize).read_volatile() } } else { fp };
-            let walked = walk(l, thread, (word, at + 8, saved_fp), out);
-            if matches!(walked, Walked::Frames(_) | Walked::Partial(_)) {
-                SCAN_FOUND.fetch_add(1, Ordering::Relaxed);
-                return walked;
+            let start = (word, at + 8, saved_fp);
+            match walk(l, thread, start, out) {
+                Walked::Frames(n) => {
+                    SCAN_FOUND.fetch_add(1, Ordering::Relaxed);
+                    return Walked::Frames(n);
+                }
+                Walked::Partial(_) if partial.is_none() => partial = Some(start),
+                _ => {}
             }
         }
         at += 8;
     }
-    Walked::Failed
+    // No whole stack: the first partial one, walked again (the later
+    // candidates wrote over it).
+    let Some(start) = partial else { return Walked::Failed };
+    SCAN_FOUND.fetch_add(1, Ordering::Relaxed);
+    walk(l, thread, start, out)
 }
