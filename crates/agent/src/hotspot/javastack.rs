@@ -78,6 +78,20 @@ pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
     Some((reg(libc::REG_RIP)?, reg(libc::REG_RSP)?, reg(libc::REG_RBP)?))
 }
 
+/// The interrupted `r13` and `rax` from a signal's `ucontext`: at an
+/// interpreter method entry, before its frame is built, the caller's `sp`
+/// and (once popped off the stack) the return address (see
+/// [`JavaStack::at_interpreter_entry`]).
+pub fn entry_registers(ucontext: *mut c_void) -> Option<(usize, usize)> {
+    if ucontext.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel passed a valid ucontext for this signal.
+    let gregs = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
+    let reg = |r: libc::c_int| gregs.get(r as usize).map(|&v| v as usize);
+    Some((reg(libc::REG_R13)?, reg(libc::REG_RAX)?))
+}
+
 /// One Java frame found on the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PhysFrame {
@@ -123,6 +137,8 @@ pub struct JavaStack<'a> {
     found: u32,
     /// The walk ended at an entry frame it could not cross.
     at_entry: bool,
+    /// The interrupted `r13` and `rax` (see [`entry_registers`]), or 0.
+    entry_regs: (usize, usize),
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -134,8 +150,22 @@ impl<'a> JavaStack<'a> {
     /// `regs` the interrupted pc, sp, fp).
     pub fn new(l: &'a Layout, thread: usize, regs: (usize, usize, usize)) -> (Start, JavaStack<'a>) {
         let (stack_low, hi) = l.stack(thread);
-        let mut w =
-            JavaStack { l, pc: 0, sp: 0, fp: 0, lo: 0, hi, top: false, steps: 0, bottom: false, frozen: false, deopt: false, found: 0, at_entry: false };
+        let mut w = JavaStack {
+            l,
+            pc: 0,
+            sp: 0,
+            fp: 0,
+            lo: 0,
+            hi,
+            top: false,
+            steps: 0,
+            bottom: false,
+            frozen: false,
+            deopt: false,
+            found: 0,
+            at_entry: false,
+            entry_regs: (0, 0),
+        };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
         // think (a thread being torn down), and nothing is read from it.
@@ -186,6 +216,19 @@ impl<'a> JavaStack<'a> {
     pub fn deoptimizing(&mut self) -> bool {
         self.deopt = true;
         !self.top
+    }
+
+    /// Gives the walk the interrupted `r13` and `rax`, for a thread stopped
+    /// in an interpreter method entry before the new frame is built (the
+    /// interpreter keeps the caller's `sp` in `r13` there, and the return
+    /// address at `sp` or, once popped while the locals are pushed, in
+    /// `rax`). Used only for the interrupted frame, and only when `rbp`
+    /// does not lead to an interpreted frame: that of a caller the compiled
+    /// code's adapter entered the interpreter from.
+    pub fn at_interpreter_entry(&mut self, (r13, rax): (usize, usize)) {
+        if self.top {
+            self.entry_regs = (r13, rax);
+        }
     }
 
     /// Whether the walk ended at the thread's first Java call, rather than
@@ -345,6 +388,28 @@ impl<'a> JavaStack<'a> {
         }
         let pc = if pc != 0 { pc } else { self.word(sp.wrapping_sub(8)).unwrap_or(0) };
         self.step_to(pc, sp, fp)
+    }
+
+    /// The interrupted frame is in the interpreter but `rbp` does not lead
+    /// to an interpreted frame of a live method: a method entry before its
+    /// frame is built (see [`JavaStack::at_interpreter_entry`]). Steps to
+    /// the caller, leaving out the method being entered; `None` when `rbp`
+    /// is fine or the entry registers do not fit.
+    fn unwind_interpreter_entry(&mut self) -> Option<bool> {
+        let (sender_sp, rax) = self.entry_regs;
+        if sender_sp == 0 {
+            return None;
+        }
+        let fp = self.fp;
+        let framed = fp >= self.sp
+            && fp.is_multiple_of(8)
+            && self.word(Layout::interpreted_method_slot(fp)).is_some_and(|m| m != 0 && crate::hotspot::method_ids::lookup(self.l, m).is_some());
+        if framed || sender_sp <= self.sp || sender_sp >= self.hi || !sender_sp.is_multiple_of(8) {
+            return None;
+        }
+        let is_ret = |r: usize| (self.l.in_code_cache(r)) && follows_call(self.l, r);
+        let ret = self.word(self.sp).filter(|&r| is_ret(r)).or_else(|| Some(rax).filter(|&r| is_ret(r)))?;
+        Some(self.step_to(ret, sender_sp, fp))
     }
 
     /// Steps over an interpreted frame; returns its Method* and bcp.
@@ -532,6 +597,13 @@ impl Iterator for JavaStack<'_> {
             if self.l.in_interpreter(pc) {
                 if self.deopt && self.found == 0 {
                     return None; // a skeletal frame (see `deoptimizing`)
+                }
+                if self.top {
+                    match self.unwind_interpreter_entry() {
+                        Some(true) => continue,
+                        Some(false) => return None,
+                        None => {}
+                    }
                 }
                 self.found += 1;
                 return self.unwind_interpreted();
