@@ -137,13 +137,20 @@ fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
         assert!(st.len() >= 3 && st[0] == "Tags.main" && st[1] == "Tags.sum", "{who}: {n} samples of a small method without its callers: {st:?}");
         assert!(st.windows(2).all(|w| w[0] != w[1]), "{who}: {n} samples name a method twice: {st:?}");
     }
+    // Every stack of the program's own code is whole (rooted at main) or
+    // marked: none silently lost its root (samples in epilogues, where a
+    // walk that steps over the whole frame reads stale words as callers).
+    for (st, n) in s.iter().filter(|(st, _)| st.iter().any(|f| f.starts_with("Tags"))) {
+        let marked = st.iter().any(|f| FAILURE_MARKERS.contains(&f.as_str()));
+        assert!(marked || st[0] == "Tags.main", "{who}: {n} samples of a stack without its root, unmarked: {st:?}");
+    }
     let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
     assert!(failed < 0.5, "{who}: {failed}% failed walks in prologues\n{err}");
     eprintln!("{who}: prologues: {failed}% failed walks, {tags} of {all} samples in the small methods");
 }
 
 fn compiled(s: &Scratch) -> PathBuf {
-    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java", "Tags.java"]);
+    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java", "Tags.java", "Throws.java"]);
     s.0.clone()
 }
 
@@ -159,6 +166,36 @@ fn frame_types_are_told_apart() {
 fn samples_in_a_half_built_frame_keep_their_callers() {
     let s = Scratch::new("prologues");
     check_prologues(&java(), &compiled(&s), &s.path("tags.collapsed"), true);
+}
+
+/// Samples taken while exceptions unwind (the compiled code's exception
+/// and rethrow stubs, C1's unwind stub, the VM's handler lookup) keep
+/// whole stacks: few fail, and none silently lost its root.
+#[test]
+fn exception_heavy_code_keeps_its_stacks() {
+    let s = Scratch::new("throws");
+    let classes = compiled(&s);
+    let out = s.path("throws.collapsed");
+    let o = Command::new(java())
+        .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+        .args(["-cp", classes.to_str().unwrap(), "Throws", "4"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let caught: u64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH caught=")).and_then(|v| v.trim().parse().ok()).expect("no truth line");
+    assert!(caught > 100_000, "only {caught} exceptions caught: not exception-heavy");
+    let st = read_collapsed(&out);
+    let thrower = samples_with(&st, "Throws.depth");
+    assert!(thrower >= 1000, "{thrower} samples in Throws.depth of {}", total(&st));
+    for (frames, n) in st.iter().filter(|(f, _)| f.iter().any(|f| f.starts_with("Throws."))) {
+        let marked = frames.iter().any(|f| FAILURE_MARKERS.contains(&f.as_str()));
+        let rooted = frames[0] == "Throws.main" || frames[0] == "java.lang.Thread.run";
+        assert!(marked || rooted, "{n} samples of a stack without its root, unmarked: {frames:?}");
+    }
+    let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
+    assert!(failed < 0.8, "{failed}% failed walks while exceptions unwind\n{err}");
+    eprintln!("exceptions: {caught} caught, {failed}% failed walks");
 }
 
 #[test]

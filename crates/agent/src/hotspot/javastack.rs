@@ -78,11 +78,9 @@ pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
     Some((reg(libc::REG_RIP)?, reg(libc::REG_RSP)?, reg(libc::REG_RBP)?))
 }
 
-/// The interrupted `r13` and `rax` from a signal's `ucontext`: at an
-/// interpreter method entry, before its frame is built, the caller's `sp`
-/// and (once popped off the stack) the return address (see
-/// [`JavaStack::at_interpreter_entry`]).
-pub fn entry_registers(ucontext: *mut c_void) -> Option<(usize, usize)> {
+/// The interrupted `r13` and `rax` from a signal's `ucontext` (see
+/// [`JavaStack::with_more_registers`]).
+pub fn more_registers(ucontext: *mut c_void) -> Option<(usize, usize)> {
     if ucontext.is_null() {
         return None;
     }
@@ -137,8 +135,8 @@ pub struct JavaStack<'a> {
     found: u32,
     /// The walk ended at an entry frame it could not cross.
     at_entry: bool,
-    /// The interrupted `r13` and `rax` (see [`entry_registers`]), or 0.
-    entry_regs: (usize, usize),
+    /// The interrupted `r13` and `rax` (see [`more_registers`]), or 0.
+    more: (usize, usize),
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -164,7 +162,7 @@ impl<'a> JavaStack<'a> {
             deopt: false,
             found: 0,
             at_entry: false,
-            entry_regs: (0, 0),
+            more: (0, 0),
         };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
@@ -176,7 +174,14 @@ impl<'a> JavaStack<'a> {
         let (asp, afp, apc) = l.anchor(thread);
         // Every frame walked lies above this handler's frame on the stack.
         let live = |sp: usize| sp > here && sp < hi && sp.is_multiple_of(8);
-        let start = if asp != 0 {
+        let in_java = matches!(l.thread_state(thread), THREAD_IN_JAVA | THREAD_IN_JAVA_TRANS);
+        // A thread still running generated code with a last Java sp but no
+        // pc has recorded the anchor for a call it has not made yet (a
+        // stub, about to call the VM): the word below that sp is stale, and
+        // the interrupted registers tell where the thread is (as
+        // AsyncGetCallTrace does: it takes an anchor only with a pc).
+        let anchor_ahead = asp != 0 && apc == 0 && in_java && l.in_code_cache(regs.0);
+        let start = if asp != 0 && !anchor_ahead {
             // Outside Java (or leaving it): the anchor is the last Java frame.
             // With no saved pc, the return address sits just below its sp.
             if !live(asp) {
@@ -187,7 +192,7 @@ impl<'a> JavaStack<'a> {
             w.lo = asp.saturating_sub(8);
             w.pc = if apc != 0 { apc } else { w.word(asp.wrapping_sub(8)).unwrap_or(0) };
             Start::Frames
-        } else if matches!(l.thread_state(thread), THREAD_IN_JAVA | THREAD_IN_JAVA_TRANS) {
+        } else if in_java {
             (w.pc, w.sp, w.fp) = regs;
             w.lo = w.sp;
             w.top = true;
@@ -225,9 +230,9 @@ impl<'a> JavaStack<'a> {
     /// `rax`). Used only for the interrupted frame, and only when `rbp`
     /// does not lead to an interpreted frame: that of a caller the compiled
     /// code's adapter entered the interpreter from.
-    pub fn at_interpreter_entry(&mut self, (r13, rax): (usize, usize)) {
+    pub fn with_more_registers(&mut self, more: (usize, usize)) {
         if self.top {
-            self.entry_regs = (r13, rax);
+            self.more = more;
         }
     }
 
@@ -350,7 +355,7 @@ impl<'a> JavaStack<'a> {
         let (ret, saved_fp) = (self.word(sender_sp - 8), self.word(sender_sp - 16));
         match (ret, saved_fp) {
             (Some(ret), Some(fp)) if self.l.in_code_cache(ret) => self.step_to(ret, sender_sp, fp),
-            _ if blob.method != 0 && self.unwind_pushed(blob) => true,
+            _ if self.unwind_pushed(blob) => true,
             // An interrupted epilogue: the frame is already popped.
             _ if self.top => self.unwind_unbuilt(),
             _ => false,
@@ -361,7 +366,8 @@ impl<'a> JavaStack<'a> {
     /// between stack slots with `push [rsp+a]; pop [rsp+b]` (the top frame
     /// interrupted between the two), and C1 pushes a stub's arguments
     /// before calling it (`slow_subtype_check`: the frame seen from the
-    /// stub's return address). The frame then ends 8 or 16 bytes higher;
+    /// stub's return address); C2's runtime stubs copy their return
+    /// address the same way. The frame then ends 8 or 16 bytes higher;
     /// taken only where that word is a return address after a call.
     fn unwind_pushed(&mut self, blob: &Blob) -> bool {
         for pushed in [8, 16] {
@@ -392,11 +398,11 @@ impl<'a> JavaStack<'a> {
 
     /// The interrupted frame is in the interpreter but `rbp` does not lead
     /// to an interpreted frame of a live method: a method entry before its
-    /// frame is built (see [`JavaStack::at_interpreter_entry`]). Steps to
+    /// frame is built (see [`JavaStack::with_more_registers`]). Steps to
     /// the caller, leaving out the method being entered; `None` when `rbp`
     /// is fine or the entry registers do not fit.
     fn unwind_interpreter_entry(&mut self) -> Option<bool> {
-        let (sender_sp, rax) = self.entry_regs;
+        let (sender_sp, rax) = self.more;
         if sender_sp == 0 {
             return None;
         }

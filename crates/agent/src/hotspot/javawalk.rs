@@ -68,14 +68,14 @@ pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [R
     }
 }
 
-/// Walks a thread stopped in the interpreter, maybe in a method entry (see
-/// [`JavaStack::at_interpreter_entry`]).
-fn walk_from_interpreter_entry(l: &Layout, thread: usize, regs: (usize, usize, usize), entry: (usize, usize), out: &mut [RawFrame]) -> Walked {
+/// Walks the interrupted thread, with more of its registers for the
+/// interrupted frame (see [`JavaStack::with_more_registers`]).
+fn walk_interrupted(l: &Layout, thread: usize, regs: (usize, usize, usize), more: (usize, usize), out: &mut [RawFrame]) -> Walked {
     let (start, mut stack) = JavaStack::new(l, thread, regs);
     if start != Start::Frames {
         return if start == Start::NoJavaFrame { Walked::NoJavaFrame } else { Walked::Failed };
     }
-    stack.at_interpreter_entry(entry);
+    stack.with_more_registers(more);
     match name_frames(l, &mut stack, out, 0) {
         (0, _) => Walked::Failed,
         (n, true) => Walked::Frames(n),
@@ -186,9 +186,9 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     if code == ticks::DEOPT {
         return walk_deoptimizing(l, thread, regs, out);
     }
-    let walked = match javastack::entry_registers(ucontext) {
-        Some(entry) if code == ticks::UNKNOWN_JAVA && l.in_interpreter(regs.0) => walk_from_interpreter_entry(l, thread, regs, entry, out),
-        _ => walk(l, thread, regs, out),
+    let walked = match javastack::more_registers(ucontext) {
+        Some(more) => walk_interrupted(l, thread, regs, more, out),
+        None => walk(l, thread, regs, out),
     };
     // Native code, or a stub without a frame of its own that pushed what
     // it saves (C1's `slow_subtype_check` keeps four registers above its

@@ -1,0 +1,50 @@
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Exception-heavy work for the stack walk tests: three threads throw and
+ * catch through up to eight frames, with exceptions that skip their stack
+ * trace, ones that fill it in, and ones the JDK throws
+ * (NumberFormatException), for a number of seconds (first argument).
+ * Prints how many it caught.
+ */
+public class Throws {
+    static final AtomicLong caught = new AtomicLong();
+    static class Fast extends RuntimeException {
+        Fast() { super(null, null, false, false); }
+    }
+    static int depth(int n, int mode) {
+        if (n == 0) {
+            switch (mode) {
+                case 0: throw new Fast();
+                case 1: throw new IllegalStateException("x");
+                default: return Integer.parseInt("no" + mode);
+            }
+        }
+        return depth(n - 1, mode) + 1;
+    }
+    static long work(int mode, long until) {
+        long sum = 0;
+        while (System.nanoTime() < until) {
+            for (int i = 0; i < 100; i++) {
+                try {
+                    sum += depth(i % 8, mode);
+                } catch (RuntimeException e) {
+                    sum += e.getClass().getName().length();
+                    caught.incrementAndGet();
+                }
+            }
+        }
+        return sum;
+    }
+    public static void main(String[] a) throws Exception {
+        long until = System.nanoTime() + (long) (Double.parseDouble(a[0]) * 1e9);
+        Thread[] ts = new Thread[3];
+        for (int m = 0; m < 3; m++) {
+            final int mode = m;
+            ts[m] = new Thread(() -> System.out.println("sum " + work(mode, until)), "thrower-" + m);
+            ts[m].start();
+        }
+        for (Thread t : ts) t.join();
+        System.out.println("TRUTH caught=" + caught.get());
+    }
+}
