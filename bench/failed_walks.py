@@ -101,6 +101,7 @@ def main():
         if not sep or not name or not os.path.isfile(path):
             sys.exit(f"failed_walks.py: arm '{arm}': expected NAME=PATH of an existing agent library")
         arms.append((name, os.path.abspath(path)))
+    java_cmd = os.path.abspath(a.java) if os.sep in a.java else a.java
     scratch = tempfile.mkdtemp(prefix="failed-walks-")
     args, cwd, mains = workload(a.workload, scratch)
     totals = collections.defaultdict(list)
@@ -108,7 +109,7 @@ def main():
         for name, path in arms:
             out = os.path.join(scratch, f"{name}-{r}.collapsed")
             agent = f"-agentpath:{path}=start,event=cpu,interval={a.interval},file={out}"
-            run = subprocess.run([a.java, agent] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            run = subprocess.run([java_cmd, agent] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if run.returncode != 0 or not os.path.isfile(out):
                 sys.exit(f"failed_walks.py: {name} run {r} failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
             java, failed, unrooted, kinds = analyse(out, mains)
