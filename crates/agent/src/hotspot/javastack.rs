@@ -67,27 +67,31 @@ pub fn is_continuation_entry(method: usize) -> bool {
     method != 0 && method == CONTINUATION_ENTRY.load(Ordering::Relaxed)
 }
 
-/// The interrupted (pc, sp, fp) from a signal's `ucontext`.
-pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
+/// The interrupted values of the general registers `which` from a signal's `ucontext`.
+fn interrupted<const N: usize>(ucontext: *mut c_void, which: [libc::c_int; N]) -> Option<[usize; N]> {
     if ucontext.is_null() {
         return None;
     }
     // SAFETY: the kernel passed a valid ucontext for this signal.
     let gregs = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
-    let reg = |r: libc::c_int| gregs.get(r as usize).map(|&v| v as usize);
-    Some((reg(libc::REG_RIP)?, reg(libc::REG_RSP)?, reg(libc::REG_RBP)?))
+    let mut out = [0; N];
+    for (o, r) in out.iter_mut().zip(which) {
+        *o = *gregs.get(r as usize)? as usize;
+    }
+    Some(out)
+}
+
+/// The interrupted (pc, sp, fp) from a signal's `ucontext`.
+pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
+    let [pc, sp, fp] = interrupted(ucontext, [libc::REG_RIP, libc::REG_RSP, libc::REG_RBP])?;
+    Some((pc, sp, fp))
 }
 
 /// The interrupted `r13` and `rax` from a signal's `ucontext` (see
 /// [`JavaStack::with_more_registers`]).
 pub fn more_registers(ucontext: *mut c_void) -> Option<(usize, usize)> {
-    if ucontext.is_null() {
-        return None;
-    }
-    // SAFETY: the kernel passed a valid ucontext for this signal.
-    let gregs = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
-    let reg = |r: libc::c_int| gregs.get(r as usize).map(|&v| v as usize);
-    Some((reg(libc::REG_R13)?, reg(libc::REG_RAX)?))
+    let [r13, rax] = interrupted(ucontext, [libc::REG_R13, libc::REG_RAX])?;
+    Some((r13, rax))
 }
 
 /// One Java frame found on the stack.
@@ -373,7 +377,7 @@ impl<'a> JavaStack<'a> {
         for pushed in [8, 16] {
             let sender_sp = self.sp + blob.frame_bytes + pushed;
             if let (Some(ret), Some(fp)) = (self.word(sender_sp - 8), self.word(sender_sp - 16)) {
-                if self.l.in_code_cache(ret) && follows_call(self.l, ret) {
+                if follows_call(self.l, ret) {
                     return self.step_to(ret, sender_sp, fp);
                 }
             }
@@ -413,8 +417,7 @@ impl<'a> JavaStack<'a> {
         if framed || sender_sp <= self.sp || sender_sp >= self.hi || !sender_sp.is_multiple_of(8) {
             return None;
         }
-        let is_ret = |r: usize| (self.l.in_code_cache(r)) && follows_call(self.l, r);
-        let ret = self.word(self.sp).filter(|&r| is_ret(r)).or_else(|| Some(rax).filter(|&r| is_ret(r)))?;
+        let ret = self.word(self.sp).filter(|&r| follows_call(self.l, r)).or_else(|| Some(rax).filter(|&r| follows_call(self.l, r)))?;
         Some(self.step_to(ret, sender_sp, fp))
     }
 
@@ -535,28 +538,31 @@ enum Epilogue {
 /// precedes it pins it down (JDK 11's poll is the same in loops, but not
 /// followed by `ret`). `None` for any other instruction.
 fn epilogue_step(before: [u8; 8], code: [u8; 8]) -> Option<Epilogue> {
-    // cmp rsp, [r15+d8] (49 3B 67 d8) or [r15+d32] (49 3B A7 d32).
-    let cmp_rsp_at_end = |b: &[u8]| b.len() >= 4 && b[b.len() - 4..b.len() - 1] == [0x49, 0x3B, 0x67];
     match code {
         [0x5D, ..] => Some(Epilogue::RbpSaved),
         [0xC3, ..] => Some(Epilogue::FrameGone),
+        // cmp rsp, [r15+d8] (49 3B 67 d8) before its ja, or [r15+d32] (49 3B A7 d32).
         [0x49, 0x3B, 0x67, _, 0x0F, 0x87, ..] | [0x49, 0x3B, 0xA7, ..] => Some(Epilogue::FrameGone),
         // ja to the poll stub, right after the cmp.
-        [0x0F, 0x87, ..] if cmp_rsp_at_end(&before) => Some(Epilogue::FrameGone),
+        [0x0F, 0x87, ..] if matches!(before, [_, _, _, _, 0x49, 0x3B, 0x67, _]) => Some(Epilogue::FrameGone),
         // JDK 11: mov r10, [r15+d8]; test [r10], eax; ret.
         [0x4D, 0x8B, 0x57, _, 0x41, 0x85, 0x02, 0xC3] => Some(Epilogue::FrameGone),
-        [0x41, 0x85, 0x02, 0xC3, ..] if before[4..7] == [0x4D, 0x8B, 0x57] => Some(Epilogue::FrameGone),
+        [0x41, 0x85, 0x02, 0xC3, ..] if matches!(before, [_, _, _, _, 0x4D, 0x8B, 0x57, _]) => Some(Epilogue::FrameGone),
         _ => None,
     }
 }
 
-/// Whether the bytes just before `ret` (an address in the code cache) end
-/// with a call instruction of the kinds HotSpot emits: `call rel32`,
-/// `call reg`, `call [rip+disp32]`, `call [reg+disp]`. Read directly when
-/// the bytes lie inside a code blob (committed code cache, as in
-/// `Layout::find_blob`'s own reads), else with a checked read (the code
-/// cache is reserved larger than it is committed).
+/// Whether `ret` is a return address into generated code: it lies in the
+/// code cache and the bytes just before it end with a call instruction of
+/// the kinds HotSpot emits: `call rel32`, `call reg`, `call [rip+disp32]`,
+/// `call [reg+disp]`. Read directly when the bytes lie inside a code blob
+/// (committed code cache, as in `Layout::find_blob`'s own reads), else
+/// with a checked read (the code cache is reserved larger than it is
+/// committed).
 pub fn follows_call(l: &Layout, ret: usize) -> bool {
+    if !l.in_code_cache(ret) {
+        return false;
+    }
     let in_blob = l.find_blob(ret).is_some_and(|b| b.size != 0 && ret.wrapping_sub(8) >= b.start && ret <= b.start.wrapping_add(b.size));
     let bytes = if in_blob {
         // SAFETY: [ret - 8, ret) lies inside a code blob found in a code

@@ -56,40 +56,17 @@ pub enum Walked {
 /// Walks the current thread's Java frames into `out`.
 pub fn walk(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
     let (start, mut stack) = JavaStack::new(l, thread, regs);
+    named(l, start, &mut stack, out)
+}
+
+/// Names a walk that `start`ed into `out`.
+fn named(l: &Layout, start: Start, stack: &mut JavaStack<'_>, out: &mut [RawFrame]) -> Walked {
     match start {
         Start::Frames => {}
         Start::NoJavaFrame => return Walked::NoJavaFrame,
         Start::Unknown => return Walked::Failed,
     }
-    match name_frames(l, &mut stack, out, 0) {
-        (0, _) => Walked::Failed,
-        (n, true) => Walked::Frames(n),
-        (n, false) => Walked::Partial(n),
-    }
-}
-
-/// Walks the interrupted thread, with more of its registers for the
-/// interrupted frame (see [`JavaStack::with_more_registers`]).
-fn walk_interrupted(l: &Layout, thread: usize, regs: (usize, usize, usize), more: (usize, usize), out: &mut [RawFrame]) -> Walked {
-    let (start, mut stack) = JavaStack::new(l, thread, regs);
-    if start != Start::Frames {
-        return if start == Start::NoJavaFrame { Walked::NoJavaFrame } else { Walked::Failed };
-    }
-    stack.with_more_registers(more);
-    match name_frames(l, &mut stack, out, 0) {
-        (0, _) => Walked::Failed,
-        (n, true) => Walked::Frames(n),
-        (n, false) => Walked::Partial(n),
-    }
-}
-
-/// Walks a thread being deoptimized (see [`JavaStack::deoptimizing`]).
-fn walk_deoptimizing(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
-    let (start, mut stack) = JavaStack::new(l, thread, regs);
-    if start != Start::Frames || !stack.deoptimizing() {
-        return Walked::Failed;
-    }
-    match name_frames(l, &mut stack, out, 0) {
+    match name_frames(l, stack, out, 0) {
         (0, _) => Walked::Failed,
         (n, true) => Walked::Frames(n),
         (n, false) => Walked::Partial(n),
@@ -183,18 +160,23 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
         c.fetch_add(1, Ordering::Relaxed);
     }
     let thread = l.thread(env);
+    let (start, mut stack) = JavaStack::new(l, thread, regs);
     if code == ticks::DEOPT {
-        return walk_deoptimizing(l, thread, regs, out);
+        // See `JavaStack::deoptimizing`.
+        if start != Start::Frames || !stack.deoptimizing() {
+            return Walked::Failed;
+        }
+        return named(l, start, &mut stack, out);
     }
-    let walked = match javastack::more_registers(ucontext) {
-        Some(more) => walk_interrupted(l, thread, regs, more, out),
-        None => walk(l, thread, regs, out),
-    };
+    if let Some(more) = javastack::more_registers(ucontext) {
+        stack.with_more_registers(more);
+    }
+    let walked = named(l, start, &mut stack, out);
     // Native code, or a stub without a frame of its own that pushed what
     // it saves (C1's `slow_subtype_check` keeps four registers above its
     // return address), not a compiled method (whose own frame would be lost).
-    let scannable = !l.in_code_cache(regs.0) || (!l.in_interpreter(regs.0) && l.find_blob(regs.0).is_none_or(|b| b.method == 0));
-    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && scannable {
+    let scannable = || !l.in_code_cache(regs.0) || (!l.in_interpreter(regs.0) && l.find_blob(regs.0).is_none_or(|b| b.method == 0));
+    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && scannable() {
         return scan(l, thread, regs, out);
     }
     walked
@@ -244,7 +226,7 @@ fn scan(l: &Layout, thread: usize, (_, sp, fp): (usize, usize, usize), out: &mut
         // SAFETY: `sp <= at < hi`: the live part of this thread's own stack,
         // above this handler's frame (checked above), 8-byte aligned.
         let word = unsafe { (at as *const usize).read_volatile() };
-        if l.in_code_cache(word) && javastack::follows_call(l, word) {
+        if javastack::follows_call(l, word) {
             tries += 1;
             // SAFETY: as above; `at - 8 >= sp`.
             let saved_fp = if at >= sp + 8 { unsafe { ((at - 8) as *const usize).read_volatile() } } else { fp };
