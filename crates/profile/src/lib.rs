@@ -8,6 +8,7 @@ pub mod collapsed;
 pub mod convert;
 pub mod flamegraph;
 pub mod format;
+pub mod hash;
 pub mod jfr;
 pub mod jfr_read;
 pub mod labels;

@@ -194,9 +194,9 @@ pub struct Profile {
     /// held once, and hashed once.
     frame_ids: HashMap<u64, u32, std::hash::BuildHasherDefault<HashedKey>>,
     same_hash: Vec<u32>,
-    hasher: std::hash::RandomState,
+    hasher: crate::hash::FastState,
     samples: Vec<Sample>,
-    stack_ids: HashMap<Vec<u32>, usize>,
+    stack_ids: crate::hash::FastMap<Vec<u32>, usize>,
     /// The safepoints recorded beside the samples (time-to-safepoint
     /// recordings, JFR files with safepoint events); empty otherwise.
     pub safepoints: Vec<crate::safepoint::Safepoint>,

@@ -31,7 +31,7 @@
 //! native or a park from a timed wait). Samples are aggregated (one value
 //! each, no timestamps).
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 
 use prost::Message;
 
@@ -254,15 +254,15 @@ impl Dict {
     fn new() -> Dict {
         Dict {
             strings: vec![String::new()],
-            string_ids: HashMap::from([(String::new(), 0)]),
+            string_ids: [(String::new(), 0)].into_iter().collect(),
             functions: vec![pb::Function::default()],
-            function_ids: HashMap::new(),
+            function_ids: HashMap::default(),
             locations: vec![pb::Location::default()],
-            location_ids: HashMap::new(),
+            location_ids: HashMap::default(),
             attributes: vec![pb::KeyValueAndUnit::default()],
-            attribute_ids: HashMap::new(),
+            attribute_ids: HashMap::default(),
             stacks: vec![pb::Stack::default()],
-            stack_ids: HashMap::from([(Vec::new(), 0)]),
+            stack_ids: [(Vec::new(), 0)].into_iter().collect(),
             kind_attributes: Default::default(),
         }
     }
@@ -416,7 +416,7 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
             .collect();
         // (stack index, attribute indices) → (samples, total), in first-seen order.
         let mut samples: Vec<((i32, Vec<i32>), u64, u64)> = Vec::new();
-        let mut sample_ids: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
+        let mut sample_ids: HashMap<(i32, Vec<i32>), usize> = HashMap::default();
         // The location of a model frame that is a physical frame of its
         // own (nothing inlined into it), 0 until met: most are, and they
         // are met again in most stacks.

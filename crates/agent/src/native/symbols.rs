@@ -157,6 +157,13 @@ pub struct NativeSymbols {
     /// its object's table: every address inside a function shares one
     /// (demangling a C++ name is the dear part of naming a frame).
     by_symbol: HashMap<usize, Frame>,
+    /// The loader's counts ([`loader_counts`]) and the time when `maps` was
+    /// last read: [`NativeSymbols::refresh`] skips the read while both hold.
+    maps_read: Option<((u64, u64), std::time::Instant)>,
+    /// Whether the mappings were read since the last [`NativeSymbols::refresh`]:
+    /// addresses outside every mapping then read them no more (stale
+    /// addresses of a broken walk would read them once each).
+    read_since_refresh: bool,
 }
 
 fn read_kallsyms() -> Option<SymbolTable> {
@@ -351,6 +358,31 @@ pub fn maps_generation() -> u64 {
     MAPS_GENERATION.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// How long [`NativeSymbols::refresh`] trusts mappings read before while
+/// the loader's counts stay the same.
+const MAPS_REREAD_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The dynamic loader's counts of objects loaded and unloaded since the
+/// process started (`dlpi_adds`, `dlpi_subs` of `dl_iterate_phdr`); `None`
+/// from a loader that does not keep them.
+fn loader_counts() -> Option<(u64, u64)> {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `data` is the `Option` passed below, alive during the
+        // call; `info` is the loader's description of one object, `size`
+        // bytes long (older loaders end it before the counts).
+        let (out, info) = unsafe { (&mut *(data as *mut Option<(u64, u64)>), &*info) };
+        if size >= std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + std::mem::size_of::<libc::c_ulonglong>() {
+            *out = Some((info.dlpi_adds, info.dlpi_subs));
+        }
+        1 // the counts are the same in every object's description
+    }
+    let mut out: Option<(u64, u64)> = None;
+    // SAFETY: `first` matches the callback type and only reads what the
+    // loader passes; `out` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut out as *mut Option<(u64, u64)> as *mut libc::c_void) };
+    out
+}
+
 /// The mapping holding `pc` in `maps` (sorted by start).
 fn find_mapping(maps: &[Mapping], pc: usize) -> Option<&Mapping> {
     let i = maps.partition_point(|m| m.start <= pc);
@@ -423,9 +455,27 @@ impl NativeSymbols {
     /// Rereads the process's mappings (libraries may have been loaded since
     /// the last dump); parsed objects are kept, and so are the names of
     /// addresses whose mapping is the same ([`mapping_key`]).
+    ///
+    /// Reading `/proc/self/maps` of a JVM was a tenth of a continuous
+    /// profile's interval cut, mostly in the kernel, and libraries rarely
+    /// come or go: the read is skipped while the dynamic loader has loaded
+    /// and unloaded nothing since the last one, for at most
+    /// [`MAPS_REREAD_AFTER`]. An address outside every known mapping (a
+    /// mapping made since without the loader: the JIT's code heap growing)
+    /// rereads at once ([`NativeSymbols::mapping`]).
     pub fn refresh(&mut self) {
+        let loader = loader_counts();
+        let unchanged = self.maps_read.is_some_and(|(seen, at)| Some(seen) == loader && at.elapsed() < MAPS_REREAD_AFTER);
+        self.read_since_refresh = !unchanged;
+        if !unchanged {
+            self.reread(loader);
+        }
+    }
+
+    fn reread(&mut self, loader: Option<(u64, u64)>) {
         let maps = std::fs::read_to_string("/proc/self/maps").map(|t| parse_maps(&t)).unwrap_or_default();
         self.set_maps(maps);
+        self.maps_read = loader.map(|l| (l, std::time::Instant::now()));
     }
 
     /// Takes `maps` as the process's mappings (see [`NativeSymbols::refresh`]).
@@ -492,11 +542,17 @@ impl NativeSymbols {
         Frame::new(name.unwrap_or_else(|| "[kernel]".into()), FrameKind::Kernel)
     }
 
-    /// The mapping holding `pc`, rereading `/proc/self/maps` once when none
-    /// does (a library loaded since, or tables cleared by another dump).
+    /// The mapping holding `pc`, rereading `/proc/self/maps` when none
+    /// does (a mapping made since): once per [`NativeSymbols::refresh`],
+    /// and again whenever the loader loaded or unloaded a library.
     fn mapping(&mut self, pc: usize) -> Option<Mapping> {
         find_mapping(&self.maps, pc).cloned().or_else(|| {
-            self.refresh();
+            let loader = loader_counts();
+            let loaded = self.maps_read.is_none_or(|(seen, _)| Some(seen) != loader);
+            if std::mem::replace(&mut self.read_since_refresh, true) && !loaded {
+                return None;
+            }
+            self.reread(loader);
             find_mapping(&self.maps, pc).cloned()
         })
     }
@@ -610,6 +666,36 @@ mod tests {
         // Unmapped entirely: the name goes.
         r.set_maps(vec![map(0x5000, 0x6000, "/lib/a.so")]);
         assert!(!r.names.contains_key(&(0x1800, false)) && r.names.contains_key(&(0x5800, false)));
+    }
+
+    #[test]
+    fn maps_are_read_again_when_a_library_comes() {
+        let mut r = NativeSymbols::default();
+        r.refresh();
+        let (counts, _) = r.maps_read.expect("glibc keeps the loader's counts");
+        r.maps = Vec::new();
+        r.refresh();
+        assert!(r.maps.is_empty(), "nothing loaded since: not read again");
+        // SAFETY: loading a library of the system's C library, once.
+        let handle = unsafe { libc::dlopen(c"libutil.so.1".as_ptr(), libc::RTLD_NOW) };
+        assert!(!handle.is_null());
+        r.refresh();
+        assert!(!r.maps.is_empty(), "a library loaded: read again");
+        assert!(r.maps_read.is_some_and(|(c, _)| c != counts));
+        let outside = r.maps.iter().map(|m| m.end).max().unwrap_or(0) + (1 << 40);
+        r.maps = Vec::new();
+        r.refresh();
+        let f = r.frame(outside, false);
+        assert_eq!(f.name, "[unknown]");
+        assert!(!r.maps.is_empty(), "an address outside every mapping reads the mappings again");
+        r.maps = Vec::new();
+        assert_eq!(r.frame(outside + 4096, false).name, "[unknown]");
+        assert!(r.maps.is_empty(), "once per refresh");
+        // SAFETY: as above.
+        let handle = unsafe { libc::dlopen(c"libanl.so.1".as_ptr(), libc::RTLD_NOW) };
+        assert!(!handle.is_null());
+        assert_eq!(r.frame(outside + 8192, false).name, "[unknown]");
+        assert!(!r.maps.is_empty(), "a library loaded since: read again without a refresh");
     }
 
     #[test]

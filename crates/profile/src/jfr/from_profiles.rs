@@ -12,7 +12,7 @@
 //! in aggregate (`jfr summary`, `oxprof convert`, `report`, `--by`), not
 //! when things happened.
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 use std::io::{self, Write};
 
 use crate::jfr::writer::event_type;

@@ -15,7 +15,7 @@
 //! Timestamps are ticks of the caller's clock with [`TICKS_PER_SECOND`]; the
 //! chunk header maps its start tick to wall-clock nanoseconds.
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 use std::io::{self, Write};
 
 use super::encoding::Buf;

@@ -252,7 +252,7 @@ fn decode_reachable(meta: &Metadata, data: &[u8], compressed: bool, index: &Fast
     let stack_type = meta.type_id("jdk.types.StackTrace");
     let mut stacks: FastMap<i64, Vec<FrameKeys>> = FastMap::default();
     let mut pools: FastMap<i64, FastMap<i64, Value>> = FastMap::default();
-    let mut seen: std::collections::HashSet<(i64, i64), std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
+    let mut seen: crate::hash::FastSet<(i64, i64)> = Default::default();
     let mut todo: Vec<(i64, i64)> = Vec::new();
     for (_, type_id, v) in events {
         meta.refs(v, *type_id, &mut |t, k| {

@@ -165,7 +165,7 @@ impl Metadata {
                 users.entry(f.type_id).or_default().push(id);
             }
         }
-        let mut empty: std::collections::HashSet<i64, std::hash::BuildHasherDefault<super::FxHasher>> = Default::default();
+        let mut empty: crate::hash::FastSet<i64> = Default::default();
         while let Some(id) = todo.pop() {
             empty.insert(id);
             for user in users.remove(&id).unwrap_or_default() {
