@@ -526,6 +526,15 @@ impl Jni {
         jni_call!(self.0, GetObjectField, ptr::null_mut(), obj, field)
     }
 
+    /// The value of an instance field of type `long`.
+    ///
+    /// # Safety
+    /// `obj` must be a live reference, not null, and `field` an instance
+    /// field of type `long` of its class or of a superclass.
+    pub unsafe fn long_field(self, obj: jobject, field: jfieldID) -> jlong {
+        jni_call!(self.0, GetLongField, 0, obj, field)
+    }
+
     /// A method's id (`GetMethodID`), or null with the exception cleared.
     ///
     /// # Safety

@@ -78,6 +78,12 @@ unsafe impl Sync for Agent {}
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
+/// The JVM's structure table, once the agent is made (`None` before, or
+/// when the JVM's internals are not used: see `hotspot::vmstructs::decide`).
+pub(crate) fn vm_structs() -> Option<&'static VmStructs> {
+    AGENT.get()?.vm_structs.as_ref()
+}
+
 /// Set by `Agent_OnLoad`: VMInit finishes what loading at start-up began.
 /// An agent attached to a JVM still starting may see VMInit too (its
 /// environment can be created between the live phase and the event), and
@@ -660,10 +666,10 @@ unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNI
     })
 }
 
-unsafe extern "C" fn on_monitor_contended_enter(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, _object: jobject) {
+unsafe extern "C" fn on_monitor_contended_enter(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, object: jobject) {
     guard("MonitorContendedEnter", (), || {
         if let Some(agent) = AGENT.get() {
-            locks::monitors::on_enter(&agent.profiler.locks, Jvmti(jvmti), Jni(jni));
+            locks::monitors::on_enter(&agent.profiler.locks, Jvmti(jvmti), Jni(jni), object);
         }
     })
 }
@@ -673,7 +679,7 @@ unsafe extern "C" fn on_monitor_contended_entered(jvmti: *mut jvmtiEnv, jni: *mu
         if let Some(agent) = AGENT.get() {
             // SAFETY: `thread` and `object` are the local references the JVM
             // passed to this MonitorContendedEntered callback.
-            unsafe { locks::monitors::on_entered(&agent.profiler.locks, Jvmti(jvmti), Jni(jni), thread, object) };
+            unsafe { locks::monitors::on_entered(&agent.profiler.locks, &agent.profiler.threads, Jvmti(jvmti), Jni(jni), thread, object) };
         }
     })
 }

@@ -297,13 +297,17 @@ fn wall_clock_on_every_supported_jdk() {
     }
 }
 
-/// Lock profiling on 11, 21 and 25 (see `tests/lock.rs`).
+/// Lock profiling on 11, 21 and 25 (see `tests/lock.rs`), with the owners
+/// of locks and monitors (read from a `JavaThread*` up to JDK 21, from a
+/// `java.lang.Thread` id on 25).
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn lock_profiling_on_every_supported_jdk() {
     for home in extra_jdks() {
         let version = text(&java_in(&home).arg("-version").output().unwrap().stderr);
-        check_lock_sites(&home.join("bin/java"), "0", version.lines().next().unwrap_or("?"));
+        let label = version.lines().next().unwrap_or("?");
+        check_lock_sites(&home.join("bin/java"), "0", label);
+        check_lock_owners(&home.join("bin/java"), label, false);
     }
 }
 

@@ -379,7 +379,7 @@ fn context_labels_are_read_by_the_jdk_and_back() {
         w.execution_sample(t + 2, 100, 1, ThreadState::Running, 0).unwrap();
         w.wall_clock_sample(t + 3, 100, 1, ThreadState::Sleeping, 20_000_000, 7).unwrap();
         w.allocation_sample(t + 4, 100, 1, "byte[]", 512, 7).unwrap();
-        w.lock_wait(true, t + 5, 3, 100, 1, "java.lang.Object", 7).unwrap();
+        w.lock_wait(true, t + 5, 3, 100, 1, "java.lang.Object", 7, None).unwrap();
         w.end_chunk(t + 50_000_000, chunk == 1).unwrap();
     }
     drop(w);

@@ -4,8 +4,9 @@
 //! Java walk (`javawalk`), frame types (`frametypes`), compiled-code debug
 //! information (`scopes`), `Method*` to `jmethodID` (`method_ids`) and
 //! checked memory reads (`safemem`), whether the current thread has set
-//! HotSpot's current thread (`thread_key`), and the allocating thread's TLAB
-//! (`tlab`, for allocation accuracy). Everything but `vmstructs` and `tlab` is
+//! HotSpot's current thread (`thread_key`), the allocating thread's TLAB
+//! (`tlab`, for allocation accuracy) and a contended monitor's owner
+//! (`monitor_owner`). Everything but `vmstructs`, `tlab` and `monitor_owner` is
 //! reached from the signal handler. Uses only `sampling::store` (frame encoding) and,
 //! at load, `jvmti` and `log`.
 
@@ -15,6 +16,7 @@ pub mod gate;
 pub mod javastack;
 pub mod javawalk;
 pub mod method_ids;
+pub mod monitor_owner;
 pub mod safemem;
 pub mod scopes;
 pub mod thread_key;

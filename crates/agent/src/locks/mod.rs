@@ -11,6 +11,7 @@
 //! `jvmti`, `output` (the `Built` type), `source` and `log`.
 
 pub mod monitors;
+pub mod owners;
 pub mod park;
 pub mod sampler;
 pub mod source;

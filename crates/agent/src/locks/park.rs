@@ -385,12 +385,12 @@ unsafe fn after_park(jni: Jni, waited: u64, before: Before) {
         if let Some(weight) = sampler.should_record(Kind::Park, waited) {
             let jvmti = Jvmti(jvmti);
             // SAFETY: `owner` is a live local reference to a Thread.
-            let owner = before.owner.map(|o| unsafe { jvmti.thread_name(o) });
+            let owner = before.owner.map(|o| unsafe { crate::locks::owners::of_thread(jvmti, jni, o) });
             // SAFETY: `lock` is a live local reference, not null.
             let class = unsafe { jni.object_class(lock) };
             // SAFETY: `class` is the local reference just returned.
             unsafe {
-                sampler.record(jvmti, jni, Kind::Park, class, weight, owner.as_deref());
+                sampler.record(jvmti, jni, Kind::Park, class, weight, owner.as_ref());
                 jni.delete_local(class);
             }
         }

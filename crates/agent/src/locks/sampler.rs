@@ -20,6 +20,7 @@ use jvmti_sys::{jclass, jlong, jvmtiFrameInfo};
 
 use crate::heap::allocstack;
 use crate::jvmti::{Jni, Jvmti};
+use crate::locks::owners::LockOwner;
 use crate::sampling::store::{RawFrame, SampleStore};
 
 /// `bci` of the leaf frame naming the class of a monitor waited for;
@@ -187,7 +188,7 @@ impl LockSampler {
     /// # Safety
     /// `class` must be a live local or global reference to a class; `jni` the
     /// calling thread's environment, in a JVMTI callback or a native method.
-    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64, owner: Option<&str>) {
+    pub unsafe fn record(&self, jvmti: Jvmti, jni: Jni, kind: Kind, class: jclass, weight: u64, owner: Option<&LockOwner>) {
         let t0 = crate::sampling::cputime::thread_cpu_ns();
         let mut frames = Vec::new();
         let n = self.take_stack(jvmti, jni, &mut frames);
@@ -199,12 +200,13 @@ impl LockSampler {
     /// Records a wait with a stack taken before (`frames[1..=n]`, see
     /// [`LockSampler::take_stack`]). The lock's owner when the wait began,
     /// where known, is the label [`OWNER_LABEL`] of the sample, added to the
-    /// thread's own context labels.
+    /// thread's own context labels, and (with its kernel id) the event's
+    /// other thread in the JFR event log.
     ///
     /// # Safety
     /// `class` must be a live local or global reference to a class.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn record_stack(&self, jvmti: Jvmti, kind: Kind, class: jclass, weight: u64, frames: &mut [RawFrame], n: usize, owner: Option<&str>) {
+    pub unsafe fn record_stack(&self, jvmti: Jvmti, kind: Kind, class: jclass, weight: u64, frames: &mut [RawFrame], n: usize, owner: Option<&LockOwner>) {
         let Some(store) = self.stored() else { return };
         // SAFETY: `class` is live (this function's contract).
         let class_id = unsafe { self.class_id(jvmti, class) };
@@ -215,10 +217,10 @@ impl LockSampler {
         let current = crate::sampling::threads::current_tid();
         let tid = if self.per_thread.load(Ordering::Relaxed) { current } else { 0 };
         let mut labels = crate::sampling::label_slots::current(current);
-        if let Some(owner) = owner {
-            labels = crate::labels::intern(labels, &[(OWNER_LABEL.to_string(), owner.to_string())]).unwrap_or(labels);
+        if let Some(owner) = owner.filter(|o| !o.name.is_empty()) {
+            labels = crate::labels::intern(labels, &[(OWNER_LABEL.to_string(), owner.name.clone())]).unwrap_or(labels);
         }
-        store.record(tid, labels, frames.get(..n + 1).unwrap_or_default(), weight);
+        store.record_naming(tid, labels, frames.get(..n + 1).unwrap_or_default(), weight, owner.map_or(0, |o| o.tid));
         if let Some(r) = self.recorded.get(kind as usize) {
             r.fetch_add(1, Ordering::Relaxed);
         }

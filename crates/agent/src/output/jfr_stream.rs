@@ -686,10 +686,15 @@ impl Inner {
                 self.writer.stack(id, &frames, false);
             }
             self.name_thread(agent, e.tid);
+            let owner = (e.other != 0).then_some(e.other);
+            if let Some(o) = owner {
+                self.name_thread(agent, o);
+            }
             let labels = labels_in_chunk(&mut self.writer, t.labels);
             // The event's duration is the waiting time it stands for (its
             // weight), so sums per site stay unbiased at any interval.
-            if let Err(err) = self.writer.lock_wait(park, e.ticks as i64, e.weight.min(i64::MAX as u64) as i64, e.tid as u64, id, &class, labels) {
+            let (ticks, wait) = (e.ticks as i64, e.weight.min(i64::MAX as u64) as i64);
+            if let Err(err) = self.writer.lock_wait(park, ticks, wait, e.tid as u64, id, &class, labels, owner.map(u64::from)) {
                 return self.fail(err);
             }
             self.counts.lock += 1;

@@ -14,7 +14,7 @@
 //! async-signal-safe. A full log drops the event and counts it; nothing
 //! blocks. There is one reader at a time (the caller guarantees it).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// One logged sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +26,9 @@ pub struct Event {
     pub slot: u32,
     /// The sample's weight (ns of CPU, estimated bytes).
     pub weight: u64,
+    /// Another thread the event names (a lock wait: the lock's owner), by
+    /// kernel id; 0 for none.
+    pub other: u32,
 }
 
 struct Cell {
@@ -33,6 +36,7 @@ struct Cell {
     ticks: AtomicU64,
     slot_tid: AtomicU64,
     weight: AtomicU64,
+    other: AtomicU32,
 }
 
 /// How many times a writer retries a contended claim before dropping.
@@ -59,17 +63,24 @@ impl EventLog {
     /// A log of `capacity` events (rounded up to a power of two), allocated now.
     pub fn new(capacity: usize) -> EventLog {
         let n = capacity.max(2).next_power_of_two();
-        let cells =
-            (0..n).map(|i| Cell { seq: AtomicU64::new(i as u64), ticks: AtomicU64::new(0), slot_tid: AtomicU64::new(0), weight: AtomicU64::new(0) }).collect();
+        let cells = (0..n)
+            .map(|i| Cell {
+                seq: AtomicU64::new(i as u64),
+                ticks: AtomicU64::new(0),
+                slot_tid: AtomicU64::new(0),
+                weight: AtomicU64::new(0),
+                other: AtomicU32::new(0),
+            })
+            .collect();
         EventLog { cells, mask: n as u64 - 1, enqueue: AtomicU64::new(0), dequeue: AtomicU64::new(0), dropped: AtomicU64::new(0) }
     }
     // signal-safe: on
 
     /// Appends an event for the calling thread, now. Async-signal-safe.
-    pub fn push(&self, slot: u32, weight: u64) {
+    pub fn push(&self, slot: u32, weight: u64, other: u32) {
         // SAFETY: gettid is a plain, always-successful syscall.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        self.push_event(Event { ticks: now_ticks(), tid, slot, weight });
+        self.push_event(Event { ticks: now_ticks(), tid, slot, weight, other });
     }
 
     /// Appends `e`; returns false (and counts a drop) when the log is full.
@@ -85,6 +96,7 @@ impl EventLog {
                         cell.ticks.store(e.ticks, Ordering::Relaxed);
                         cell.slot_tid.store((e.slot as u64) << 32 | e.tid as u64, Ordering::Relaxed);
                         cell.weight.store(e.weight, Ordering::Relaxed);
+                        cell.other.store(e.other, Ordering::Relaxed);
                         cell.seq.store(pos.wrapping_add(1), Ordering::Release);
                         return true;
                     }
@@ -113,6 +125,7 @@ impl EventLog {
             tid: slot_tid as u32,
             slot: (slot_tid >> 32) as u32,
             weight: cell.weight.load(Ordering::Relaxed),
+            other: cell.other.load(Ordering::Relaxed),
         };
         cell.seq.store(pos.wrapping_add(self.mask + 1), Ordering::Release);
         self.dequeue.store(pos.wrapping_add(1), Ordering::Relaxed);
@@ -141,7 +154,7 @@ mod tests {
     use std::sync::Arc;
 
     fn ev(i: u64) -> Event {
-        Event { ticks: i, tid: i as u32, slot: (i * 7) as u32, weight: i * 3 }
+        Event { ticks: i, tid: i as u32, slot: (i * 7) as u32, weight: i * 3, other: (i * 5) as u32 }
     }
 
     #[test]
@@ -168,7 +181,7 @@ mod tests {
                 let log = log.clone();
                 std::thread::spawn(move || {
                     for i in 0..50_000u64 {
-                        log.push_event(Event { ticks: i, tid: t as u32, slot: i as u32, weight: 1 });
+                        log.push_event(Event { ticks: i, tid: t as u32, slot: i as u32, weight: 1, other: 0 });
                     }
                 })
             })
@@ -195,10 +208,10 @@ mod tests {
     fn push_stamps_time_and_thread() {
         let log = EventLog::new(8);
         let before = now_ticks();
-        log.push(5, 10);
+        log.push(5, 10, 77);
         let e = log.pop().unwrap();
         assert!(e.ticks >= before);
-        assert_eq!((e.slot, e.weight), (5, 10));
+        assert_eq!((e.slot, e.weight, e.other), (5, 10, 77));
         // SAFETY: plain syscall.
         assert_eq!(e.tid, unsafe { libc::syscall(libc::SYS_gettid) } as u32);
     }

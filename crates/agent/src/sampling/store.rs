@@ -373,6 +373,12 @@ impl SampleStore {
     /// event log is attached, the sample is also logged there with its time
     /// and thread. Async-signal-safe, like [`SampleStore::record`].
     pub fn record_slot(&self, tid: u32, labels: u32, frames: &[RawFrame], weight: u64) -> Option<u32> {
+        self.record_naming(tid, labels, frames, weight, 0)
+    }
+
+    /// [`SampleStore::record_slot`] for an event that names another thread
+    /// (`other`, a kernel thread id, 0 for none): the event log keeps it.
+    pub fn record_naming(&self, tid: u32, labels: u32, frames: &[RawFrame], weight: u64, other: u32) -> Option<u32> {
         if !self.enter() {
             return None;
         }
@@ -381,7 +387,7 @@ impl SampleStore {
             let log = self.log.load(Ordering::Acquire);
             if !log.is_null() {
                 // SAFETY: an attached log is leaked ('static) and never freed.
-                unsafe { &*log }.push(slot, weight);
+                unsafe { &*log }.push(slot, weight, other);
             }
         }
         self.leave();
@@ -420,7 +426,7 @@ impl SampleStore {
                 let log = self.log.load(Ordering::Acquire);
                 if !log.is_null() {
                     // SAFETY: an attached log is leaked ('static) and never freed.
-                    unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight });
+                    unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight, other: 0 });
                 }
                 true
             }

@@ -560,6 +560,59 @@ pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
     }
 }
 
+/// Runs `LockOwners` (tests/java/LockOwners.java) under `java` with every
+/// lock wait recorded, and checks that the waits of each site are split
+/// by the `lock_owner` label as the program's own notes split them
+/// (within 10 points), and that the totals hold (within 10%). `all_sites`:
+/// also lock A, whose two holders share it only on some JDKs (see the
+/// program); otherwise lock B (`java.util.concurrent`, one holder) and
+/// monitor M (two holders in turns).
+pub fn check_lock_owners(java: &Path, label: &str, all_sites: bool) {
+    let s = Scratch::new("lock-owners");
+    compile(&s.0, &["LockOwners.java"]);
+    let col = s.path("o.collapsed");
+    let o = std::process::Command::new(java)
+        .arg(format!("-agentpath:{}=start,event=lock,lock=0,total,file={}", agent().display(), col.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "LockOwners", "3"])
+        .output()
+        .unwrap();
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{label}: {err}");
+    let t = truth_line(&stdout);
+    let stacks = read_collapsed(&col);
+    let sites = [
+        ("LockOwners.waitOnB", "holder-B", "waitB"),
+        ("LockOwners.waitOnM", "holder-M1", "waitM"),
+        ("LockOwners.waitOnM", "holder-M2", "waitM"),
+        ("LockOwners.waitOnA", "holder-A1", "waitA"),
+        ("LockOwners.waitOnA", "holder-A2", "waitA"),
+    ];
+    for (site, holder, key) in sites.into_iter().take(if all_sites { 5 } else { 3 }) {
+        let all = samples_with(&stacks, site) as f64;
+        let owner = format!("[lock_owner={holder}]");
+        let by_holder: u64 = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site) && st.contains(&owner)).map(|(_, n)| n).sum();
+        let unlabelled: u64 =
+            stacks.iter().filter(|(st, _)| st.iter().any(|f| f == site) && !st.iter().any(|f| f.starts_with("[lock_owner="))).map(|(_, n)| n).sum();
+        let share = by_holder as f64 / all.max(1.0);
+        let truth = t[&format!("{key}_by_{holder}")] / t[key];
+        eprintln!(
+            "{label}: {site}: {:.0} ms waited, {:.1}% of it with {holder} as owner (truth {:.1}%), {:.1}% without an owner",
+            all / 1e6,
+            100.0 * share,
+            100.0 * truth,
+            100.0 * unlabelled as f64 / all.max(1.0)
+        );
+        assert!(truth > 0.2, "{label}: the program's own truth: {holder} held the lock for only {:.0}% of the waits", 100.0 * truth);
+        assert!(
+            (share - truth).abs() <= 0.10,
+            "{label}: {site}: {:.1}% of the waiting time names {holder}, truth {:.1}%\n{stacks:?}",
+            100.0 * share,
+            100.0 * truth
+        );
+        assert!((all - t[key]).abs() <= 0.10 * t[key], "{label}: {site}: {all} ns waited, truth {}", t[key]);
+    }
+}
+
 /// Times to safepoint from a `-Xlog:safepoint` file, in ns, in order:
 /// "Reaching safepoint: N ns" (JDK 13 and later) or "Stopping threads
 /// took: S seconds" (JDK 11).

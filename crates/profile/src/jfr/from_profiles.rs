@@ -69,7 +69,16 @@ pub fn write<W: Write>(out: W, parts: &[(&str, &Profile)], start_ns: u64, end_ns
                     "alloc" => w.allocation_sample(ticks, e.tid, e.stack, e.leaf_class.as_deref().unwrap_or("java.lang.Object"), share, e.labels)?,
                     _ => {
                         let wait = share.min(i64::MAX as u64) as i64;
-                        w.lock_wait(e.park, ticks.saturating_add(wait), wait, e.tid, e.stack, e.leaf_class.as_deref().unwrap_or("java.lang.Object"), e.labels)?
+                        w.lock_wait(
+                            e.park,
+                            ticks.saturating_add(wait),
+                            wait,
+                            e.tid,
+                            e.stack,
+                            e.leaf_class.as_deref().unwrap_or("java.lang.Object"),
+                            e.labels,
+                            None,
+                        )?
                     }
                 }
                 *count += 1;

@@ -501,11 +501,25 @@ impl<W: Write> JfrWriter<W> {
 
     /// `jdk.JavaMonitorEnter` (`park` false) or `jdk.ThreadPark` (`park`
     /// true): thread `tid` waited `duration` ticks, until `end_ticks`, for a
-    /// lock of class `class`. The previous owner and addresses are not known
-    /// (null, 0); a park's timeout and deadline read as not applicable.
+    /// lock of class `class` that thread `owner` held when the wait began
+    /// (a monitor's `previousOwner`; `None`: not known, null). Addresses are
+    /// not known (0); a park's timeout and deadline read as not applicable.
     #[allow(clippy::too_many_arguments)] // the event's own fields
-    pub fn lock_wait(&mut self, park: bool, end_ticks: i64, duration: i64, tid: u64, stack: u64, class: &str, labels: u64) -> io::Result<()> {
+    pub fn lock_wait(
+        &mut self,
+        park: bool,
+        end_ticks: i64,
+        duration: i64,
+        tid: u64,
+        stack: u64,
+        class: &str,
+        labels: u64,
+        owner: Option<u64>,
+    ) -> io::Result<()> {
         self.refer_thread(tid);
+        if let Some(o) = owner.filter(|_| !park) {
+            self.refer_thread(o);
+        }
         let class = self.pools.class(class);
         let b = &mut self.body;
         b.clear();
@@ -519,7 +533,7 @@ impl<W: Write> JfrWriter<W> {
             b.long(i64::MIN); // timeout: none (the JDK's "N/A")
             b.long(i64::MIN); // until: none
         } else {
-            b.varint(0); // previous owner: null
+            b.varint(owner.unwrap_or(0)); // previous owner: 0 is null
         }
         b.long(0); // address
         b.varint(labels);

@@ -1,0 +1,138 @@
+//! Who held the lock a thread waited for: its name, for the sample's
+//! `lock_owner` label, and its kernel thread id, for JFR's `previousOwner`.
+//!
+//! A Java monitor's owner comes from HotSpot's structures
+//! ([`crate::hotspot::monitor_owner`]): a kernel thread id, named through the
+//! thread registry, or on JDK 24+ a `java.lang.Thread` id, found in a table
+//! of the live platform threads made again at most once a second when an id
+//! is missing (a virtual thread's id never is there: such owners stay
+//! unnamed). A `java.util.concurrent` lock's owner is a `Thread` object:
+//! named by JVMTI, its kernel id read through its `eetop` field (the
+//! `JavaThread*`).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use jvmti_sys::{jfieldID, jthread};
+
+use crate::hotspot::monitor_owner::{Owner, OwnerLayout};
+use crate::jvmti::{Jni, Jvmti};
+use crate::sampling::threads::{self, Threads};
+
+/// A lock's owner when a wait for it began.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockOwner {
+    pub name: String,
+    /// Its kernel thread id; 0 when not known.
+    pub tid: u32,
+}
+
+/// Where owners are read, made once from the JVM's structure table; `None`
+/// without one (or without checked reads).
+pub fn layout() -> Option<&'static OwnerLayout> {
+    static LAYOUT: OnceLock<Option<OwnerLayout>> = OnceLock::new();
+    LAYOUT.get_or_init(|| crate::hotspot::safemem::available().then(crate::vm_structs).flatten().and_then(OwnerLayout::new)).as_ref()
+}
+
+/// A monitor's owner ([`OwnerLayout::owner`]) by name: never the waiting
+/// thread itself (it owns the monitor only after the wait), `None` when
+/// unknown.
+pub fn of_monitor(owner: Owner, registry: &Threads, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
+    match owner {
+        Owner::Os(tid) if tid != threads::current_tid() => Some(LockOwner { name: registry.name(tid)?, tid }),
+        Owner::Os(_) => None,
+        Owner::Java(id) => by_java_id(id, jvmti, jni),
+    }
+}
+
+/// The owner of a `java.util.concurrent` lock, a `Thread`.
+///
+/// # Safety
+/// `thread` must be a live reference to a `java.lang.Thread`; `jni` the
+/// calling thread's environment.
+pub unsafe fn of_thread(jvmti: Jvmti, jni: Jni, thread: jthread) -> LockOwner {
+    // SAFETY: as this function's contract.
+    unsafe { LockOwner { name: jvmti.thread_name(thread), tid: kernel_tid(jni, thread).unwrap_or(0) } }
+}
+
+/// A `Thread`'s kernel id: its `eetop` (the `JavaThread*`, 0 once it has
+/// ended) read by JNI, then HotSpot's structures.
+///
+/// # Safety
+/// As [`of_thread`].
+unsafe fn kernel_tid(jni: Jni, thread: jthread) -> Option<u32> {
+    let layout = layout()?;
+    let field = eetop(jni)?;
+    // SAFETY: `thread` is a live Thread (this function's contract) and
+    // `field` its class's `long eetop`.
+    let java_thread = unsafe { jni.long_field(thread, field as jfieldID) } as usize;
+    (java_thread != 0).then(|| layout.kernel_tid(java_thread)).flatten()
+}
+
+/// `java.lang.Thread.eetop`'s field id (the class is never unloaded, so
+/// the id stays valid).
+fn eetop(jni: Jni) -> Option<usize> {
+    static FIELD: OnceLock<usize> = OnceLock::new();
+    let f = *FIELD.get_or_init(|| {
+        let class = jni.find_class(c"java/lang/Thread");
+        if class.is_null() {
+            jni.clear_exception();
+            return 0;
+        }
+        // SAFETY: `class` is the local reference just returned; deleted
+        // after its last use.
+        unsafe {
+            let f = jni.field_id(class, c"eetop", c"J") as usize;
+            jni.delete_local(class);
+            f
+        }
+    });
+    (f != 0).then_some(f)
+}
+
+/// How often the table of Java thread ids may be made again.
+const JAVA_IDS_REMADE_EVERY: Duration = Duration::from_secs(1);
+
+/// The live platform thread with `java.lang.Thread` id `id`.
+fn by_java_id(id: i64, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
+    static TABLE: Mutex<Option<(HashMap<i64, LockOwner>, Instant)>> = Mutex::new(None);
+    let mut table = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owners, made)) = table.as_ref() {
+        if let Some(o) = owners.get(&id) {
+            return Some(o.clone());
+        }
+        if made.elapsed() < JAVA_IDS_REMADE_EVERY {
+            return None;
+        }
+    }
+    let owners = java_ids(jvmti, jni);
+    let found = owners.get(&id).cloned();
+    *table = Some((owners, Instant::now()));
+    found.filter(|o| o.tid != threads::current_tid())
+}
+
+/// Every live platform thread by its `java.lang.Thread` id.
+fn java_ids(jvmti: Jvmti, jni: Jni) -> HashMap<i64, LockOwner> {
+    let mut out = HashMap::new();
+    let class = jni.find_class(c"java/lang/Thread");
+    if class.is_null() {
+        jni.clear_exception();
+        return out;
+    }
+    // SAFETY: `class` is the local reference just returned.
+    let tid = unsafe { jni.field_id(class, c"tid", c"J") };
+    for t in jvmti.all_threads().unwrap_or_default() {
+        // SAFETY: `t` is a live local reference to a Thread, deleted only
+        // after its last use; `tid` is Thread's `long tid` (null: skipped).
+        unsafe {
+            if !tid.is_null() {
+                out.insert(jni.long_field(t, tid), of_thread(jvmti, jni, t));
+            }
+            jni.delete_local(t);
+        }
+    }
+    // SAFETY: not used afterwards.
+    unsafe { jni.delete_local(class) };
+    out
+}
