@@ -486,9 +486,7 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
             method_ids::prepare();
             let entry = continuation_entry(agent.jvmti, jni);
             javastack::set_continuation_entry(entry);
-            if entry != 0 {
-                find_continuation_return_barrier();
-            }
+            find_stub_addresses(entry != 0);
             let fallback = javawalk::configure();
             log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
             let own = allocstack::configure();
@@ -505,38 +503,52 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
     }
 }
 
-/// Looks up `StubRoutines::_cont_returnBarrier`, a static of libjvm's found
-/// in its ELF symbol table (see `javastack`), on a thread of its own:
+/// Looks up two statics of libjvm in its ELF symbol table, for the own
+/// walk (see `javastack`): `StubRoutines::_cont_returnBarrier` (with
+/// virtual threads: until it is found, a virtual thread's stack that ends
+/// at frames still frozen counts as a failed walk) and
+/// `OptoRuntime::_exception_blob` (C2's exception blob, stepped over with
+/// the register that holds its caller's pc). On a thread of its own:
 /// reading libjvm's symbol table takes tens of milliseconds, which a JVM's
-/// start-up does not wait for. Until it is found, a virtual thread's stack
-/// that ends at frames still frozen counts as a failed walk.
-fn find_continuation_return_barrier() {
-    let spawned = std::thread::Builder::new().name("oxprof-vthreads".into()).spawn(|| {
+/// start-up does not wait for; without virtual threads, a second later
+/// still, so that a short-lived JVM never pays for it.
+fn find_stub_addresses(continuations: bool) {
+    let spawned = std::thread::Builder::new().name("oxprof-stubs".into()).spawn(move || {
+        if !continuations {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
         let cpu_start = crate::sampling::cputime::thread_cpu_ns();
-        let found = catch_unwind(|| crate::native::lookup::find("_ZN12StubRoutines19_cont_returnBarrierE", crate::native::lookup::Kind::Variable));
-        match found {
-            Ok(Ok(f)) if f.addr != 0 && f.addr.is_multiple_of(8) => {
-                // SAFETY: the address of a pointer-sized static variable of
-                // libjvm (mapped for the process's life), set once when
-                // HotSpot generated its stubs, before any Java code ran.
-                let pc = unsafe { (f.addr as *const usize).read_volatile() };
-                if pc != 0 && frames::layout().is_some_and(|l| l.in_code_cache(pc)) {
-                    javastack::set_continuation_return_barrier(pc);
-                    let ms = crate::sampling::cputime::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;
-                    log::debug(&format!(
-                        "continuation return barrier at {pc:#x} (found in {ms:.1} ms of CPU): walks of virtual threads end at their frozen frames"
-                    ));
-                } else {
-                    log::debug("the continuation return barrier is not in the code cache: not used");
-                }
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => log::debug(&format!("no continuation return barrier: {e}")),
-            Err(_) => log::debug("looking up the continuation return barrier panicked"),
+        let names = ["_ZN12StubRoutines19_cont_returnBarrierE", "_ZN11OptoRuntime15_exception_blobE"];
+        let Ok(found) = catch_unwind(|| crate::native::lookup::find_exact(&names, crate::native::lookup::Kind::Variable)) else {
+            log::debug("looking up libjvm's stub addresses panicked");
+            return;
+        };
+        let ms = crate::sampling::cputime::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;
+        let slot = |i: usize| found.get(i).copied().flatten().filter(|a| *a != 0 && a.is_multiple_of(8));
+        if let Some(addr) = slot(1) {
+            javastack::set_exception_blob_slot(addr);
+            log::debug(&format!("C2's exception blob pointer at {addr:#x} (found in {ms:.1} ms of CPU)"));
+        }
+        if !continuations {
+            return;
+        }
+        let Some(addr) = slot(0) else {
+            log::debug("no continuation return barrier in libjvm's symbols");
+            return;
+        };
+        // SAFETY: the address of a pointer-sized static variable of libjvm
+        // (mapped for the process's life), set once when HotSpot generated
+        // its stubs, before any Java code ran.
+        let pc = unsafe { (addr as *const usize).read_volatile() };
+        if pc != 0 && frames::layout().is_some_and(|l| l.in_code_cache(pc)) {
+            javastack::set_continuation_return_barrier(pc);
+            log::debug(&format!("continuation return barrier at {pc:#x}: walks of virtual threads end at their frozen frames"));
+        } else {
+            log::debug("the continuation return barrier is not in the code cache: not used");
         }
     });
     if let Err(e) = spawned {
-        log::debug(&format!("cannot start the thread that finds the continuation return barrier: {e}"));
+        log::debug(&format!("cannot start the thread that finds libjvm's stub addresses: {e}"));
     }
 }
 

@@ -170,7 +170,9 @@ fn samples_in_a_half_built_frame_keep_their_callers() {
 
 /// Samples taken while exceptions unwind (the compiled code's exception
 /// and rethrow stubs, C1's unwind stub, the VM's handler lookup) keep
-/// whole stacks: few fail, and none silently lost its root.
+/// whole stacks: few fail (the agent before C2's exception blob was
+/// stepped through `rdx` failed 0.16–0.26% here, now 0.01–0.04%), and none
+/// silently lost its root.
 #[test]
 fn exception_heavy_code_keeps_its_stacks() {
     let s = Scratch::new("throws");
@@ -194,7 +196,7 @@ fn exception_heavy_code_keeps_its_stacks() {
         assert!(marked || rooted, "{n} samples of a stack without its root, unmarked: {frames:?}");
     }
     let failed: f64 = summary(&err)["failed_pct"].parse().unwrap();
-    assert!(failed < 0.8, "{failed}% failed walks while exceptions unwind\n{err}");
+    assert!(failed < 0.15, "{failed}% failed walks while exceptions unwind\n{err}");
     eprintln!("exceptions: {caught} caught, {failed}% failed walks");
 }
 

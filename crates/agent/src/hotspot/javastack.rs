@@ -21,7 +21,7 @@
 //! the walk: callers treat the frames seen so far as all they know.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::hotspot::frames::{Blob, Layout, THREAD_IN_JAVA, THREAD_IN_JAVA_TRANS};
 use crate::hotspot::safemem;
@@ -43,6 +43,32 @@ static CONT_RETURN_BARRIER: AtomicUsize = AtomicUsize::new(0);
 /// [`CONT_RETURN_BARRIER`]). Call off the signal path.
 pub fn set_continuation_return_barrier(pc: usize) {
     CONT_RETURN_BARRIER.store(pc, Ordering::Relaxed);
+}
+
+/// The address of libjvm's `OptoRuntime::_exception_blob` (0: not known),
+/// the pointer to C2's exception blob (see [`JavaStack::unwind_exception_blob`]).
+/// The variable is read at each use: C2 may make the blob after the
+/// address was found.
+static EXCEPTION_BLOB_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes where libjvm keeps the pointer to C2's exception blob (see
+/// [`EXCEPTION_BLOB_SLOT`]). Call off the signal path.
+pub fn set_exception_blob_slot(addr: usize) {
+    EXCEPTION_BLOB_SLOT.store(addr, Ordering::Relaxed);
+}
+
+/// How the top frames found in C2's exception blob were stepped: frame
+/// whole, one word pushed (or left), none, whole with `rdx` reused, not
+/// stepped (see [`JavaStack::unwind_exception_blob`]).
+static EXCEPTION_BLOB_STEPS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// [`EXCEPTION_BLOB_STEPS`] since the process started.
+pub fn exception_blob_steps() -> [u64; 5] {
+    let mut out = [0; 5];
+    for (o, c) in out.iter_mut().zip(&EXCEPTION_BLOB_STEPS) {
+        *o = c.load(Ordering::Relaxed);
+    }
+    out
 }
 
 /// The continuation entry's `Method*` (0: none), for naming it.
@@ -87,11 +113,11 @@ pub fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
     Some((pc, sp, fp))
 }
 
-/// The interrupted `r13` and `rax` from a signal's `ucontext` (see
+/// The interrupted `r13`, `rax` and `rdx` from a signal's `ucontext` (see
 /// [`JavaStack::with_more_registers`]).
-pub fn more_registers(ucontext: *mut c_void) -> Option<(usize, usize)> {
-    let [r13, rax] = interrupted(ucontext, [libc::REG_R13, libc::REG_RAX])?;
-    Some((r13, rax))
+pub fn more_registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
+    let [r13, rax, rdx] = interrupted(ucontext, [libc::REG_R13, libc::REG_RAX, libc::REG_RDX])?;
+    Some((r13, rax, rdx))
 }
 
 /// One Java frame found on the stack.
@@ -139,8 +165,8 @@ pub struct JavaStack<'a> {
     found: u32,
     /// The walk ended at an entry frame it could not cross.
     at_entry: bool,
-    /// The interrupted `r13` and `rax` (see [`more_registers`]), or 0.
-    more: (usize, usize),
+    /// The interrupted `r13`, `rax` and `rdx` (see [`more_registers`]), or 0.
+    more: (usize, usize, usize),
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -166,7 +192,7 @@ impl<'a> JavaStack<'a> {
             deopt: false,
             found: 0,
             at_entry: false,
-            more: (0, 0),
+            more: (0, 0, 0),
         };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
@@ -234,7 +260,7 @@ impl<'a> JavaStack<'a> {
     /// `rax`). Used only for the interrupted frame, and only when `rbp`
     /// does not lead to an interpreted frame: that of a caller the compiled
     /// code's adapter entered the interpreter from.
-    pub fn with_more_registers(&mut self, more: (usize, usize)) {
+    pub fn with_more_registers(&mut self, more: (usize, usize, usize)) {
         if self.top {
             self.more = more;
         }
@@ -341,6 +367,11 @@ impl<'a> JavaStack<'a> {
 
     /// Steps over a frame of `blob` (compiled method or stub).
     fn unwind_blob(&mut self, blob: &Blob) -> bool {
+        if self.top && self.more.2 != 0 && blob.start != 0 && blob.start == self.exception_blob() {
+            if let Some(moved) = self.unwind_exception_blob(blob) {
+                return moved;
+            }
+        }
         if self.top && (self.pc < blob.frame_complete || blob.frame_bytes == 0) {
             if let Some(moved) = self.unwind_in_prologue(blob) {
                 return moved;
@@ -364,6 +395,52 @@ impl<'a> JavaStack<'a> {
             _ if self.top => self.unwind_unbuilt(),
             _ => false,
         }
+    }
+
+    /// C2's exception blob (`OptoRuntime::_exception_blob`; 0 if unknown).
+    fn exception_blob(&self) -> usize {
+        let slot = EXCEPTION_BLOB_SLOT.load(Ordering::Relaxed);
+        if slot == 0 {
+            return 0;
+        }
+        // SAFETY: the address of a pointer-sized static variable of libjvm,
+        // mapped for the process's life (see `set_exception_blob_slot`).
+        unsafe { (slot as *const usize).read_volatile() }
+    }
+
+    /// The top frame is in C2's exception blob, entered by a jump from the
+    /// compiled method `m` an exception reached, with the exception's pc in
+    /// `m` (the return address of the call that threw, or the pc that
+    /// faulted) in `rdx`; `m`'s frame is whole at the entry `sp`. The blob
+    /// pushes `rdx` as its return address, reserves a word for `rbp`, calls
+    /// `OptoRuntime::handle_exception_C` (which clobbers `rdx`; the VM's
+    /// anchor covers the call itself), pops both words again, reloads `rdx`
+    /// with the exception pc and jumps to the handler. Where the words are
+    /// is told by comparing them with `rdx`; with `rdx` clobbered, the
+    /// frame is whole. The walk goes on at `m` (the pc in `rdx`, or in the
+    /// frame); `rbp` is still `m`'s all along. `None` when nothing fits.
+    fn unwind_exception_blob(&mut self, blob: &Blob) -> Option<bool> {
+        let (rdx, sp, fp) = (self.more.2, self.sp, self.fp);
+        let frame = blob.frame_bytes.max(16);
+        let ret_slot = self.word(sp + frame - 8);
+        let in_method = |pc: usize| self.l.find_blob(pc).is_some_and(|b| b.method != 0);
+        let (case, moved) = if ret_slot == Some(rdx) && in_method(rdx) {
+            (0, self.step_to(rdx, sp + frame, fp))
+        } else if self.word(sp) == Some(rdx) && in_method(rdx) {
+            (1, self.step_to(rdx, sp + 8, fp))
+        } else if in_method(rdx) {
+            // At the entry, or after the frame is gone: `m` at this `sp`.
+            (self.pc, self.top) = (rdx, false);
+            (2, true)
+        } else if let Some(ret) = ret_slot.filter(|&r| in_method(r) && follows_call(self.l, r)) {
+            (3, self.step_to(ret, sp + frame, fp))
+        } else {
+            (4, false)
+        };
+        if let Some(c) = EXCEPTION_BLOB_STEPS.get(case) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        (case != 4).then_some(moved)
     }
 
     /// A compiled frame with a word or two pushed below it: C2 copies
@@ -406,7 +483,7 @@ impl<'a> JavaStack<'a> {
     /// the caller, leaving out the method being entered; `None` when `rbp`
     /// is fine or the entry registers do not fit.
     fn unwind_interpreter_entry(&mut self) -> Option<bool> {
-        let (sender_sp, rax) = self.more;
+        let (sender_sp, rax, _) = self.more;
         if sender_sp == 0 {
             return None;
         }

@@ -189,6 +189,20 @@ fn each_symbol(kind: Kind, mut f: impl FnMut(&Loaded, &str, usize, u64)) {
     }
 }
 
+/// The addresses of symbols named exactly `names` (mangled), in one pass
+/// over every loaded object's symbol tables; `None` for a name not found.
+pub fn find_exact(names: &[&str], kind: Kind) -> Vec<Option<usize>> {
+    let mut out = vec![None; names.len()];
+    each_symbol(kind, |_, name, addr, _| {
+        if let Some(i) = names.iter().position(|n| *n == name) {
+            if let Some(slot) = out.get_mut(i) {
+                slot.get_or_insert(addr);
+            }
+        }
+    });
+    out
+}
+
 /// Looks `query` up in every loaded object. `Err` is one line for the
 /// user: not found (with close matches) or ambiguous (with the choices).
 pub fn find(query: &str, kind: Kind) -> Result<Found, String> {

@@ -270,11 +270,12 @@ impl EventSource for CpuSource {
         log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
         let [asgct, types, native] = signal::part_means_ns();
         log::debug(&format!(
-            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}",
+            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
             crate::hotspot::javawalk::scan_found(),
             crate::hotspot::frametypes::restored_tops(),
             crate::hotspot::frametypes::replaced_stacks(),
-            crate::hotspot::javawalk::walks_by_code()
+            crate::hotspot::javawalk::walks_by_code(),
+            crate::hotspot::javastack::exception_blob_steps()
         ));
         let summary_line = format!(
             "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
