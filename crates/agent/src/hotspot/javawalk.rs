@@ -184,8 +184,14 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
 
 /// Bytes above the interrupted `sp` searched by [`scan`].
 const SCAN_BYTES: usize = 8192;
-/// Candidates [`scan`] walks from at most, per sample.
-const SCAN_TRIES: usize = 6;
+/// Candidates [`scan`] walks from at most, per sample. The VM's frames
+/// between the interrupted `sp` and the Java caller hold return addresses
+/// of their own (into the stub that called the VM: C1's `unwind_exception`,
+/// whose frame cannot be stepped) and copies of the caller's (the stub
+/// pushes one, `exception_handler_for_return_address` keeps its argument);
+/// the caller's own comes after them. A candidate that names nothing costs
+/// one failed step.
+const SCAN_TRIES: usize = 16;
 /// Samples whose Java caller [`scan`] found.
 static SCAN_FOUND: AtomicU64 = AtomicU64::new(0);
 
