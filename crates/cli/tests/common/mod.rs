@@ -714,21 +714,21 @@ pub fn check_ttsp(java: &Path, label: &str) {
         // descheduled in between (up to ~0.2 ms seen with every core busy),
         // so a fixed 0.3 ms is allowed beside the 10%; a longer preemption
         // there (4 ms seen once in 23 on a loaded 2-core CI machine) makes
-        // oxprof's time the longer one, and one in ten may show it.
-        if a > b && a - b > b / 10 + 300_000 {
+        // oxprof's time the longer one. At the end it is the other way
+        // round: oxprof's clock stops at `record_safepoint_synchronized`'s
+        // entry, the JVM's inside it, and a preemption in between (2.6 ms
+        // and 1.2 ms seen, on JDK 11, with a benchmark running beside the
+        // tests) makes the JVM's the longer. One in ten may show either.
+        if a.abs_diff(b) > b / 10 + 300_000 {
             descheduled.push((i, a, b));
             continue;
         }
         let r = a as f64 / b as f64;
         worst = worst.max((r - 1.0).abs());
-        assert!(a.abs_diff(b) as f64 <= 0.1 * b as f64 + 300_000.0, "{label}: safepoint {i}: oxprof {a} ns, the JVM's log {b} ns\nours {ours:?}\nlog {jvm:?}");
     }
-    assert!(
-        descheduled.len() <= (compared / 10).max(1),
-        "{label}: oxprof's time over the log's at {descheduled:?} (index, ns, ns)\nours {ours:?}\nlog {jvm:?}"
-    );
+    assert!(descheduled.len() <= (compared / 10).max(1), "{label}: oxprof's time off the log's at {descheduled:?} (index, ns, ns)\nours {ours:?}\nlog {jvm:?}");
     if !descheduled.is_empty() {
-        eprintln!("{label}: oxprof's time longer than the log's (the VM thread preempted between the two clocks?) at {descheduled:?}");
+        eprintln!("{label}: oxprof's time off the log's (the VM thread preempted between the two clocks?) at {descheduled:?}");
     }
     let (sum_ours, sum_log) = (ours.iter().sum::<u64>() as f64, theirs.iter().sum::<u64>() as f64);
     eprintln!(
