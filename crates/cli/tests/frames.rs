@@ -135,7 +135,10 @@ fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
             continue;
         }
         assert!(st.len() >= 3 && st[0] == "Tags.main" && st[1] == "Tags.sum", "{who}: {n} samples of a small method without its callers: {st:?}");
-        assert!(st.windows(2).all(|w| w[0] != w[1]), "{who}: {n} samples name a method twice: {st:?}");
+        // The Java part only: the VM's frames below it repeat a name where a
+        // C++ overload calls another (`CompileBroker::compile_method`).
+        let java: Vec<&String> = st.iter().take_while(|f| !f.contains("::") && !f.contains("+0x") && !f.ends_with("_[k]")).collect();
+        assert!(java.windows(2).all(|w| w[0] != w[1]), "{who}: {n} samples name a Java method twice: {st:?}");
     }
     // Every stack of the program's own code is whole (rooted at main) or
     // marked: none silently lost its root (samples in epilogues, where a
