@@ -681,7 +681,9 @@ unsafe extern "C" fn on_sampled_object_alloc(jvmti: *mut jvmtiEnv, jni: *mut JNI
 unsafe extern "C" fn on_monitor_contended_enter(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, object: jobject) {
     guard("MonitorContendedEnter", (), || {
         if let Some(agent) = AGENT.get() {
-            locks::monitors::on_enter(&agent.profiler.locks, Jvmti(jvmti), Jni(jni), object);
+            // SAFETY: `object` is the local reference the JVM passed to this
+            // MonitorContendedEnter callback.
+            unsafe { locks::monitors::on_enter(&agent.profiler.locks, Jvmti(jvmti), Jni(jni), object) };
         }
     })
 }

@@ -36,8 +36,9 @@ pub struct OwnerLayout {
 /// A monitor's owner as the JVM records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// The owner's kernel thread id.
-    Os(u32),
+    /// The owner's `JavaThread*` (up to JDK 21), or a lock record on its
+    /// stack: [`OwnerLayout::kernel_tid`] tells.
+    Thread(usize),
     /// The owner's `java.lang.Thread` id (JDK 24+).
     Java(i64),
 }
@@ -70,36 +71,39 @@ impl OwnerLayout {
         })
     }
 
-    /// The owner of `handle`'s monitor: `handle` is a JNI reference to the
-    /// object (a pointer to the slot holding it). `None` when the monitor
-    /// is not inflated, has no owner, or cannot be read.
-    pub fn owner(&self, handle: usize) -> Option<Owner> {
-        let oop = safemem::read_word(handle & !3)?;
+    /// The owner of the monitor of the object `handle` refers to. `None`
+    /// when the monitor is not inflated, has no owner, or cannot be read.
+    /// Two or three checked reads (a system call each); the owner's kernel
+    /// id is left for [`OwnerLayout::kernel_tid`], needed only when the
+    /// wait is recorded.
+    ///
+    /// # Safety
+    /// `handle` must be a live JNI reference (a pointer to the slot that
+    /// holds the object), as a JVMTI callback receives it.
+    pub unsafe fn owner(&self, handle: usize) -> Option<Owner> {
+        // SAFETY: a live JNI reference points at a slot of its handle
+        // block (this function's contract); the low bits tag global and
+        // weak references.
+        let oop = unsafe { ((handle & !3) as *const usize).read_volatile() };
         let mark = safemem::read_word(oop)?;
         if mark & self.lock_mask != self.monitor_value {
             return None;
         }
         let monitor = mark & !self.lock_mask;
-        let object = safemem::read_word(monitor.checked_add(self.object)?)?;
+        let (object, owner) = safemem::read_two(monitor.checked_add(self.object)?, monitor.checked_add(self.owner)?)?;
         if object != oop && safemem::read_word(object) != Some(oop) {
             return None;
         }
-        let owner = safemem::read_word(monitor.checked_add(self.owner)?)?;
         if owner < NOT_A_THREAD {
             return None;
         }
-        if self.owner_is_java_id {
-            return Some(Owner::Java(owner as i64));
-        }
-        // A `JavaThread*`, or (the first holder after the monitor was
-        // inflated from a stack lock) a lock record on the owner's stack,
-        // whose words at these offsets are no OSThread: the kernel id read
-        // must then name no thread the caller knows.
-        self.kernel_tid(owner).map(Owner::Os)
+        Some(if self.owner_is_java_id { Owner::Java(owner as i64) } else { Owner::Thread(owner) })
     }
 
     /// The kernel thread id of a `JavaThread*` (read checked: the thread
-    /// may be ending).
+    /// may be ending). A lock record on the owner's stack (the first holder
+    /// after the monitor was inflated from a stack lock) has no OSThread at
+    /// these offsets: the id read must then name no thread the caller knows.
     pub fn kernel_tid(&self, java_thread: usize) -> Option<u32> {
         let osthread = safemem::read_word(java_thread.checked_add(self.osthread)?)?;
         let word = safemem::read_word(osthread.checked_add(self.thread_id)?)?;

@@ -49,6 +49,24 @@ pub fn read_word(addr: usize) -> Option<usize> {
     read_into(addr, &mut v as *mut usize as *mut u8, 8).then_some(v)
 }
 
+/// Reads the words at `a` and `b` with one system call; `None` unless both
+/// are mapped.
+pub fn read_two(a: usize, b: usize) -> Option<(usize, usize)> {
+    if a == 0 || b == 0 {
+        return None;
+    }
+    let (mut x, mut y) = (0usize, 0usize);
+    let local = [
+        libc::iovec { iov_base: &mut x as *mut usize as *mut libc::c_void, iov_len: 8 },
+        libc::iovec { iov_base: &mut y as *mut usize as *mut libc::c_void, iov_len: 8 },
+    ];
+    let remote = [libc::iovec { iov_base: a as *mut libc::c_void, iov_len: 8 }, libc::iovec { iov_base: b as *mut libc::c_void, iov_len: 8 }];
+    // SAFETY: `local` points at two local words; the remote side is only
+    // read, by the kernel, which checks it.
+    let n = unsafe { libc::process_vm_readv(PID.load(Ordering::Relaxed), local.as_ptr(), 2, remote.as_ptr(), 2, 0) };
+    (n == 16).then_some((x, y))
+}
+
 /// Reads a `u16`, or `None` if it is not mapped.
 pub fn read_u16(addr: usize) -> Option<u16> {
     let mut v: u16 = 0;
@@ -68,6 +86,9 @@ mod tests {
     #[test]
     fn reads_mapped_and_refuses_unmapped() {
         assert!(init());
+        let (a, b) = (7usize, 9usize);
+        assert_eq!(read_two(&a as *const usize as usize, &b as *const usize as usize), Some((7, 9)));
+        assert_eq!(read_two(&a as *const usize as usize, 8), None);
         let x: u64 = 0x1234_5678_9abc_def0;
         assert_eq!(read_word(&x as *const u64 as usize), Some(x as usize));
         assert_eq!(read_word(0), None);

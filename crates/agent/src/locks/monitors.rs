@@ -37,13 +37,19 @@ thread_local! {
 }
 
 /// MonitorContendedEnter: the thread is about to block on a monitor; its
-/// stack is taken now, outside the lock.
-pub fn on_enter(sampler: &LockSampler, jvmti: Jvmti, jni: Jni, object: jobject) {
+/// stack and the monitor's owner are taken now, outside the lock.
+///
+/// # Safety
+/// `object` must be the callback's live reference to the monitor's object
+/// (or null), `jni` the callback's environment.
+pub unsafe fn on_enter(sampler: &LockSampler, jvmti: Jvmti, jni: Jni, object: jobject) {
     if !sampler.is_running() {
         return;
     }
     let t0 = crate::sampling::cputime::thread_cpu_ns();
-    let owner = owners::layout().filter(|_| !object.is_null()).and_then(|l| l.owner(object as usize));
+    // SAFETY: `object` is the callback's live reference to the monitor's
+    // object (not null).
+    let owner = owners::layout().filter(|_| !object.is_null()).and_then(|l| unsafe { l.owner(object as usize) });
     let _ = OWNER.try_with(|o| o.set(owner));
     let _ = STACK.try_with(|s| {
         let (frames, n) = &mut *s.borrow_mut();

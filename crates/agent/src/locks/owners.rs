@@ -6,9 +6,9 @@
 //! thread registry, or on JDK 24+ a `java.lang.Thread` id, found in a table
 //! of the live platform threads made again at most once a second when an id
 //! is missing (a virtual thread's id never is there: such owners stay
-//! unnamed). A `java.util.concurrent` lock's owner is a `Thread` object:
-//! named by JVMTI, its kernel id read through its `eetop` field (the
-//! `JavaThread*`).
+//! unnamed); a platform thread's kernel id is read through its `eetop`
+//! field (the `JavaThread*`). A `java.util.concurrent` lock's owner is a
+//! `Thread` object, named by JVMTI.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -40,18 +40,30 @@ pub fn layout() -> Option<&'static OwnerLayout> {
 /// unknown.
 pub fn of_monitor(owner: Owner, registry: &Threads, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
     match owner {
-        Owner::Os(tid) if tid != threads::current_tid() => Some(LockOwner { name: registry.name(tid)?, tid }),
-        Owner::Os(_) => None,
+        Owner::Thread(java_thread) => {
+            let tid = layout()?.kernel_tid(java_thread).filter(|&t| t != threads::current_tid())?;
+            Some(LockOwner { name: registry.name(tid)?, tid })
+        }
         Owner::Java(id) => by_java_id(id, jvmti, jni),
     }
 }
 
-/// The owner of a `java.util.concurrent` lock, a `Thread`.
+/// The owner of a `java.util.concurrent` lock, a `Thread`, by name (its
+/// kernel id is not looked up: `jdk.ThreadPark` has no owner field).
+///
+/// # Safety
+/// `thread` must be a live reference to a `java.lang.Thread`.
+pub unsafe fn of_lock_owner(jvmti: Jvmti, thread: jthread) -> LockOwner {
+    // SAFETY: as this function's contract.
+    LockOwner { name: unsafe { jvmti.thread_name(thread) }, tid: 0 }
+}
+
+/// A `Thread` by name and kernel id.
 ///
 /// # Safety
 /// `thread` must be a live reference to a `java.lang.Thread`; `jni` the
 /// calling thread's environment.
-pub unsafe fn of_thread(jvmti: Jvmti, jni: Jni, thread: jthread) -> LockOwner {
+unsafe fn of_thread(jvmti: Jvmti, jni: Jni, thread: jthread) -> LockOwner {
     // SAFETY: as this function's contract.
     unsafe { LockOwner { name: jvmti.thread_name(thread), tid: kernel_tid(jni, thread).unwrap_or(0) } }
 }

@@ -385,7 +385,7 @@ unsafe fn after_park(jni: Jni, waited: u64, before: Before) {
         if let Some(weight) = sampler.should_record(Kind::Park, waited) {
             let jvmti = Jvmti(jvmti);
             // SAFETY: `owner` is a live local reference to a Thread.
-            let owner = before.owner.map(|o| unsafe { crate::locks::owners::of_thread(jvmti, jni, o) });
+            let owner = before.owner.map(|o| unsafe { crate::locks::owners::of_lock_owner(jvmti, o) });
             // SAFETY: `lock` is a live local reference, not null.
             let class = unsafe { jni.object_class(lock) };
             // SAFETY: `class` is the local reference just returned.
