@@ -72,9 +72,9 @@ pub unsafe fn on_entered(sampler: &LockSampler, registry: &Threads, jvmti: Jvmti
     }
     let waited = monotonic_ns().saturating_sub(start);
     let Some(weight) = sampler.should_record(Kind::Monitor, waited) else { return };
-    let t0 = crate::sampling::cputime::thread_cpu_ns();
+    // Not timed into `record_ns` (two more reads of the thread's CPU clock
+    // would cost as much as the lookup).
     let owner = owner.and_then(|o| owners::of_monitor(o, registry, jvmti, jni));
-    sampler.add_record_ns(crate::sampling::cputime::thread_cpu_ns().saturating_sub(t0));
     // SAFETY: `object` is live (this function's contract).
     let class = unsafe { jni.object_class(object) };
     let _ = STACK.try_with(|s| {
