@@ -105,6 +105,9 @@ fn virtual_threads_with_every_event_on() {
         let started: u64 = r.stdout.lines().find_map(|l| l.strip_prefix("VIRTUAL ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
         assert!(started >= 10_000, "{label}: {started} virtual threads");
         check_sites(&r, &label);
+        // Few walks fail, virtual threads included: 0.22–0.61% (JDK 21) and
+        // 0.14–0.19% (25) in session 19, 0.00–0.06% since session 22.
+        assert!(r.failed_pct < 0.3, "{label}: {:.2}% of CPU samples failed\n{}", r.failed_pct, r.stderr);
         // The virtual threads' own frames sit above their carrier's: the
         // whole way down to VirtualThread.run, or, where HotSpot has not
         // thawed the lower frames yet, above a marker saying so (never as if
