@@ -155,7 +155,22 @@ impl RunningJvm {
         let mut line = String::new();
         std::io::BufReader::new(jvm.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), ready_line, "the program's first line");
+        jvm.remove_stale_attach_socket();
         jvm
+    }
+
+    /// Removes `/tmp/.java_pid<pid>` when it belongs to another user than
+    /// this JVM: left by a JVM of another user killed earlier in the run,
+    /// whose pid was reused. `oxprof attach` refuses such a socket and says
+    /// to remove it, as an operator would (a CI run failed on one).
+    fn remove_stale_attach_socket(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let pid = self.pid();
+        let Ok(jvm_uid) = std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid()) else { return };
+        let socket = format!("/tmp/.java_pid{pid}");
+        if std::fs::symlink_metadata(&socket).is_ok_and(|m| m.uid() != jvm_uid) {
+            let _ = std::fs::remove_file(&socket);
+        }
     }
 
     pub fn pid(&self) -> u32 {
