@@ -496,11 +496,7 @@ pub fn check_wall_states(java: &Path, label: &str) {
     let s = Scratch::new("wall-states");
     compile(&s.0, &["WallStates.java"]);
     let out = s.path("w.collapsed");
-    let o = std::process::Command::new(java)
-        .arg(format!("-agentpath:{}=start,event=wall,interval=5ms,threads,state,total,file={}", agent().display(), out.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "WallStates", "5"])
-        .output()
-        .unwrap();
+    let o = run_java_in(java, &s.0, &format!("start,event=wall,interval=5ms,threads,state,total,file={}", out.display()), &["WallStates", "5"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{label}: {err}");
     let t = truth_line(&text(&o.stdout));
@@ -539,6 +535,12 @@ pub fn truth_line(stdout: &str) -> std::collections::HashMap<String, f64> {
     line.split_whitespace().filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?))).collect()
 }
 
+/// Runs `main_and_args` from the classes in `cp` under the JVM `java` (one of
+/// the supported JDKs) with the agent and its options `opts`.
+pub fn run_java_in(java: &Path, cp: &Path, opts: &str, main_and_args: &[&str]) -> Output {
+    Command::new(java).arg(format!("-agentpath:{}={opts}", agent().display())).arg("-cp").arg(cp).args(main_and_args).output().expect("run java")
+}
+
 /// Runs LockContention under `event=lock,lock=INTERVAL` with `java`; checks
 /// each site's estimated waiting time against the program's truth (10%),
 /// the leaf classes, and that the JVM printed no warning.
@@ -546,11 +548,7 @@ pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
     let s = Scratch::new("lock-sites");
     compile(&s.0, &["LockContention.java"]);
     let out = s.path("l.collapsed");
-    let o = std::process::Command::new(java)
-        .arg(format!("-agentpath:{}=start,event=lock,lock={interval},total,file={}", agent().display(), out.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "LockContention", "3"])
-        .output()
-        .unwrap();
+    let o = run_java_in(java, &s.0, &format!("start,event=lock,lock={interval},total,file={}", out.display()), &["LockContention", "3"]);
     let (stdout, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{label}: {err}");
     // HotSpot warns when a platform native method is rebound from another
@@ -586,11 +584,7 @@ pub fn check_lock_owners(java: &Path, label: &str, all_sites: bool) {
     let s = Scratch::new("lock-owners");
     compile(&s.0, &["LockOwners.java"]);
     let col = s.path("o.collapsed");
-    let o = std::process::Command::new(java)
-        .arg(format!("-agentpath:{}=start,event=lock,lock=0,total,file={}", agent().display(), col.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "LockOwners", "3"])
-        .output()
-        .unwrap();
+    let o = run_java_in(java, &s.0, &format!("start,event=lock,lock=0,total,file={}", col.display()), &["LockOwners", "3"]);
     let (stdout, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{label}: {err}");
     let t = truth_line(&stdout);
