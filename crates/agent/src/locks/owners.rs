@@ -82,25 +82,28 @@ unsafe fn kernel_tid(jni: Jni, thread: jthread) -> Option<u32> {
     (java_thread != 0).then(|| layout.kernel_tid(java_thread)).flatten()
 }
 
-/// `java.lang.Thread.eetop`'s field id (the class is never unloaded, so
-/// the id stays valid).
-fn eetop(jni: Jni) -> Option<usize> {
-    static FIELD: OnceLock<usize> = OnceLock::new();
-    let f = *FIELD.get_or_init(|| {
-        let class = jni.find_class(c"java/lang/Thread");
-        if class.is_null() {
-            jni.clear_exception();
-            return 0;
-        }
-        // SAFETY: `class` is the local reference just returned; deleted
-        // after its last use.
-        unsafe {
-            let f = jni.field_id(class, c"eetop", c"J") as usize;
-            jni.delete_local(class);
-            f
-        }
-    });
+/// The id of `java.lang.Thread`'s `long` field `name` (the class is never
+/// unloaded, so the id stays valid), or `None`.
+fn thread_long_field(jni: Jni, name: &std::ffi::CStr) -> Option<usize> {
+    let class = jni.find_class(c"java/lang/Thread");
+    if class.is_null() {
+        jni.clear_exception();
+        return None;
+    }
+    // SAFETY: `class` is the local reference just returned; deleted after
+    // its last use.
+    let f = unsafe {
+        let f = jni.field_id(class, name, c"J") as usize;
+        jni.delete_local(class);
+        f
+    };
     (f != 0).then_some(f)
+}
+
+/// `java.lang.Thread.eetop`'s field id (see [`thread_long_field`]).
+fn eetop(jni: Jni) -> Option<usize> {
+    static FIELD: OnceLock<Option<usize>> = OnceLock::new();
+    *FIELD.get_or_init(|| thread_long_field(jni, c"eetop"))
 }
 
 /// How often the table of Java thread ids may be made again.
@@ -126,25 +129,16 @@ fn by_java_id(id: i64, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
 
 /// Every live platform thread by its `java.lang.Thread` id.
 fn java_ids(jvmti: Jvmti, jni: Jni) -> HashMap<i64, LockOwner> {
+    static TID: OnceLock<Option<usize>> = OnceLock::new();
     let mut out = HashMap::new();
-    let class = jni.find_class(c"java/lang/Thread");
-    if class.is_null() {
-        jni.clear_exception();
-        return out;
-    }
-    // SAFETY: `class` is the local reference just returned.
-    let tid = unsafe { jni.field_id(class, c"tid", c"J") };
+    let Some(tid) = *TID.get_or_init(|| thread_long_field(jni, c"tid")) else { return out };
     for t in jvmti.all_threads().unwrap_or_default() {
         // SAFETY: `t` is a live local reference to a Thread, deleted only
-        // after its last use; `tid` is Thread's `long tid` (null: skipped).
+        // after its last use; `tid` is Thread's `long tid`.
         unsafe {
-            if !tid.is_null() {
-                out.insert(jni.long_field(t, tid), of_thread(jvmti, jni, t));
-            }
+            out.insert(jni.long_field(t, tid as jfieldID), of_thread(jvmti, jni, t));
             jni.delete_local(t);
         }
     }
-    // SAFETY: not used afterwards.
-    unsafe { jni.delete_local(class) };
     out
 }
