@@ -215,9 +215,13 @@ impl Uploader {
     /// request's own time-out, unjoined, and `running` stays true.
     pub fn shutdown(&self, deadline: Duration) -> Status {
         let end = Instant::now() + deadline;
+        // The thread is told to stop a little before the caller's deadline so
+        // that its last give-up and the final counters are in by then: a
+        // thread stopping at the very deadline lost that race to this wait.
+        let thread_end = end - (deadline / 5).min(Duration::from_millis(100));
         let finished = {
             let mut st = self.shared.lock();
-            st.stop_at = Some(st.stop_at.map_or(end, |s| s.min(end)));
+            st.stop_at = Some(st.stop_at.map_or(thread_end, |s| s.min(thread_end)));
             self.shared.wake.notify_all();
             loop {
                 if st.finished {
