@@ -484,11 +484,23 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
                 log::info(&format!("allocation accuracy is not measured: {e}"));
             }
             method_ids::prepare();
+            crate::hotspot::blob_cache::prepare();
             let entry = continuation_entry(agent.jvmti, jni);
             javastack::set_continuation_entry(entry);
             find_stub_addresses(entry != 0);
+            log::debug(&format!("checked reads of the JVM's memory: {}", crate::hotspot::safemem::describe()));
             let fallback = javawalk::configure();
             log::debug(&format!("Java frame types on; own stack walk on failed walks {}", if fallback { "on" } else { "off (OXPROF_DISABLE_JAVA_WALKER)" }));
+            let (first, check) = crate::hotspot::fullwalk::configure_signal();
+            log::debug(&format!(
+                "CPU and wall stacks: {}{}",
+                match (first, l.has_debug_ranges()) {
+                    (false, _) => "AsyncGetCallTrace (OXPROF_OWN_WALK=0)",
+                    (true, false) => "AsyncGetCallTrace (this JDK's nmethod layout is not in its structure table)",
+                    (true, true) => "own walk once libjvm's deoptimization blobs are found, AsyncGetCallTrace where it gives up",
+                },
+                if check { "; each own walk compared with AsyncGetCallTrace (OXPROF_CHECK_CPU_WALK)" } else { "" }
+            ));
             let own = allocstack::configure();
             log::debug(&format!(
                 "allocation stacks: {}",
@@ -503,12 +515,14 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
     }
 }
 
-/// Looks up two statics of libjvm in its ELF symbol table, for the own
-/// walk (see `javastack`): `StubRoutines::_cont_returnBarrier` (with
-/// virtual threads: until it is found, a virtual thread's stack that ends
-/// at frames still frozen counts as a failed walk) and
-/// `OptoRuntime::_exception_blob` (C2's exception blob, stepped over with
-/// the register that holds its caller's pc). On a thread of its own:
+/// Looks up statics of libjvm in its ELF symbol table, for the own walks
+/// (see `javastack`): `StubRoutines::_cont_returnBarrier` (with virtual
+/// threads: until it is found, a virtual thread's stack that ends at frames
+/// still frozen counts as a failed walk), `OptoRuntime::_exception_blob`
+/// (C2's exception blob, stepped over with the register that holds its
+/// caller's pc) and the deoptimization and uncommon-trap blobs (a frame
+/// under deoptimization puts the own walk in doubt; until they are known
+/// the signal handler walks with AsyncGetCallTrace). On a thread of its own:
 /// reading libjvm's symbol table takes tens of milliseconds, which a JVM's
 /// start-up does not wait for; without virtual threads, a second later
 /// still, so that a short-lived JVM never pays for it.
@@ -518,7 +532,14 @@ fn find_stub_addresses(continuations: bool) {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
         let cpu_start = crate::sampling::cputime::thread_cpu_ns();
-        let names = ["_ZN12StubRoutines19_cont_returnBarrierE", "_ZN11OptoRuntime15_exception_blobE"];
+        let names = [
+            "_ZN12StubRoutines19_cont_returnBarrierE",
+            "_ZN11OptoRuntime15_exception_blobE",
+            "_ZN13SharedRuntime11_deopt_blobE",
+            // Until JDK 24 the uncommon-trap blob is SharedRuntime's, then C2's own.
+            "_ZN13SharedRuntime19_uncommon_trap_blobE",
+            "_ZN11OptoRuntime19_uncommon_trap_blobE",
+        ];
         let Ok(found) = catch_unwind(|| crate::native::lookup::find_exact(&names, crate::native::lookup::Kind::Variable)) else {
             log::debug("looking up libjvm's stub addresses panicked");
             return;
@@ -528,6 +549,13 @@ fn find_stub_addresses(continuations: bool) {
         if let Some(addr) = slot(1) {
             javastack::set_exception_blob_slot(addr);
             log::debug(&format!("C2's exception blob pointer at {addr:#x} (found in {ms:.1} ms of CPU)"));
+        }
+        match (slot(2), slot(3).or(slot(4))) {
+            (Some(deopt), Some(trap)) => {
+                javastack::set_deopt_blob_slots(deopt, trap);
+                log::debug("deoptimization blobs found: the own walk names CPU and wall samples first");
+            }
+            _ => log::debug("libjvm's deoptimization blobs not found: CPU and wall samples are walked by AsyncGetCallTrace"),
         }
         if !continuations {
             return;

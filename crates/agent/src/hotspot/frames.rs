@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 pub use oxprof_profile::ThreadState;
 
+use crate::hotspot::blob_cache;
 use crate::hotspot::gate;
 use crate::hotspot::safemem;
 use crate::native::unwind::OwnStack;
@@ -541,6 +542,34 @@ impl Layout {
             start: blob,
             size: if blob.checked_add(size).is_some_and(|e| e <= high && size >= HEADER) { size } else { 0 },
         })
+    }
+
+    /// [`Layout::find_blob`] for the return address `pc` of a frame on the
+    /// walking thread's stack, through `blob_cache`: a cached nmethod is
+    /// used once its `Method*` and compile id, read from the code heap,
+    /// still match. Nmethods found the long way are cached.
+    pub fn find_blob_cached(&self, pc: usize) -> Option<Blob> {
+        let Some(id_at) = self.nmethod_compile_id else { return self.find_blob(pc) };
+        if let Some(([frame_bytes, frame_complete, code_begin, method, start, size], id)) = blob_cache::get(pc) {
+            let b = Blob { frame_bytes, frame_complete, code_begin, method, start, size };
+            let end = b.start.wrapping_add(b.size);
+            let inside = |o: usize, n: usize| o + n <= b.size && self.in_code_cache(b.start) && end > b.start && self.in_code_cache(end - 1);
+            if inside(self.nmethod_method, 8) && inside(id_at, 4) {
+                // SAFETY: both fields lie inside a blob that was found in a
+                // code heap's committed range, which stays mapped for the
+                // JVM's life (checked again: the range is in the code cache).
+                let (method, compile_id) =
+                    unsafe { (((b.start + self.nmethod_method) as *const usize).read_volatile(), ((b.start + id_at) as *const i32).read_volatile()) };
+                if method == b.method && compile_id == id {
+                    return Some(b);
+                }
+            }
+        }
+        let b = self.find_blob(pc)?;
+        if let Some(id) = self.compile_id(&b) {
+            blob_cache::put(pc, [b.frame_bytes, b.frame_complete, b.code_begin, b.method, b.start, b.size], id);
+        }
+        Some(b)
     }
 
     /// Where the debug information of the nmethod `blob` lies, when this

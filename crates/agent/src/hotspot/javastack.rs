@@ -57,6 +57,37 @@ pub fn set_exception_blob_slot(addr: usize) {
     EXCEPTION_BLOB_SLOT.store(addr, Ordering::Relaxed);
 }
 
+/// The addresses of libjvm's pointers to the deoptimization blob and the
+/// uncommon-trap blob (0: not known). A frame whose return address leads into
+/// one of them is being deoptimized, or was patched to be on return: its
+/// layout is the blob's business, which only HotSpot's own frame code
+/// reads right (see [`JavaStack::doubtful`]).
+static DEOPT_BLOB_SLOTS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+
+/// Notes where libjvm keeps the pointers to the deoptimization and
+/// uncommon-trap blobs (see [`DEOPT_BLOB_SLOTS`]). Call off the signal path.
+pub fn set_deopt_blob_slots(deopt: usize, uncommon_trap: usize) {
+    for (slot, addr) in DEOPT_BLOB_SLOTS.iter().zip([deopt, uncommon_trap]) {
+        slot.store(addr, Ordering::Relaxed);
+    }
+}
+
+/// Whether both deoptimization blobs' pointers are known: a walk can then
+/// tell a frame under deoptimization (see [`JavaStack::doubtful`]).
+pub fn knows_deopt_blobs() -> bool {
+    DEOPT_BLOB_SLOTS.iter().all(|s| s.load(Ordering::Relaxed) != 0)
+}
+
+/// Whether `blob` (a code blob's start) is one of the deoptimization blobs.
+fn is_deopt_blob(blob: usize) -> bool {
+    DEOPT_BLOB_SLOTS.iter().any(|s| {
+        let slot = s.load(Ordering::Relaxed);
+        // SAFETY: the address of a pointer-sized static variable of libjvm,
+        // mapped for the process's life (see `set_deopt_blob_slots`).
+        slot != 0 && blob != 0 && unsafe { (slot as *const usize).read_volatile() } == blob
+    })
+}
+
 /// How the top frames found in C2's exception blob were stepped: frame
 /// whole, one word pushed (or left), none, whole with `rdx` reused, not
 /// stepped (see [`JavaStack::unwind_exception_blob`]).
@@ -167,6 +198,15 @@ pub struct JavaStack<'a> {
     at_entry: bool,
     /// The interrupted `r13`, `rax` and `rdx` (see [`more_registers`]), or 0.
     more: (usize, usize, usize),
+    /// The last frame returned was a Java frame (the next pc is its return
+    /// address), not yet followed by an entry frame.
+    after_java: bool,
+    /// See [`JavaStack::doubtful`].
+    doubt: bool,
+    /// The walk started at the interrupted registers, not at the anchor.
+    at_registers: bool,
+    /// Callers' blobs may come from the cache (see [`JavaStack::cached`]).
+    cached: bool,
 }
 
 const MAX_STEPS: u32 = 8192;
@@ -193,6 +233,10 @@ impl<'a> JavaStack<'a> {
             found: 0,
             at_entry: false,
             more: (0, 0, 0),
+            after_java: false,
+            doubt: false,
+            at_registers: false,
+            cached: false,
         };
         // The bounds must describe the stack we run on (this handler's own
         // frame is on it): otherwise the thread structure is not what we
@@ -226,6 +270,7 @@ impl<'a> JavaStack<'a> {
             (w.pc, w.sp, w.fp) = regs;
             w.lo = w.sp;
             w.top = true;
+            w.at_registers = true;
             Start::Frames
         } else {
             Start::NoJavaFrame
@@ -285,6 +330,32 @@ impl<'a> JavaStack<'a> {
     /// unknown to a stack walk.
     pub fn reached_frozen_frames(&self) -> bool {
         self.frozen
+    }
+
+    /// Whether the walk stepped over a frame whose layout it cannot vouch
+    /// for: one of the deoptimization blobs (a frame being deoptimized, or a
+    /// return address patched to deoptimize its frame on return, whose real
+    /// pc HotSpot saved elsewhere), or any other stub that a Java frame
+    /// returns into. The frames found after that may be wrong. Walks that
+    /// must name every frame right stop there (see `fullwalk`); the others
+    /// keep the old behaviour.
+    pub fn doubtful(&self) -> bool {
+        self.doubt
+    }
+
+    /// Finds callers' blobs through `blob_cache` (see
+    /// `Layout::find_blob_cached`). Only for a walk from the thread's real
+    /// registers or anchor: from a guessed start (a stack scan's candidate)
+    /// a stale return address may lead to an nmethod already freed, which
+    /// only the code heap's own map tells.
+    pub fn cached(&mut self) {
+        self.cached = true;
+    }
+
+    /// Whether the walk started at the interrupted registers (the thread
+    /// runs Java code), rather than at the last Java frame it left.
+    pub fn started_at_registers(&self) -> bool {
+        self.at_registers
     }
 
     /// A stack word of this thread, if inside the readable range.
@@ -678,6 +749,7 @@ impl Iterator for JavaStack<'_> {
                 // Below is the VM that called Java; it may itself have been
                 // called from Java.
                 if self.cross_entry_frame() {
+                    self.after_java = false;
                     continue;
                 }
                 self.at_entry = !self.bottom;
@@ -695,15 +767,23 @@ impl Iterator for JavaStack<'_> {
                     }
                 }
                 self.found += 1;
+                self.after_java = true;
                 return self.unwind_interpreted();
             }
-            if let Some(blob) = self.l.find_blob(pc) {
+            // A caller's return address: a live nmethod's, which the cache
+            // may know (the interrupted pc is anywhere).
+            let found = if self.cached && !self.top { self.l.find_blob_cached(pc) } else { self.l.find_blob(pc) };
+            if let Some(blob) = found {
+                if blob.method == 0 && (self.after_java || is_deopt_blob(blob.start)) {
+                    self.doubt = true;
+                }
                 let moved = self.unwind_blob(&blob);
                 if !moved {
                     self.steps = MAX_STEPS;
                 }
                 if blob.method != 0 {
                     self.found += 1;
+                    self.after_java = true;
                     return Some(PhysFrame::Compiled { pc, blob });
                 }
                 continue;

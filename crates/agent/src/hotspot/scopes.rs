@@ -129,6 +129,14 @@ pub fn scope_at(info: &DebugInfo<'_>, pc_offset: i32) -> Option<u32> {
     info.pcs.get(i).map(|d| d[1].max(0) as u32)
 }
 
+/// The scope decode offset of the first record after `pc_offset`: what
+/// HotSpot's `pc_desc_near` gives AsyncGetCallTrace for an interrupted
+/// compiled frame (its pc is rarely at a record); `None` past the last.
+pub fn scope_after(info: &DebugInfo<'_>, pc_offset: i32) -> Option<u32> {
+    let i = info.pcs.partition_point(|d| d[0] <= pc_offset);
+    info.pcs.get(i).map(|d| d[1].max(0) as u32)
+}
+
 /// Decodes the chain of scopes starting at `offset` into `out` as
 /// (`Method*`, bci) pairs, innermost first, with `coding`. `None` unless the
 /// chain ends at the nmethod's own method within `out`'s length.
@@ -168,7 +176,21 @@ fn chain(info: &DebugInfo<'_>, offset: u32, coding: Coding, out: &mut [(usize, i
 /// (inlined) first, the nmethod's own method last. `None` if the site has no
 /// record or its scopes do not decode consistently.
 pub fn frames_at(info: &DebugInfo<'_>, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
-    let offset = scope_at(info, pc_offset)?;
+    decode(info, scope_at(info, pc_offset)?, out)
+}
+
+/// The Java frames of an interrupted compiled frame whose pc is
+/// `pc_offset` bytes into the code, as [`frames_at`] gives them for a call
+/// site, from the first record after the pc (see [`scope_after`]); with no
+/// record after it, the compiled method alone at bci 0, as
+/// AsyncGetCallTrace does.
+pub fn frames_after(info: &DebugInfo<'_>, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
+    decode(info, scope_after(info, pc_offset).unwrap_or(SERIALIZED_NULL), out)
+}
+
+/// Decodes the chain of scopes at `offset` with the settled coding, or
+/// settles it.
+fn decode(info: &DebugInfo<'_>, offset: u32, out: &mut [(usize, i32)]) -> Option<usize> {
     if let Some(coding) = settled() {
         return chain(info, offset, coding, out);
     }

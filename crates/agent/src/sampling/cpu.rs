@@ -21,7 +21,7 @@ use crate::native::symbols as native_symbols;
 use crate::native::unwind as native_unwind;
 use crate::options::{CStack, Event};
 use crate::output::Built;
-use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
+use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_OWN_WALK_DIFFERS, MARK_TRUNCATED};
 use crate::sampling::store::{RawFrame, SampleStore, StoredTrace};
 use crate::sampling::threads::{self, Threads};
 use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
@@ -107,6 +107,7 @@ pub fn failure_name(code: i32) -> &'static str {
         ticks::DEOPT => "[deopt]",
         ticks::SAFEPOINT => "[safepoint]",
         MARK_TRUNCATED => "[truncated]",
+        MARK_OWN_WALK_DIFFERS => "[own_walk_differs]",
         _ => "[unknown_error]",
     }
 }
@@ -138,6 +139,8 @@ pub struct CpuSource {
 
 /// Starts CPU sampling when the options ask for it (`event=cpu|ctimer|itimer`).
 pub fn start(cx: &StartContext) -> Result<Started, String> {
+    // Another agent may have replaced the fault handler safe reads rely on.
+    crate::hotspot::safemem::recheck();
     let Some(event) = cx.config.cpu else { return Ok(None) };
     let config = cx.config;
     let asgct = cx.asgct.ok_or("this JVM does not export AsyncGetCallTrace; CPU profiling needs HotSpot (JDK 11 or later)")?;
@@ -268,9 +271,10 @@ impl EventSource for CpuSource {
         let started = Instant::now();
         let (profile, s) = self.profile(cx);
         log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
-        let [asgct, types, native] = signal::part_means_ns();
+        let [asgct, types, native, own] = signal::part_means_ns();
+        let (walked, left) = crate::hotspot::fullwalk::signal_walks();
         log::debug(&format!(
-            "handler parts (mean CPU ns): AsyncGetCallTrace {asgct}, frame types {types}, native {native}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
+            "handler parts (mean CPU ns): own walk {own}, AsyncGetCallTrace {asgct}, frame types {types}, native {native}; own walks {walked}, left to AsyncGetCallTrace {left}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
             crate::hotspot::javawalk::scan_found(),
             crate::hotspot::frametypes::restored_tops(),
             crate::hotspot::frametypes::replaced_stacks(),
@@ -289,6 +293,14 @@ impl EventSource for CpuSource {
             native_unwind::mean_ns().unwrap_or(0),
             signal::handler_mean_ns().unwrap_or(0)
         );
+        let mut summary_line = summary_line;
+        if walked + left > 0 {
+            summary_line.push_str(&format!(" own_walks={walked} own_left={left}"));
+        }
+        if crate::hotspot::fullwalk::checking_signal() {
+            let (checked, differed) = signal::checked_walks();
+            summary_line.push_str(&format!(" walk_checked={checked} walk_differed={differed}"));
+        }
         Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None }
     }
 }

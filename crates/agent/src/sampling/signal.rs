@@ -46,6 +46,7 @@ use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 use crate::engine::{ctimer, itimer, perf};
 use crate::hotspot::frames::{self, ThreadState};
 use crate::hotspot::frametypes::{self, Below};
+use crate::hotspot::fullwalk;
 use crate::hotspot::javawalk::{self, Walked};
 use crate::hotspot::thread_key;
 use crate::native::unwind::{self as native_unwind, OwnStack, MAX_NATIVE_FRAMES};
@@ -60,6 +61,10 @@ use crate::trigger::traps;
 pub const MARK_NO_JAVA_FRAME: i32 = 1;
 /// `bci` of a synthetic frame for a thread the JVM does not run Java on.
 pub const MARK_NON_JAVA_THREAD: i32 = 2;
+/// `bci` of the marker under which `OXPROF_CHECK_CPU_WALK=1` records the
+/// own walk's stack of a sample where it differs from AsyncGetCallTrace's
+/// (5 and 6 are the lock markers).
+pub const MARK_OWN_WALK_DIFFERS: i32 = 7;
 /// `bci` of the marker ending a stack that AsyncGetCallTrace and the own
 /// walk both ended before the thread's first Java call (3 is taken by
 /// `alloc::MARK_ALLOC_CLASS`).
@@ -666,10 +671,11 @@ static HANDLER: [CpuSpent; 2] = [const { CpuSpent::new() }; 2];
 static PART_ASGCT: CpuSpent = CpuSpent::new();
 static PART_TYPES: CpuSpent = CpuSpent::new();
 static PART_NATIVE: CpuSpent = CpuSpent::new();
+static PART_OWN: CpuSpent = CpuSpent::new();
 
-/// Mean CPU ns of the handler's parts (AsyncGetCallTrace, frame types, native), where measured.
-pub fn part_means_ns() -> [u64; 3] {
-    [PART_ASGCT.mean_ns().unwrap_or(0), PART_TYPES.mean_ns().unwrap_or(0), PART_NATIVE.mean_ns().unwrap_or(0)]
+/// Mean CPU ns of the handler's parts (AsyncGetCallTrace, frame types, native, own walk), where measured.
+pub fn part_means_ns() -> [u64; 4] {
+    [PART_ASGCT.mean_ns().unwrap_or(0), PART_TYPES.mean_ns().unwrap_or(0), PART_NATIVE.mean_ns().unwrap_or(0), PART_OWN.mean_ns().unwrap_or(0)]
 }
 
 /// Mean CPU nanoseconds of one CPU sample in the handler (walks, native
@@ -805,6 +811,26 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     let depth = ctx.depth.min(buffer.len.saturating_sub(native + 1));
     // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
     let java = unsafe { buffer.ptr.add(native) };
+    let tid_key = sample_key(if ctx.per_thread { tid } else { 0 }, state);
+    // The own complete walk first (see `fullwalk`); AsyncGetCallTrace and
+    // what follows it where that walk gives up. While checking, the own walk
+    // runs after the other, to compare (see `check_own_walk`).
+    let checking = fullwalk::checking_signal();
+    let part = PART_OWN.begin();
+    // SAFETY: we own the buffer's `depth` frames after the native part (busy flag).
+    let own = if checking { None } else { fullwalk::on_signal(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, depth) }) };
+    PART_OWN.end(part);
+    if let Some(n) = own {
+        let slot = if n > 0 {
+            // SAFETY: the native part and the walk's `n <= depth` Java frames are in our buffer.
+            let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
+            ctx.store.record_slot(tid_key, labels, frames, weight)
+        } else {
+            record_native_marker(ctx, buffer, native, (sample_key(tid, state), labels), MARK_NO_JAVA_FRAME, weight)
+        };
+        buffer.busy.store(false, Ordering::Release);
+        return (slot, true);
+    }
     let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: java as *mut ASGCT_CallFrame };
     let part = PART_ASGCT.begin();
     // SAFETY: `trace.frames` has room for `depth` frames, we own the buffer
@@ -830,7 +856,6 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         }
     }
     let n = trace.num_frames;
-    let tid_key = sample_key(if ctx.per_thread { tid } else { 0 }, state);
     let slot = if n > 0 {
         let mut n = (n as usize).min(depth);
         if asgct_ok {
@@ -855,7 +880,11 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         }
         // SAFETY: the native part, `n` Java frames and any marker are in our buffer.
         let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, len) };
-        ctx.store.record_slot(tid_key, labels, frames, weight)
+        let slot = ctx.store.record_slot(tid_key, labels, frames, weight);
+        if checking && partial.is_none() {
+            check_own_walk(ctx, (env as usize, ucontext), buffer, (native, n, depth), (tid_key, labels, weight));
+        }
+        slot
     } else if n == 0 {
         record_native_marker(ctx, buffer, native, (sample_key(tid, state), labels), MARK_NO_JAVA_FRAME, weight)
     } else if n == ticks::UNKNOWN_NOT_JAVA {
@@ -867,6 +896,68 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     };
     buffer.busy.store(false, Ordering::Release);
     (slot, true)
+}
+
+/// Frames of the own walk compared with AsyncGetCallTrace's under
+/// `OXPROF_CHECK_CPU_WALK=1` (a local array in the handler).
+const CHECKED_FRAMES: usize = 96;
+/// Own walks compared with AsyncGetCallTrace's, and how many differed.
+static CHECKED: AtomicU64 = AtomicU64::new(0);
+static DIFFERED: AtomicU64 = AtomicU64::new(0);
+
+/// (compared, differed) own walks under `OXPROF_CHECK_CPU_WALK=1`.
+pub fn checked_walks() -> (u64, u64) {
+    (CHECKED.load(Ordering::Relaxed), DIFFERED.load(Ordering::Relaxed))
+}
+
+/// Under `OXPROF_CHECK_CPU_WALK=1`, after AsyncGetCallTrace's stack of `n`
+/// Java frames was recorded from `buffer` (after `native` native frames;
+/// room for `depth`): runs the own walk and counts whether it names the
+/// same frames; where not, records its stack too, under its marker, so that
+/// the profile shows both. Kept out of [`sample`] so that its frame array
+/// takes stack only while checking.
+#[inline(never)]
+fn check_own_walk(
+    ctx: &SignalContext,
+    (env, ucontext): (usize, *mut c_void),
+    buffer: &Buffer,
+    (native, n, depth): (usize, usize, usize),
+    (key, labels, weight): (u32, u32, u64),
+) {
+    let mut own = [RawFrame::default(); CHECKED_FRAMES];
+    let Some(k) = fullwalk::on_signal(env, ucontext, &mut own[..depth.min(CHECKED_FRAMES)]) else { return };
+    // SAFETY: the `n <= depth` Java frames just recorded are in our buffer (busy flag).
+    let theirs = unsafe { std::slice::from_raw_parts(buffer.ptr.add(native), n) };
+    let mine = own.get(..k).unwrap_or(&[]);
+    if walks_agree(mine, theirs) || native + k >= buffer.len {
+        return;
+    }
+    // SAFETY: `native + k + 1 <= buffer.len` frames, ours (busy flag); `mine`
+    // is a local array, not the buffer.
+    unsafe {
+        let java = buffer.ptr.add(native);
+        std::ptr::copy_nonoverlapping(mine.as_ptr(), java, k);
+        java.add(k).write(RawFrame::marker(MARK_OWN_WALK_DIFFERS));
+        ctx.store.record_slot(key, labels, std::slice::from_raw_parts(buffer.ptr, native + k + 1), weight);
+    }
+}
+
+/// Whether the own walk's frames `mine` name what AsyncGetCallTrace's
+/// (completed) `theirs` name: the same methods and bytecode indices, frame
+/// by frame (not the types: the frame-type walk's alignment by method gets
+/// a method inlined into itself wrong), as far as `mine` holds (at most [`CHECKED_FRAMES`]).
+/// A bci of -1 (AsyncGetCallTrace's "no bci" for a compiled frame) matches
+/// any. Counts both.
+fn walks_agree(mine: &[RawFrame], theirs: &[RawFrame]) -> bool {
+    CHECKED.fetch_add(1, Ordering::Relaxed);
+    let whole = mine.len() < CHECKED_FRAMES;
+    let same_len = if whole { mine.len() == theirs.len() } else { theirs.len() >= mine.len() };
+    let same =
+        same_len && mine.iter().zip(theirs).all(|(a, b)| a.method == b.method && (a.java_bci() == b.java_bci() || b.java_bci() == -1 || a.java_bci() == -1));
+    if !same {
+        DIFFERED.fetch_add(1, Ordering::Relaxed);
+    }
+    same
 }
 
 /// Retries a failed walk from the caller of the interrupted code.
