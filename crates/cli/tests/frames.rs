@@ -26,7 +26,7 @@ fn check_frame_types(java: &Path, classes: &Path, out: &Path) {
         .args(["-cp", classes.to_str().unwrap(), "FrameTypes", "3"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}: {}", java.display(), text(&o.stderr));
+    assert!(o.status.success(), "{}: {:?}\n{}\n{}", java.display(), o.status, text(&o.stderr), text(&o.stdout));
     let s = read_collapsed(out);
     let who = java.display();
 
@@ -233,7 +233,7 @@ fn the_jvms_own_faults_still_reach_it() {
             .output()
             .unwrap();
         let err = text(&o.stderr);
-        assert!(o.status.success(), "{err}");
+        assert!(o.status.success(), "{:?}\n{err}\n{}", o.status, text(&o.stdout));
         let expected = if reads.is_empty() { "fault-tolerant loads" } else { "process_vm_readv" };
         assert!(err.contains(&format!("checked reads of the JVM's memory: {expected}")), "{err}");
         let truth = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH ").map(str::to_string)).expect("no truth line");

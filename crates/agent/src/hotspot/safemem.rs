@@ -18,11 +18,17 @@
 //!   the kernel copies the bytes or refuses (EFAULT). A system call each,
 //!   about 2 µs on this project's machines.
 //!
+//! A fault while SIGSEGV is blocked kills the process. oxprof's signal
+//! handlers therefore note at entry whether the code they interrupted had
+//! it blocked (a sample landing inside another signal handler, the JVM's
+//! fault handler among them: see [`HandlerReads`]). While such a handler
+//! runs, every read takes the system call.
+//!
 //! Both are async-signal-safe, allocate nothing and take no lock. The
 //! signal handlers save and restore `errno`.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Our own process id, set once before the handler is armed.
 static PID: AtomicI32 = AtomicI32::new(0);
@@ -72,6 +78,42 @@ extern "C" {
     fn oxprof_safe_load_u64_insn();
     fn oxprof_safe_load_u16_insn();
     fn oxprof_safe_load_failed();
+}
+
+/// Signal handlers now running whose interrupted code had SIGSEGV or SIGBUS
+/// blocked (a sample taken inside another signal handler, the JVM's own
+/// fault handler among them): a fault there would kill the process, so
+/// reads go through `process_vm_readv` while any such handler runs.
+static FAULTS_BLOCKED: AtomicU32 = AtomicU32::new(0);
+
+/// Marks a signal handler's reads (see [`FAULTS_BLOCKED`]); made at the
+/// handler's entry, dropped at its exit.
+#[must_use]
+pub struct HandlerReads(bool);
+
+impl HandlerReads {
+    /// For a handler entered with `ucontext` (null: assume blocked).
+    pub fn enter(ucontext: *mut c_void) -> HandlerReads {
+        let blocked = ucontext.is_null() || {
+            // SAFETY: the kernel passed a valid ucontext for this signal;
+            // sigismember only reads the set.
+            let mask = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_sigmask };
+            // SAFETY: as above.
+            unsafe { libc::sigismember(mask, libc::SIGSEGV) == 1 || libc::sigismember(mask, libc::SIGBUS) == 1 }
+        };
+        if blocked {
+            FAULTS_BLOCKED.fetch_add(1, Ordering::AcqRel);
+        }
+        HandlerReads(blocked)
+    }
+}
+
+impl Drop for HandlerReads {
+    fn drop(&mut self) {
+        if self.0 {
+            FAULTS_BLOCKED.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// The handlers replaced for SIGSEGV and SIGBUS: address and `sa_flags`
@@ -226,12 +268,18 @@ pub fn available() -> bool {
     WORKS.load(Ordering::Relaxed)
 }
 
+/// Whether a read may fault (and be caught): the handler is ours and no
+/// signal handler runs on top of code that blocked SIGSEGV or SIGBUS.
+fn fast() -> bool {
+    FAST.load(Ordering::Acquire) && FAULTS_BLOCKED.load(Ordering::Acquire) == 0
+}
+
 /// Copies `len` bytes at `addr` into `out`; false if any byte is unreadable.
 fn read_into(addr: usize, out: *mut u8, len: usize) -> bool {
     if addr == 0 {
         return false;
     }
-    if FAST.load(Ordering::Acquire) {
+    if fast() {
         match len {
             // SAFETY: the routine reads 8 bytes at `addr` (a fault there is
             // caught) and writes `out`, which has room for 8 bytes.
@@ -261,7 +309,7 @@ pub fn read_two(a: usize, b: usize) -> Option<(usize, usize)> {
     if a == 0 || b == 0 {
         return None;
     }
-    if FAST.load(Ordering::Acquire) {
+    if fast() {
         return read_word(a).zip(read_word(b));
     }
     let (mut x, mut y) = (0usize, 0usize);

@@ -48,6 +48,7 @@ use crate::hotspot::frames::{self, ThreadState};
 use crate::hotspot::frametypes::{self, Below};
 use crate::hotspot::fullwalk;
 use crate::hotspot::javawalk::{self, Walked};
+use crate::hotspot::safemem;
 use crate::hotspot::thread_key;
 use crate::native::unwind::{self as native_unwind, OwnStack, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
@@ -499,6 +500,8 @@ fn is_our_wall_signal(info: *const libc::siginfo_t) -> bool {
 /// The wall signal's handler: samples oxprof's wall signals, hands the others
 /// on. See the module rules.
 extern "C" fn on_wall_signal(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    // Checked reads fault only where the interrupted code lets SIGSEGV through.
+    let _reads = safemem::HandlerReads::enter(ucontext);
     if is_our_wall_signal(info) {
         return take_sample(Channel::Wall, info, ucontext);
     }
@@ -524,6 +527,8 @@ fn is_our_perf_trap(info: *const libc::siginfo_t) -> bool {
 /// if there was none, to the default action as if oxprof had not been there.
 /// See the module rules.
 extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    // Checked reads fault only where the interrupted code lets SIGSEGV through.
+    let _reads = safemem::HandlerReads::enter(ucontext);
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid for the thread's life.
@@ -545,6 +550,8 @@ extern "C" fn on_sigtrap(signo: libc::c_int, info: *mut libc::siginfo_t, ucontex
 /// The SIGPROF handler: samples oxprof's own signals and hands the others to
 /// the previous handler (see [`prof_origin`]). See the module rules.
 extern "C" fn on_sigprof(signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    // Checked reads fault only where the interrupted code lets SIGSEGV through.
+    let _reads = safemem::HandlerReads::enter(ucontext);
     match prof_origin(info) {
         Origin::Ours => take_sample(Channel::Cpu, info, ucontext),
         Origin::Foreign => hand_on(&PREV_PROF, signo, info, ucontext),
