@@ -485,6 +485,7 @@ fn init_java_walker(agent: &Agent, jni: Jni) {
             }
             method_ids::prepare();
             crate::hotspot::blob_cache::prepare();
+            crate::hotspot::fullwalk::prepare();
             let entry = continuation_entry(agent.jvmti, jni);
             javastack::set_continuation_entry(entry);
             find_stub_addresses(entry != 0);

@@ -42,7 +42,6 @@ pub fn configure() -> bool {
     let on = std::env::var_os("OXPROF_ALLOC_WALK").is_none_or(|v| v != "0");
     ENABLED.store(on, Ordering::Relaxed);
     CHECK.store(std::env::var_os("OXPROF_CHECK_ALLOC_WALK").is_some_and(|v| v == "1"), Ordering::Relaxed);
-    fullwalk::prepare();
     on
 }
 

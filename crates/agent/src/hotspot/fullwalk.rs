@@ -70,7 +70,6 @@ pub fn configure_signal() -> (bool, bool) {
     let on = check || std::env::var_os("OXPROF_OWN_WALK").is_none_or(|v| v != "0");
     ON_SIGNAL.store(on, Ordering::Relaxed);
     CHECK_SIGNAL.store(check, Ordering::Relaxed);
-    prepare();
     (on, check)
 }
 // signal-safe: on

@@ -139,8 +139,6 @@ pub struct CpuSource {
 
 /// Starts CPU sampling when the options ask for it (`event=cpu|ctimer|itimer`).
 pub fn start(cx: &StartContext) -> Result<Started, String> {
-    // Another agent may have replaced the fault handler safe reads rely on.
-    crate::hotspot::safemem::recheck();
     let Some(event) = cx.config.cpu else { return Ok(None) };
     let config = cx.config;
     let asgct = cx.asgct.ok_or("this JVM does not export AsyncGetCallTrace; CPU profiling needs HotSpot (JDK 11 or later)")?;
@@ -281,7 +279,7 @@ impl EventSource for CpuSource {
             crate::hotspot::javawalk::walks_by_code(),
             crate::hotspot::javastack::exception_blob_steps()
         ));
-        let summary_line = format!(
+        let mut summary_line = format!(
             "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
             s.samples,
             s.java_samples,
@@ -293,7 +291,6 @@ impl EventSource for CpuSource {
             native_unwind::mean_ns().unwrap_or(0),
             signal::handler_mean_ns().unwrap_or(0)
         );
-        let mut summary_line = summary_line;
         if walked + left > 0 {
             summary_line.push_str(&format!(" own_walks={walked} own_left={left}"));
         }

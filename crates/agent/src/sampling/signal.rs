@@ -628,6 +628,8 @@ pub fn arm_wall(ctx: Box<SignalContext>) {
 }
 
 fn arm_channel(channel: Channel, ctx: Box<SignalContext>) {
+    // Another agent may have replaced the fault handler checked reads rely on.
+    safemem::recheck();
     let c = channel as usize;
     if let (Some(ctx_slot), Some(enabled), Some(spent)) = (CONTEXTS.get(c), ENABLED.get(c), HANDLER.get(c)) {
         spent.reset();

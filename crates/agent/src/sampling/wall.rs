@@ -116,7 +116,6 @@ pub struct WallSource {
 
 /// Starts wall-clock sampling when the options ask for it.
 pub fn start(cx: &StartContext) -> Result<Started, String> {
-    crate::hotspot::safemem::recheck();
     let Some(interval_ns) = cx.config.wall else { return Ok(None) };
     let config = cx.config;
     let asgct = cx.asgct.ok_or("this JVM does not export AsyncGetCallTrace; wall-clock profiling needs HotSpot (JDK 11 or later)")?;
