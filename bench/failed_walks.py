@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Failed stack walks per profiler, in alternating runs of one workload.
 
-A Java-thread CPU sample counts as failed when its stack carries a failure
+A Java-thread sample (CPU, or wall with --event wall) counts as failed when its stack carries a failure
 marker (oxprof: `[unknown_Java]`, `[deopt]`, `[truncated]`, ...;
 async-profiler: `[unknown_Java]`, `[break_*]`, `[deoptimization]`, ...) or
 when it silently lost its root: its first Java frame is not where a thread
@@ -33,6 +33,11 @@ MARKER_WORDS = ("unknown_", "not_walkable", "deopt", "truncated", "break_", "saf
 
 def is_java(frame):
     if frame.startswith("[") or "::" in frame or "@" in frame or frame.startswith("/") or "+0x" in frame or ".so" in frame:
+        return False
+    # GCC's local clones of C functions (`futex_wait.constprop.0`, `foo.isra.0`,
+    # `bar.part.1`, `baz.cold`) have dots too.
+    parts = frame.split(".")
+    if any(p in ("constprop", "isra", "part", "cold", "lto_priv") or p.isdigit() for p in parts[1:]):
         return False
     return "." in frame
 
@@ -90,6 +95,8 @@ def workload(name, scratch):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workload", choices=["javac", "throws"], default="javac")
+    p.add_argument("--event", choices=["cpu", "wall"], default="cpu",
+                   help="cpu (default) or wall: every Java thread sampled whatever its state")
     p.add_argument("--interval", default="1ms", help="sampling interval (default 1ms)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--java", default="java")
@@ -108,7 +115,7 @@ def main():
     for r in range(a.rounds):
         for name, path in arms:
             out = os.path.join(scratch, f"{name}-{r}.collapsed")
-            agent = f"-agentpath:{path}=start,event=cpu,interval={a.interval},file={out}"
+            agent = f"-agentpath:{path}=start,event={a.event},interval={a.interval},file={out}"
             run = subprocess.run([java_cmd, agent] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if run.returncode != 0 or not os.path.isfile(out):
                 sys.exit(f"failed_walks.py: {name} run {r} failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
@@ -116,7 +123,7 @@ def main():
             totals[name].append((java, failed, unrooted))
             share = 100.0 * (failed + unrooted) / max(java, 1)
             print(f"round {r} {name:8} java samples {java:6}  marked {failed:4}  unrooted {unrooted:4}  failed {share:.3f}%  {dict(kinds.most_common(4))}", flush=True)
-    print(f"\n{a.workload} at {a.interval}, {a.rounds} rounds (failed = marked + unrooted, share of Java-thread samples):")
+    print(f"\n{a.workload}, {a.event} at {a.interval}, {a.rounds} rounds (failed = marked + unrooted, share of Java-thread samples):")
     for name, runs in totals.items():
         java = sum(x[0] for x in runs)
         failed = sum(x[1] for x in runs)

@@ -155,7 +155,7 @@ fn check_prologues(java: &Path, classes: &Path, out: &Path, shares: bool) {
 }
 
 fn compiled(s: &Scratch) -> PathBuf {
-    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java", "Tags.java", "Throws.java", "NullChecks.java"]);
+    compile(&s.0, &["FrameTypes.java", "VmHeavy.java", "Upcall.java", "Tags.java", "Throws.java", "NullChecks.java", "CardMarks.java"]);
     s.0.clone()
 }
 
@@ -214,6 +214,54 @@ fn exception_heavy_code_keeps_its_stacks() {
     let marked: Vec<_> = st.iter().filter(|(f, _)| f.iter().any(|f| FAILURE_MARKERS.contains(&f.as_str()))).collect();
     assert!(failed < 0.5, "{failed}% failed walks while exceptions unwind\n{err}\n{marked:#?}");
     eprintln!("exceptions: {caught} caught, {failed}% failed walks");
+}
+
+/// G1's post-write barrier calls the VM from compiled code as a leaf call,
+/// with no last Java frame recorded, and the VM's frames there may end in
+/// libc code without a frame pointer: samples in it are walked back through
+/// libjvm's frame pointers to the method that stored. Every sample in the
+/// barrier's VM code names `CardMarks.store` as its Java caller (the only
+/// method of the program that stores references) under its thread's root,
+/// or is marked failed, and few are. (On javac such samples failed when
+/// the stack scan's candidates ran out; here the scan found them too: this
+/// guards the path, it does not reproduce those failures.)
+#[test]
+fn barrier_leaf_calls_keep_their_java_callers() {
+    let s = Scratch::new("cardmarks");
+    let classes = compiled(&s);
+    let out = s.path("cm.collapsed");
+    let o = Command::new(java())
+        .arg("-XX:+UseG1GC")
+        .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
+        .args(["-cp", classes.to_str().unwrap(), "CardMarks", "4"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{:?}\n{err}\n{}", o.status, text(&o.stdout));
+    let stores: u64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH stores=")).and_then(|v| v.trim().parse().ok()).expect("no truth line");
+    assert!(stores > 1_000_000, "only {stores} stores");
+    let st = read_collapsed(&out);
+    let (mut in_barrier, mut marked) = (0u64, 0u64);
+    for (frames, n) in &st {
+        // The barrier called from Java: the first of the VM's frames is
+        // G1's (not a store of the VM's own, made in its C++ code), and the
+        // thread runs this program's code (not a GC or refinement thread).
+        let Some(vm) = frames.iter().position(|f| f.contains("::")) else { continue };
+        if !(frames[vm].starts_with("G1") || frames[vm].contains("write_ref_field_post")) || !frames.iter().any(|f| f.starts_with("CardMarks")) {
+            continue;
+        }
+        in_barrier += n;
+        if frames.iter().any(|f| FAILURE_MARKERS.contains(&f.as_str())) {
+            marked += n;
+            continue;
+        }
+        let rooted = ["CardMarks.main", "java.lang.Thread.run"].contains(&frames[0].as_str());
+        let caller = vm.checked_sub(1).map(|i| frames[i].as_str());
+        assert!(rooted && caller == Some("CardMarks.store"), "{n} samples in the barrier, not under CardMarks.store: {frames:?}");
+    }
+    assert!(in_barrier >= 200, "{in_barrier} samples in the barrier's VM code of {}", total(&st));
+    assert!(marked * 50 <= in_barrier, "{marked} of {in_barrier} samples in the barrier failed\n{err}");
+    eprintln!("card marks: {stores} stores, {in_barrier} samples in the barrier, {marked} failed");
 }
 
 /// oxprof's SIGSEGV handler catches the faults of its own checked reads

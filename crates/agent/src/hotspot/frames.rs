@@ -132,6 +132,10 @@ pub struct Layout {
     /// the state values, for telling blocked threads apart; `None`: blocked
     /// threads read as in the VM.
     osthread: Option<(usize, usize, OsStates)>,
+    /// `JavaThread::_vframe_array_head`: set while the thread is being
+    /// deoptimized, cleared once its interpreter frames are whole (see
+    /// [`Layout::deopt_frames_whole`]); `None` where not exported.
+    vframe_array_head: Option<usize>,
     /// Where an nmethod keeps its debug information, when this JDK's
     /// structure table says (the JDK 11–21 layout); `None` turns scope decoding off.
     scopes: Option<ScopeFields>,
@@ -298,6 +302,7 @@ impl Layout {
             pool_holder: off("ConstantPool", "_pool_holder")?,
             jmethod_ids: off("InstanceKlass", "_methods_jmethod_ids")?,
             blob_size: off("CodeBlob", "_size")?,
+            vframe_array_head: off("JavaThread", "_vframe_array_head").ok(),
             osthread: match (
                 off("JavaThread", "_osthread").or_else(|_| off("Thread", "_osthread")),
                 off("OSThread", "_state"),
@@ -422,6 +427,17 @@ impl Layout {
     /// The last Java frame the thread recorded when it left Java: (sp, fp, pc).
     pub fn anchor(&self, thread: usize) -> (usize, usize, usize) {
         (Self::thread_word(thread, self.anchor_sp), Self::thread_word(thread, self.anchor_fp), Self::thread_word(thread, self.anchor_pc))
+    }
+
+    /// Whether a thread that AsyncGetCallTrace reports as being deoptimized
+    /// has its interpreter frames whole: `Deoptimization::unpack_frames`
+    /// clears the thread's vframe array head (in `cleanup_deopt_info`)
+    /// only after it has written every skeletal frame; from the moment
+    /// `fetch_unroll_info` sets it until then, the frames under the
+    /// deoptimization blob may be half written. False where the field is
+    /// not exported.
+    pub fn deopt_frames_whole(&self, thread: usize) -> bool {
+        self.vframe_array_head.is_some_and(|off| Self::thread_word(thread, off) == 0)
     }
 
     /// The thread's stack: [lowest, base).

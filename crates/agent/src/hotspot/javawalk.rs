@@ -162,8 +162,10 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
     let thread = l.thread(env);
     let (start, mut stack) = JavaStack::new(l, thread, regs);
     if code == ticks::DEOPT {
-        // See `JavaStack::deoptimizing`.
-        if start != Start::Frames || !stack.deoptimizing() {
+        // See `JavaStack::deoptimizing`. Once the skeletal frames are all
+        // written (the last part of `unpack_frames`: freeing the
+        // deoptimization's data, logging), they are walked as usual.
+        if start != Start::Frames || (!l.deopt_frames_whole(thread) && !stack.deoptimizing()) {
             return Walked::Failed;
         }
         return named(l, start, &mut stack, out);
