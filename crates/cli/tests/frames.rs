@@ -218,13 +218,12 @@ fn exception_heavy_code_keeps_its_stacks() {
 
 /// G1's post-write barrier calls the VM from compiled code as a leaf call,
 /// with no last Java frame recorded, and the VM's frames there may end in
-/// libc code without a frame pointer: samples in it are walked back through
-/// libjvm's frame pointers to the method that stored. Every sample in the
-/// barrier's VM code names `CardMarks.store` as its Java caller (the only
-/// method of the program that stores references) under its thread's root,
-/// or is marked failed, and few are. (On javac such samples failed when
-/// the stack scan's candidates ran out; here the scan found them too: this
-/// guards the path, it does not reproduce those failures.)
+/// libc code without a frame pointer: samples in it are walked back to the
+/// method that stored (the stack scan). Every sample in the barrier's VM
+/// code names `CardMarks.store` as its Java caller (the only method of the
+/// program that stores references) under its thread's root, or is marked
+/// failed, and few are. (On javac a few such samples a run still fail;
+/// this program does not reproduce them: it guards the path.)
 #[test]
 fn barrier_leaf_calls_keep_their_java_callers() {
     let s = Scratch::new("cardmarks");

@@ -210,11 +210,6 @@ pub struct JavaStack<'a> {
 }
 
 const MAX_STEPS: u32 = 8192;
-/// Native frames [`JavaStack::native_chain`] follows at most.
-const NATIVE_CHAIN: usize = 8;
-/// `add rsp, 8`: what follows the call of a leaf call made with `sp`
-/// moved down a word to align it (see [`JavaStack::over_leaf_stub`]).
-const ADD_RSP_8: [u8; 4] = [0x48, 0x83, 0xC4, 0x08];
 /// Thread stacks larger than this are not believed (HotSpot's limit is 1 GiB).
 const MAX_STACK: usize = 1 << 30;
 
@@ -380,72 +375,6 @@ impl<'a> JavaStack<'a> {
         }
         (self.pc, self.sp, self.fp, self.top) = (pc, sp, fp, false);
         true
-    }
-
-    /// The interrupted pc is in native code that compiled code called as
-    /// a leaf (no anchor: GC barriers, `arraycopy` helpers, the VM
-    /// functions that dispatch an exception): follows the frame-pointer
-    /// chain of libjvm's frames, up to [`NATIVE_CHAIN`] of them, to the first
-    /// return address into the code cache: (that address, the caller's `sp`,
-    /// the `rbp` it saved). A leaf of libc's without a frame pointer
-    /// leaves `rbp` its caller's. Each frame must lie above the one before
-    /// it on this stack, and a return address met after the first frame
-    /// must follow a call instruction: a chain that wanders into stale
-    /// words does not reach one. A stub met there is stepped only when it
-    /// is one without a frame (see [`JavaStack::over_leaf_stub`]). `None`
-    /// when no chain leads there.
-    fn native_chain(&self) -> Option<(usize, usize, usize)> {
-        let (mut fp, mut below) = (self.fp, self.sp);
-        for step in 0..NATIVE_CHAIN {
-            if fp <= below || !fp.is_multiple_of(8) {
-                return None;
-            }
-            let (ret, saved) = (self.word(fp.checked_add(8)?)?, self.word(fp)?);
-            if self.l.in_code_cache(ret) {
-                if step == 0 {
-                    return Some((ret, fp + 16, saved));
-                }
-                if !follows_call(self.l, ret) {
-                    return None;
-                }
-                if self.in_java_code(ret) {
-                    return Some((ret, fp + 16, saved));
-                }
-                return self.over_leaf_stub(ret, fp + 16, saved);
-            }
-            (below, fp) = (fp, saved);
-        }
-        None
-    }
-
-    /// Whether `pc` is in a compiled method or the interpreter.
-    fn in_java_code(&self, pc: usize) -> bool {
-        self.l.in_interpreter(pc) || self.l.find_blob(pc).is_some_and(|b| b.method != 0)
-    }
-
-    /// The native chain met `ret`, a return address into a stub, with the
-    /// stub's `sp` after the call: a stub without a frame of its own that
-    /// called the VM as a leaf, as the ones that dispatch an exception do
-    /// (`StubRoutines::forward_exception`, C1's `unwind_exception`: entered
-    /// with `sp` at their Java caller's return address, they call
-    /// `SharedRuntime::exception_handler_for_return_address`). HotSpot's
-    /// leaf calls align `sp` first: when it was not aligned they subtract a
-    /// word and call from a second call site, followed by `add rsp, 8`. So
-    /// the instruction at `ret` tells whether the caller's return address
-    /// is at `sp` or one word above. Taken only when that word is a return
-    /// address after a call in Java code; `rbp` is still the caller's (the
-    /// stub does not touch it). `None` otherwise.
-    fn over_leaf_stub(&self, ret: usize, sp: usize, fp: usize) -> Option<(usize, usize, usize)> {
-        let blob = self.l.find_blob(ret)?;
-        if blob.method != 0 || ret < blob.start || ret.checked_add(4)? > blob.start.wrapping_add(blob.size) {
-            return None;
-        }
-        // SAFETY: [ret, ret + 4) lies inside the blob, in its code heap's
-        // committed range (see `Layout::find_blob`), mapped for the JVM's life.
-        let code = unsafe { (ret as *const [u8; 4]).read_unaligned() };
-        let at = if code == ADD_RSP_8 { sp + 8 } else { sp };
-        let java = self.word(at)?;
-        (follows_call(self.l, java) && self.in_java_code(java)).then_some((java, at + 8, fp))
     }
 
     /// For a frame not (or no longer) set up: the return address is at `sp`,
@@ -860,11 +789,12 @@ impl Iterator for JavaStack<'_> {
                 continue;
             }
             // Native code at the top (a leaf call from Java without an
-            // anchor): follow rbp if it leads back into Java code.
+            // anchor): follow rbp once if it leads back into Java code.
             if self.top {
-                let ok = match self.native_chain() {
-                    Some((ret, sp, saved)) => self.step_to(ret, sp, saved),
-                    None => self.unwind_unbuilt(),
+                let fp = self.fp;
+                let ok = match (self.word(fp.wrapping_add(8)), self.word(fp)) {
+                    (Some(ret), Some(saved)) if fp > self.sp && self.l.in_code_cache(ret) => self.step_to(ret, fp.wrapping_add(16), saved),
+                    _ => self.unwind_unbuilt(),
                 };
                 if ok {
                     continue;
