@@ -320,11 +320,20 @@ pub fn parse_time(s: &str, start_ns: i64, end_ns: i64) -> Result<i64, String> {
         };
         return Ok(day_start + (h * 3600 + m * 60) * 1_000_000_000 + (sec * 1e9) as i64);
     }
+    // A zero duration (`0`, `0s`, `-0s`): the recording's start or end
+    // (the duration parser takes only positive ones).
+    let zero = |t: &str| {
+        let num = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        num.parse::<f64>().is_ok_and(|v| v == 0.0) && ["", "ms", "s", "m", "min", "h"].contains(&&t[num.len()..])
+    };
     if let Some(rest) = s.strip_prefix('-') {
+        if zero(rest) {
+            return Ok(end_ns);
+        }
         let d = oxprof_profile::units::parse_wall_duration_ns(rest)?;
         return Ok(end_ns - d as i64);
     }
-    if s == "0" {
+    if zero(s) {
         return Ok(start_ns);
     }
     let d = oxprof_profile::units::parse_wall_duration_ns(s)?;
@@ -365,6 +374,10 @@ mod tests {
         assert_eq!(parse_time("10s", start, end), Ok(start + 10_000_000_000));
         assert_eq!(parse_time("-5s", start, end), Ok(end - 5_000_000_000));
         assert_eq!(parse_time("0", start, end), Ok(start));
+        assert_eq!(parse_time("0s", start, end), Ok(start));
+        assert_eq!(parse_time("0.0ms", start, end), Ok(start));
+        assert_eq!(parse_time("-0s", start, end), Ok(end));
+        assert!(parse_time("0x", start, end).is_err());
         assert_eq!(parse_time("22:13:30", start, end), Ok(start + 10_000_000_000));
         assert_eq!(parse_time("2023-11-14T22:13:21Z", start, end), Ok(start + 1_000_000_000));
         assert!(parse_time("soon", start, end).is_err());
