@@ -576,7 +576,7 @@ pub fn check_lock_sites(java: &Path, interval: &str, label: &str) {
 /// Runs `LockOwners` (tests/java/LockOwners.java) under `java` with every
 /// lock wait recorded, and checks that the waits of each site are split
 /// by the `lock_owner` label as the program's own notes split them
-/// (within 10 points), and that the totals hold (within 10%). `all_sites`:
+/// (within 10 points, and within half of each holder's share), and that the totals hold (within 10%). `all_sites`:
 /// also lock A, whose two holders share it only on some JDKs (see the
 /// program); otherwise lock B (`java.util.concurrent`, one holder) and
 /// monitor M (two holders in turns).
@@ -611,9 +611,17 @@ pub fn check_lock_owners(java: &Path, label: &str, all_sites: bool) {
             100.0 * truth,
             100.0 * unlabelled as f64 / all.max(1.0)
         );
-        assert!(truth > 0.2, "{label}: the program's own truth: {holder} held the lock for only {:.0}% of the waits", 100.0 * truth);
+        // B's holder and M's two (in turns) hold their lock for a part of
+        // the waits worth checking by the program's design. A's split is the
+        // scheduler's (its second holder got 0%, 17% and up to 50% in runs on
+        // JDK 17): checked as it came out, so the allowed error shrinks with
+        // the share: 10 points, at most half the holder's true share, at
+        // least 1 point (a holder that never held it is not named).
+        if !site.ends_with("waitOnA") {
+            assert!(truth > 0.2, "{label}: the program's own truth: {holder} held the lock for only {:.0}% of the waits", 100.0 * truth);
+        }
         assert!(
-            (share - truth).abs() <= 0.10,
+            (share - truth).abs() <= 0.10f64.min(truth / 2.0).max(0.01),
             "{label}: {site}: {:.1}% of the waiting time names {holder}, truth {:.1}%\n{stacks:?}",
             100.0 * share,
             100.0 * truth
