@@ -37,7 +37,7 @@ fn run_matrix(java: &Path, dir: &Path, jvm_args: &[&str], program_args: &[&str],
         .output()
         .unwrap();
     let stderr = text(&o.stderr);
-    assert!(o.status.success(), "{label}: the JVM failed\n{stderr}");
+    assert!(o.status.success(), "{label}: the JVM failed: {:?}\n{stderr}\n{}", o.status, text(&o.stdout));
     let crash_files: Vec<PathBuf> =
         std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.to_string_lossy().contains("hs_err")).collect();
     assert!(crash_files.is_empty(), "{label}: {crash_files:?}");
