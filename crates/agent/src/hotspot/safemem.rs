@@ -123,6 +123,32 @@ static OLD_FLAGS: [AtomicI32; 2] = [const { AtomicI32::new(0) }; 2];
 /// Faults turned into failed reads, since the process started.
 static CAUGHT: AtomicU64 = AtomicU64::new(0);
 
+/// The entry points of oxprof's sampling signal handlers (see
+/// [`note_handler_entry`]); 0 = unused.
+static HANDLER_ENTRIES: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+// signal-safe: off (installing handlers, at start)
+/// Notes the entry point of a signal handler of oxprof's. A fault whose
+/// pc is one of them was not raised there: the kernel delivered a sampling
+/// signal and a fault of the interrupted instruction together (both
+/// synchronous, the sampling one queued first), so the fault's frame is
+/// set up on top of the handler's with the handler's first instruction as
+/// its pc. [`on_fault`] returns from such a fault: the handler runs, returns
+/// to the interrupted instruction, and that instruction faults again, this
+/// time with its own pc, for the JVM (a safepoint poll, an implicit null
+/// check) to handle. Handing it on as it came made HotSpot report a crash
+/// in liboxprof (the `matrix` tests with every event on).
+pub fn note_handler_entry(entry: usize) {
+    for slot in &HANDLER_ENTRIES {
+        match slot.compare_exchange(0, entry, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(e) if e == entry => return,
+            Err(_) => {}
+        }
+    }
+}
+// signal-safe: on
+
 /// Faults the fault-tolerant loads turned into failed reads.
 pub fn faults_caught() -> u64 {
     CAUGHT.load(Ordering::Relaxed)
@@ -142,6 +168,10 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *
             if pc == oxprof_safe_load_u64_insn as *const () as usize || pc == oxprof_safe_load_u16_insn as *const () as usize {
                 *rip = oxprof_safe_load_failed as *const () as usize as i64;
                 CAUGHT.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if pc != 0 && HANDLER_ENTRIES.iter().any(|e| e.load(Ordering::Relaxed) == pc) {
+                // See `note_handler_entry`: the instruction faults again.
                 return;
             }
         }

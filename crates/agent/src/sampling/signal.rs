@@ -271,6 +271,7 @@ fn set_handler(signo: libc::c_int, handler: SigInfoHandler, also_block: &[libc::
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = handler as *const () as usize;
+        crate::hotspot::safemem::note_handler_entry(sa.sa_sigaction);
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
         for &other in also_block {
