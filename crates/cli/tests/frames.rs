@@ -183,11 +183,7 @@ fn exception_heavy_code_keeps_its_stacks() {
     let s = Scratch::new("throws");
     let classes = compiled(&s);
     let out = s.path("throws.collapsed");
-    let o = Command::new(java())
-        .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
-        .args(["-cp", classes.to_str().unwrap(), "Throws", "4"])
-        .output()
-        .unwrap();
+    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &classes, &["Throws", "4"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     let caught: u64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH caught=")).and_then(|v| v.trim().parse().ok()).expect("no truth line");
@@ -229,12 +225,7 @@ fn barrier_leaf_calls_keep_their_java_callers() {
     let s = Scratch::new("cardmarks");
     let classes = compiled(&s);
     let out = s.path("cm.collapsed");
-    let o = Command::new(java())
-        .arg("-XX:+UseG1GC")
-        .arg(format!("-agentpath:{}=start,interval=1ms,file={}", agent().display(), out.display()))
-        .args(["-cp", classes.to_str().unwrap(), "CardMarks", "4"])
-        .output()
-        .unwrap();
+    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &["-XX:+UseG1GC"], &classes, &["CardMarks", "4"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{:?}\n{err}\n{}", o.status, text(&o.stdout));
     let stores: u64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH stores=")).and_then(|v| v.trim().parse().ok()).expect("no truth line");
