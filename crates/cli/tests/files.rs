@@ -191,3 +191,35 @@ fn a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback()
     assert_private_fallback(&fallback, &cwd);
     assert!(std::fs::read_to_string(&fallback).unwrap().contains("Hot.sqrtSin"), "the fallback lacks the samples");
 }
+
+/// A full disk while a JFR recording streams over an existing recording:
+/// the previous recording is left byte for byte (the new one goes beside
+/// it and would take its place only once a chunk is whole), the JVM runs
+/// to its end, and the log says the new recording is incomplete and where
+/// what fitted is. Needs root (mounts a 1 MiB tmpfs).
+#[test]
+#[ignore = "needs root; scripts/test.sh runs it when run as root"]
+fn a_full_disk_leaves_the_previous_jfr_recording_whole() {
+    let s = Scratch::new("full-disk-jfr");
+    compile(&s.0, &["Hot.java"]);
+    let full = s.path("full");
+    std::fs::create_dir(&full).unwrap();
+    let st = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"]).arg(&full).status().unwrap();
+    assert!(st.success(), "mount tmpfs (root needed)");
+    let _mount = Mount(full.clone());
+    let rec = full.join("rec.jfr");
+    let o = run_java(&s.0, &format!("start,interval=2ms,file={}", rec.display()), &[], &s.0, &["Hot", "0.3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let previous = std::fs::read(&rec).unwrap();
+    assert!(previous.starts_with(b"FLR\0"), "the first recording is not JFR");
+    // Fill the rest: a chunk with its metadata (tens of KiB) cannot fit.
+    let mut f = std::fs::File::create(full.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut f, &vec![0u8; 1 << 20]);
+    drop(f);
+    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", rec.display()), &[], &s.0, &["Hot", "0.5"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(std::fs::read(&rec).unwrap() == previous, "the previous recording was damaged\n{err}");
+    let line = err.lines().find(|l| l.contains("is incomplete")).unwrap_or_else(|| panic!("no word of the incomplete recording:\n{err}"));
+    assert!(line.contains("No space left on device") && line.contains("/.rec.jfr."), "{line}");
+}

@@ -317,3 +317,61 @@ fn live_sites_are_old_object_samples() {
     assert!(leak as f64 > 0.9 * total as f64, "leak site {leak} of {total} live bytes: {stacks:?}");
     assert!((leak as f64 - (48u64 << 20) as f64).abs() < 0.15 * (48u64 << 20) as f64, "leak site {leak} bytes, retained 48 MiB");
 }
+
+/// The named files in `dir`, and the hidden ones.
+fn names_in(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names.into_iter().partition(|n| !n.starts_with('.'))
+}
+
+/// Samples of frames containing `method` in a JfrCheck result.
+fn cpu_in(check: &Check, method: &str) -> u64 {
+    check.cpu.iter().filter(|(k, _)| k.contains(method)).map(|(_, n)| n).sum()
+}
+
+/// A recording given the name of an existing file never truncates it: the
+/// new recording is written beside it and takes its place once its first
+/// chunk is whole (a dump, a rotation, the stop). A JVM killed before that
+/// leaves the previous recording byte for byte; a dump puts the new one in
+/// place while the JVM runs on; nothing is left beside it.
+#[test]
+fn an_existing_recording_is_replaced_only_by_a_whole_new_one() {
+    let s = Scratch::new("jfr-replace");
+    compile(&s.0, &["JfrWork.java", "JfrCheck.java", "CpuBurn.java"]);
+    let dir = s.path("out");
+    std::fs::create_dir(&dir).unwrap();
+    let rec = dir.join("rec.jfr");
+    let cp = s.0.to_str().unwrap();
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=2ms,file={}", rec.display()), &[], &s.0, &["JfrWork", "0.5"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let previous = std::fs::read(&rec).unwrap();
+    assert!(cpu_in(&jfr_check(&java(), &s.0, &rec), "JfrWork.spin") > 20, "the first recording lacks its samples");
+
+    // Killed while recording into the same name, before any chunk ended.
+    let agent_opts = |file: &Path| format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), file.display());
+    let mut jvm = RunningJvm::spawn(java_cmd([agent_opts(&rec).as_str(), "-cp", cp, "CpuBurn", "60"]), &s.0, "ready");
+    wait_for_cpu(jvm.pid(), 0, 1000, "CpuBurn");
+    jvm.child.kill().unwrap();
+    jvm.child.wait().unwrap();
+    assert!(std::fs::read(&rec).unwrap() == previous, "the previous recording was changed by a JVM killed while recording");
+    let (named, hidden) = names_in(&dir);
+    assert_eq!(named, ["rec.jfr"]);
+    assert!(hidden.len() == 1 && hidden[0].starts_with(".rec.jfr.") && hidden[0].ends_with(".tmp"), "{hidden:?}");
+    std::fs::remove_file(dir.join(&hidden[0])).unwrap();
+
+    // A dump while the JVM runs: the new recording is in place.
+    let mut jvm = RunningJvm::spawn(java_cmd([agent_opts(&rec).as_str(), "-cp", cp, "CpuBurn", "60"]), &s.0, "ready");
+    wait_for_cpu(jvm.pid(), 0, 1000, "CpuBurn");
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "dump"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(jvm.alive());
+    let dumped = jfr_check(&java(), &s.0, &rec);
+    assert!(cpu_in(&dumped, "CpuBurn.spin") > 100 && cpu_in(&dumped, "JfrWork") == 0, "after the dump: {:?}", dumped.cpu);
+    assert_eq!(names_in(&dir), (vec!["rec.jfr".to_string()], vec![]));
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "stop"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stopped = jfr_check(&java(), &s.0, &rec);
+    assert!(cpu_in(&stopped, "CpuBurn.spin") >= cpu_in(&dumped, "CpuBurn.spin"), "the stop lost the dumped chunk");
+    assert_eq!(names_in(&dir), (vec!["rec.jfr".to_string()], vec![]));
+}

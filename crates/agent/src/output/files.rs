@@ -216,8 +216,7 @@ pub fn write_chosen(path: &Path, may_replace: MayReplace<'_>, write: impl Fn(Fil
             return Err(refused(NOT_OURS));
         }
         drop(existing);
-        let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-        let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
+        let tmp = beside_name(path)?;
         // The identity after the rename, which moves the ctime on ext4.
         let written = open_new(&tmp).and_then(|f| {
             let probe = f.try_clone().ok();
@@ -365,12 +364,25 @@ fn random_suffix() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// A name beside `path` for a file to be renamed over it once complete:
+/// hidden and random (`.NAME.RANDOM.tmp`).
+fn beside_name(path: &Path) -> io::Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    Ok(path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix())))
+}
+
+/// A new file beside `path`, to be renamed over it once complete: hidden,
+/// a random name (`.NAME.RANDOM.tmp`), created exclusively, 0600.
+pub fn open_beside(path: &Path) -> io::Result<(PathBuf, File)> {
+    let tmp = beside_name(path)?;
+    open_new(&tmp).map(|f| (tmp, f))
+}
+
 /// Replaces `path` with `contents`: written to a new file with a random
 /// name beside it (created exclusively, 0600), then renamed over `path`
 /// (rename replaces a symbolic link at `path`, never follows it).
 pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), random_suffix()));
+    let tmp = beside_name(path)?;
     let mut file = open_new(&tmp)?;
     let written = file.write_all(contents).and_then(|()| {
         drop(file);

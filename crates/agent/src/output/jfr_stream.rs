@@ -167,14 +167,17 @@ struct Inner {
     start_wall_ms: i64,
     start_ticks: u64,
     destination: String,
+    /// The file written now (a new one each interval with `loop=`), and a
+    /// second descriptor of it, to tell which file it is once written.
+    file: (PathBuf, Option<File>),
+    /// The file the user named, when it existed at start: the recording is
+    /// written beside it and renamed over it when its first chunk is whole.
+    replaces: Option<PathBuf>,
     /// A write error; the recording stops writing and reports it.
     failed: Option<String>,
 }
 
 struct Stream {
-    /// The file written now (a new one each interval with `loop=`), and a
-    /// second descriptor of it, to tell which file it is once written.
-    file: Mutex<(PathBuf, Option<File>)>,
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -218,7 +221,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         return Err("a JFR recording is already being written; stop it first".into());
     }
     let wanted = config.file.clone().unwrap_or_else(|| output::default_path(OutputFormat::Jfr));
-    let (path, file) = create(&wanted)?;
+    let (path, file, replaces) = create_beside(&wanted)?;
     let probe = file.try_clone().ok();
     let cpu = match config.cpu {
         Some(_) => Some(Source { store: crate::sampling::cpu::store()?, log: leaked_log(&CPU_LOG) }),
@@ -261,10 +264,11 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         start_wall_ms: wall_ns() / 1_000_000,
         start_ticks: now_ticks(),
         destination: path.display().to_string(),
+        file: (path, probe),
+        replaces,
         failed: None,
     };
     *slot = Some(Arc::new(Stream {
-        file: Mutex::new((path, probe)),
         inner: Mutex::new(inner),
         stop: Arc::new(AtomicBool::new(false)),
         thread: Mutex::new(None),
@@ -292,6 +296,37 @@ fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
         }
     }
     Err(format!("cannot create the JFR recording {} ({first_error}), nor a fallback file in the working or temp directory", wanted.display()))
+}
+
+/// The recording's first file. An existing regular file the user named is
+/// not truncated: the recording goes to a new file beside it (hidden,
+/// random name, 0600; see `files::open_beside`), renamed over it when the
+/// first chunk is whole (at the first `dump`, chunk rotation or stop), so a
+/// JVM that dies before, or a disk that fills first, leaves the previous
+/// recording as it was. Returns the file written and the one it replaces.
+fn create_beside(wanted: &Path) -> Result<(PathBuf, File, Option<PathBuf>), String> {
+    use crate::output::files;
+    let replaceable = !crate::output::intervals::is_active() && std::fs::symlink_metadata(wanted).is_ok_and(|m| m.file_type().is_file());
+    if !replaceable {
+        return create(wanted).map(|(p, f)| (p, f, None));
+    }
+    match files::open_beside(wanted) {
+        Ok((p, f)) => Ok((p, f, Some(wanted.to_path_buf()))),
+        Err(e) => {
+            let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
+            for base in files::fallback_bases() {
+                if let Ok((p, f)) = files::open_fallback(&base, &stem, "jfr") {
+                    log::warn(&format!(
+                        "cannot write a new recording beside {} ({e}), which is kept; writing the JFR recording to {} instead",
+                        wanted.display(),
+                        p.display()
+                    ));
+                    return Ok((p, f, None));
+                }
+            }
+            Err(format!("cannot create the JFR recording beside {} ({e}), nor a fallback file in the working or temp directory", wanted.display()))
+        }
+    }
 }
 
 fn current() -> Option<Arc<Stream>> {
@@ -354,8 +389,9 @@ pub fn begin(agent: &'static Agent) {
 /// Sampling could not start: forget the recording and its file.
 pub fn abort() {
     if let Some(stream) = lock(&STREAM).take() {
-        detach_logs(&lock(&stream.inner));
-        let _ = std::fs::remove_file(&lock(&stream.file).0);
+        let inner = lock(&stream.inner);
+        detach_logs(&inner);
+        let _ = std::fs::remove_file(&inner.file.0);
     }
 }
 
@@ -366,8 +402,7 @@ pub fn flush(agent: &Agent, jni: Jni) -> Result<Vec<String>, String> {
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, false);
-    let path = lock(&stream.file).0.clone();
-    Ok(vec![inner.summary(&path, None)])
+    Ok(vec![inner.summary(&inner.file.0, None)])
 }
 
 /// Adds the live-object report to the current chunk: per allocation site,
@@ -429,12 +464,6 @@ fn model_frame(f: &oxprof_profile::Frame) -> JfrFrame {
     JfrFrame { class, method, descriptor: String::new(), line: -1, bci: -1, kind }
 }
 
-/// The file `stream` writes to, as it is now (see `files::FileId`).
-fn written(stream: &Stream) -> Written {
-    let file = lock(&stream.file);
-    Written { path: file.0.clone(), id: FileId::of_open(&file.1) }
-}
-
 /// Stop: ends the streaming thread, writes what is left and the last chunk.
 /// Sampling must already be stopped. Returns the lines for the log and the
 /// file written.
@@ -449,7 +478,7 @@ pub fn finish(agent: &Agent, jni: Jni) -> (Result<Vec<String>, String>, Option<W
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
     *lock(&STREAM) = None;
-    let file = written(&stream);
+    let file = inner.written();
     let path = &file.path;
     let lines = match &inner.failed {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", path.display())),
@@ -481,7 +510,7 @@ pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), St
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
-    let ended = written(&stream);
+    let ended = inner.written();
     let result = match inner.failed.take() {
         Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", ended.path.display())),
         None => Ok((inner.summary(&ended.path, None), ended)),
@@ -492,7 +521,7 @@ pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), St
             inner.writer = JfrWriter::new(file);
             inner.counts = Counts::default();
             inner.destination = path.display().to_string();
-            *lock(&stream.file) = (path, probe);
+            inner.file = (path, probe);
             inner.begin_chunk();
         }
         Err(e) => {
@@ -529,6 +558,29 @@ impl Inner {
             thread_cpu_ns.map(|ns| format!(" writer_cpu_ms={}", ns / 1_000_000)).unwrap_or_default(),
             path.display()
         )
+    }
+
+    /// The file written now, as it is now (see `files::FileId`).
+    fn written(&self) -> Written {
+        Written { path: self.file.0.clone(), id: FileId::of_open(&self.file.1) }
+    }
+
+    /// The first chunk is whole: the new recording takes the place of the
+    /// file it replaces. If it cannot, it stays where it is, and says so.
+    fn take_place(&mut self) {
+        let Some(target) = self.replaces.take() else { return };
+        match std::fs::rename(&self.file.0, &target) {
+            Ok(()) => {
+                log::info(&format!("the JFR recording replaced the previous file {}", target.display()));
+                self.destination = target.display().to_string();
+                self.file.0 = target;
+            }
+            Err(e) => log::warn(&format!(
+                "cannot move the JFR recording {} over {} ({e}); it stays where it is, and the previous file is kept",
+                self.file.0.display(),
+                target.display()
+            )),
+        }
     }
 
     fn fail(&mut self, e: std::io::Error) {
@@ -578,6 +630,9 @@ impl Inner {
         }
         if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
             self.fail(e);
+        }
+        if self.failed.is_none() {
+            self.take_place();
         }
         // Line tables are asked again per chunk: a recording that runs for
         // weeks through class churn keeps only its current chunk's.
