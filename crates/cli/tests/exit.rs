@@ -1,6 +1,7 @@
 //! JVM exit paths under the agent: System.exit from many threads at once,
-//! and SIGTERM while an attach dump runs. No crash, no hs_err file, and the
-//! recordings on disk are whole.
+//! SIGTERM while an attach dump runs, a JVM that fails to start after the
+//! agent loaded (only `Agent_OnUnload` runs). No crash, no hs_err file, and
+//! the recordings on disk are whole.
 
 mod common;
 
@@ -35,6 +36,35 @@ fn system_exit_from_sixteen_threads_at_once() {
         no_crash_report(&s.0);
         assert!(err.contains("[oxprof] jfr summary:"), "round {round}: {err}");
         assert!(jfr_count(&out, "jdk.ExecutionSample") > 0 && jfr_count(&out, "jdk.ObjectAllocationSample") > 0, "round {round}");
+    }
+}
+
+/// A JVM that fails during its own initialisation, after `Agent_OnLoad`
+/// (a heap too small, a heap that cannot be reserved): no
+/// VMInit, no VMDeath, only `Agent_OnUnload`. The JVM's own error and exit
+/// status reach the user; the agent neither crashes nor hangs it, and
+/// writes no profile of a recording that never started.
+#[test]
+fn a_jvm_that_fails_to_start_exits_with_its_own_error() {
+    let s = Scratch::new("exit-init");
+    for opts in ["", "start,event=cpu,file=a.jfr", "start,event=cpu,interval=1ms,alloc,live,wall=10ms,lock,file=b.collapsed"] {
+        for (flag, says) in [("-Xmx1k", "Too small maximum heap"), ("-Xmx200t", "Could not reserve enough space")] {
+            let o = std::process::Command::new(java())
+                .current_dir(&s.0)
+                .arg(format!("-agentpath:{}={opts}", agent().display()))
+                .arg(flag)
+                .arg("-version")
+                .output()
+                .unwrap();
+            // HotSpot prints its initialisation error on stdout.
+            let err = format!("{}{}", text(&o.stdout), text(&o.stderr));
+            assert_eq!(o.status.code(), Some(1), "{opts} {flag}: {err}");
+            assert!(err.contains("Error occurred during initialization of VM") && err.contains(says), "{opts} {flag}: {err}");
+            assert!(!err.contains("panic"), "{opts} {flag}: {err}");
+            no_crash_report(&s.0);
+            let left: Vec<_> = std::fs::read_dir(&s.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert!(left.is_empty(), "{opts} {flag}: files left {left:?}");
+        }
     }
 }
 
