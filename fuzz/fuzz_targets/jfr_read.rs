@@ -1,6 +1,6 @@
 //! `oxprof convert`/`report` on a JFR file: the reader on any bytes, then
 //! every kind of profile (written as collapsed stacks and pprof), the
-//! safepoints with their figures, and the leak sites of what it read.
+//! safepoints with their figures, and the leak report (sites and facts) of what it read.
 //! Errors and warnings are one line; no panic, no unbounded allocation (run
 //! with -malloc_limit_mb), no hang.
 #![no_main]
@@ -33,5 +33,5 @@ fuzz_target!(|data: &[u8]| {
     let safepoints = convert::safepoints(&rec, &opts);
     let _ = SafepointStats::of(&safepoints);
     let _ = safepoint::slowest(&safepoints, 10);
-    let _ = rec.leak_sites(None);
+    let _ = rec.leak_report(None);
 });

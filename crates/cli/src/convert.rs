@@ -89,7 +89,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
 fn write(
     profiles: &[(&str, Profile)],
     safepoints: &report::Safepoints,
-    leak: Option<&oxprof_profile::leak::LeakReport>,
+    leak: Option<&crate::report::LeakFacts>,
     target: Target,
     counter: Counter,
     out: &Path,

@@ -236,24 +236,30 @@ impl<'a> Safepoints<'a> {
     }
 }
 
+/// A leak report rebuilt from a recording, and whether the recording had
+/// its facts (`oxprof.LiveReport`: duration, GCs, sampling).
+pub struct LeakFacts {
+    pub report: LeakReport,
+    pub facts: bool,
+}
+
 /// The last leak report of a recording with `oxprof.LiveSite` events
 /// (before `--to`), ranked as the agent ranks its text report; `None` for
 /// other inputs.
-pub fn leak_report(input: &Input, selection: &Selection) -> Result<Option<LeakReport>, String> {
+pub fn leak_report(input: &Input, selection: &Selection) -> Result<Option<LeakFacts>, String> {
     let Input::Jfr(rec) = input else { return Ok(None) };
-    let sites = rec.leak_sites(selection.range(rec)?.1);
-    if sites.is_empty() {
+    let Some((mut report, facts)) = rec.leak_report(selection.range(rec)?.1) else { return Ok(None) };
+    if report.sites.is_empty() {
         return Ok(None);
     }
-    let mut report = LeakReport { sites, ..LeakReport::default() };
     report.rank();
-    Ok(Some(report))
+    Ok(Some(LeakFacts { report, facts }))
 }
 
 /// Writes the tables for every profile (the live one as `leak`'s ranking
 /// when there is one), then the Safepoints section when there are
 /// safepoints.
-pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, leak: Option<&LeakReport>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, leak: Option<&LeakFacts>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
     profile_tables(profiles, leak, top, out)?;
     if !safepoints.list.is_empty() {
         if !profiles.is_empty() {
@@ -265,7 +271,7 @@ pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, leak:
 }
 
 /// The tables of every profile.
-fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakReport>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
     for (i, (key, p)) in profiles.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
@@ -463,15 +469,22 @@ fn accuracy(p: &Profile, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// Leak suspects from oxprof's leak-report sites, ranked and computed by the
 /// same code as the agent's text report.
-fn leak_suspects(leak: &LeakReport, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
-    let samples: u64 = leak.sites.iter().map(|s| s.tracked).sum();
+fn leak_suspects(leak: &LeakFacts, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let LeakFacts { report, facts } = leak;
+    let samples: u64 = report.sites.iter().map(|s| s.tracked).sum();
     writeln!(
         out,
         "Leak suspects ({} sites, {} live, {samples} samples; ranked as the text leak report: score = recent growth x steadiness (R^2) x old share)",
-        leak.sites.len(),
-        oxprof_profile::leak::fmt_bytes(leak.live_bytes())
+        report.sites.len(),
+        oxprof_profile::leak::fmt_bytes(report.live_bytes())
     )?;
-    leak.write_table(top, &mut *out)
+    if *facts {
+        report.write_facts(&mut *out)?;
+        if let Some(note) = &report.gc_roots_note {
+            writeln!(out, "paths to GC roots: {note}")?;
+        }
+    }
+    report.write_table(top, &mut *out)
 }
 
 /// Rows of (allocated class, allocating frame): samples and total. Rows

@@ -317,7 +317,8 @@ struct TableRow {
 /// The rows of the "Leak suspects" table of `oxprof report`.
 fn leak_table(report: &str) -> Vec<TableRow> {
     let section = report.split("Leak suspects").nth(1).unwrap_or_else(|| panic!("no Leak suspects section: {report}"));
-    let mut lines = section.lines().skip(1);
+    // The report's facts may come first, then the table's header.
+    let mut lines = section.lines().skip(1).skip_while(|l| l.starts_with("recorded ") || l.starts_with("sampling: ") || l.starts_with("paths to GC roots: "));
     let header = lines.next().unwrap();
     assert!(header.contains(" objects ") && header.contains(" samples "), "{header}");
     lines
@@ -371,6 +372,13 @@ fn report_on_a_jfr_recording_ranks_leak_suspects_as_the_text_report() {
         assert_eq!((row.class.as_str(), row.method.as_str(), row.score.as_str()), (site.class.as_str(), site.method.as_str(), score), "{shown}\n{report_txt}");
         let live_txt: Vec<&str> = site.text.split("live ").nth(1).unwrap().split_whitespace().take(2).collect();
         assert_eq!(row.live, live_txt.join(" "));
+    }
+    // The report's facts (duration, GCs, forced GC, sampling, thinning,
+    // tracking memory) come from the recording, as the text report has them.
+    let facts: Vec<&str> = report_txt.lines().skip(1).take(2).collect();
+    assert!(facts[0].starts_with("recorded ") && facts[1].starts_with("sampling: "), "{report_txt}");
+    for line in &facts {
+        assert!(shown.lines().any(|l| l == *line), "the report lacks the text report's line '{line}':\n{shown}");
     }
     let top = &rows[0];
     assert!(top.score != "0 B", "{shown}");

@@ -201,10 +201,11 @@ impl LeakReport {
         p
     }
 
-    /// Writes the ranked text report (call [`LeakReport::rank`] first).
-    pub fn write_text<W: Write>(&self, top: usize, mut out: W) -> io::Result<()> {
+    /// The report's facts, two lines: how long it recorded, GCs, whether a
+    /// GC was forced, live bytes and samples; sampling interval, thinning
+    /// and tracking memory.
+    pub fn write_facts<W: Write>(&self, mut out: W) -> io::Result<()> {
         let total = self.live_bytes();
-        writeln!(out, "oxprof live objects and leak suspects")?;
         writeln!(
             out,
             "recorded {:.1} s, {} GCs; {} before this report; live now: {} in {} tracked samples",
@@ -230,7 +231,14 @@ impl LeakReport {
         } else {
             write!(out, "; no thinning (budget {})", fmt_bytes(self.budget_bytes as f64))?;
         }
-        writeln!(out, "; tracking memory {}", fmt_bytes(self.used_bytes as f64))?;
+        writeln!(out, "; tracking memory {}", fmt_bytes(self.used_bytes as f64))
+    }
+
+    /// Writes the ranked text report (call [`LeakReport::rank`] first).
+    pub fn write_text<W: Write>(&self, top: usize, mut out: W) -> io::Result<()> {
+        let total = self.live_bytes();
+        writeln!(out, "oxprof live objects and leak suspects")?;
+        self.write_facts(&mut out)?;
         writeln!(out)?;
         writeln!(out, "Ranking: sites are ordered by leak score = growth x steadiness x age, where growth is how much the site's live bytes")?;
         writeln!(out, "grew over the later half of the run (least-squares slope of live bytes sampled after each GC, times the time covered),")?;

@@ -422,6 +422,9 @@ pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
     let now = now_ticks() as i64;
     let tid = crate::sampling::threads::current_tid();
     inner.name_thread(agent, tid);
+    if let Err(e) = inner.writer.live_report(now, tid as u64, report) {
+        return inner.fail(e);
+    }
     let mut n = 0;
     for (i, site) in report.sites.iter().enumerate() {
         let Some((class, stack)) = site.frames.split_last() else { continue };

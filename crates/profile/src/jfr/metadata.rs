@@ -65,6 +65,9 @@ pub mod id {
     /// `oxprof.Span`, oxprof's own event: an interval the application timed
     /// (`OxProfiler.span`).
     pub const SPAN: u64 = 115;
+    /// `oxprof.LiveReport`, oxprof's own event: what a leak report says of
+    /// itself (how long, how many GCs, sampling), beside its sites.
+    pub const LIVE_REPORT: u64 = 116;
 
     pub const LABEL: u64 = 200;
     pub const DESCRIPTION: u64 = 201;
@@ -563,6 +566,60 @@ fn types() -> Vec<Element> {
                 category(&["Java Virtual Machine", "Profiling"]),
                 label("Live Allocation Site"),
                 description("oxprof's live objects of one allocation site at a leak report, with the inputs of its leak score"),
+            ],
+        ),
+        event(
+            LIVE_REPORT,
+            "oxprof.LiveReport",
+            false,
+            vec![
+                event_thread(),
+                F(
+                    "recordingDuration",
+                    LONG,
+                    false,
+                    false,
+                    vec![ann(TIMESPAN, Some("NANOSECONDS")), label("Recording Duration"), description("How long live objects had been tracked at this report")],
+                ),
+                F("gcs", LONG, false, false, vec![label("GCs"), description("Garbage collections seen while tracking")]),
+                F("forcedGc", BOOLEAN, false, false, vec![label("Forced GC"), description("Whether a full GC was forced right before the report")]),
+                F("noGcReason", STRING, false, false, vec![label("No GC Reason"), description("Why no GC was forced although one was asked for")]),
+                F(
+                    "interval",
+                    LONG,
+                    false,
+                    false,
+                    vec![ann(DATA_AMOUNT, Some("BYTES")), label("Sampling Interval"), description("The JVM's mean allocation sampling interval")],
+                ),
+                F(
+                    "effectiveInterval",
+                    LONG,
+                    false,
+                    false,
+                    vec![ann(DATA_AMOUNT, Some("BYTES")), label("Effective Interval"), description("The mean interval after thinning to fit the budget")],
+                ),
+                F("thinnings", LONG, false, false, vec![label("Thinnings"), description("Times the tracked objects were thinned to fit the budget")]),
+                F("budget", LONG, false, false, vec![ann(DATA_AMOUNT, Some("BYTES")), label("Budget"), description("Memory budget of the tracked objects")]),
+                F(
+                    "trackingMemory",
+                    LONG,
+                    false,
+                    false,
+                    vec![ann(DATA_AMOUNT, Some("BYTES")), label("Tracking Memory"), description("Memory the tracked objects used")],
+                ),
+                F("trackedSamples", LONG, false, false, vec![label("Tracked Samples"), description("Live sampled objects tracked at the report")]),
+                F(
+                    "gcRootsNote",
+                    STRING,
+                    false,
+                    false,
+                    vec![label("GC Roots Note"), description("Why paths to GC roots are missing, when they were asked for")],
+                ),
+            ],
+            vec![
+                category(&["Java Virtual Machine", "Profiling"]),
+                label("Live Objects Report"),
+                description("oxprof's leak report as a whole: the facts its oxprof.LiveSite events of the same time were computed under"),
             ],
         ),
         event(

@@ -664,6 +664,36 @@ impl<W: Write> JfrWriter<W> {
         self.emit()
     }
 
+    /// `oxprof.LiveReport`: the facts of a leak report (its header), at the
+    /// same time as its `oxprof.LiveSite` events.
+    pub fn live_report(&mut self, ticks: i64, tid: u64, r: &crate::leak::LeakReport) -> io::Result<()> {
+        self.refer_thread(tid);
+        let long = |v: u64| v.min(i64::MAX as u64) as i64;
+        let b = &mut self.body;
+        b.clear();
+        b.varint(id::LIVE_REPORT);
+        b.long(ticks);
+        b.varint(tid);
+        b.long((r.duration_secs.max(0.0) * 1e9).round() as i64);
+        b.long(long(r.gcs));
+        b.boolean(r.forced_gc);
+        match &r.no_gc_reason {
+            Some(why) => b.string(why),
+            None => b.null_string(),
+        }
+        b.long(long(r.interval));
+        b.long(long(r.effective_interval));
+        b.long(r.thinnings as i64);
+        b.long(long(r.budget_bytes));
+        b.long(long(r.used_bytes));
+        b.long(long(r.tracked));
+        match &r.gc_roots_note {
+            Some(note) => b.string(note),
+            None => b.null_string(),
+        }
+        self.emit()
+    }
+
     /// `oxprof.Span`: an interval of `duration` ticks from `start_ticks`
     /// that the application timed and named `tag` on thread `tid`, with
     /// label set `labels` (0: none).
@@ -806,7 +836,7 @@ impl<W: Write> JfrWriter<W> {
 /// Event type ids for [`JfrWriter::setting`].
 pub mod event_type {
     pub use super::id::{
-        EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, LIVE_SITE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE,
+        EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, LIVE_REPORT, LIVE_SITE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE,
         SAFEPOINT_BEGIN, SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, SPAN, THREAD_PARK, WALL_CLOCK_SAMPLE,
     };
 }

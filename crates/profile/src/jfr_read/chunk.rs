@@ -77,6 +77,7 @@ enum Interest {
     AllocOutsideTlab,
     OldObject,
     LiveSite,
+    LiveReport,
     ActiveSetting,
     NativeSample,
     WallSample,
@@ -96,6 +97,7 @@ impl Interest {
             "jdk.ObjectAllocationOutsideTLAB" => Interest::AllocOutsideTlab,
             "jdk.OldObjectSample" => Interest::OldObject,
             "oxprof.LiveSite" => Interest::LiveSite,
+            "oxprof.LiveReport" => Interest::LiveReport,
             "jdk.ActiveSetting" => Interest::ActiveSetting,
             "jdk.NativeMethodSample" => Interest::NativeSample,
             "oxprof.WallClockSample" => Interest::WallSample,
@@ -464,6 +466,26 @@ impl<'a> Resolver<'a> {
         self.rec.live_sites.push(site);
     }
 
+    /// oxprof's `oxprof.LiveReport`: the facts of one leak report.
+    fn live_report(&mut self, ev: &Value, type_id: i64, time: i64) {
+        let n = |name: &str| self.int(ev, type_id, name).unwrap_or(0).max(0) as u64;
+        let report = crate::leak::LeakReport {
+            duration_secs: n("recordingDuration") as f64 / 1e9,
+            gcs: n("gcs"),
+            forced_gc: n("forcedGc") != 0,
+            no_gc_reason: self.text(ev, type_id, "noGcReason").filter(|t| !t.is_empty()),
+            interval: n("interval"),
+            effective_interval: n("effectiveInterval"),
+            thinnings: n("thinnings").min(u32::MAX as u64) as u32,
+            budget_bytes: n("budget"),
+            used_bytes: n("trackingMemory"),
+            tracked: n("trackedSamples"),
+            gc_roots_note: self.text(ev, type_id, "gcRootsNote").filter(|t| !t.is_empty()),
+            ..crate::leak::LeakReport::default()
+        };
+        self.rec.live_reports.push(super::LiveReportEvent { time, report });
+    }
+
     fn resolve(mut self, events: Vec<(Interest, i64, Value)>) {
         for (what, type_id, ev) in events {
             let time = self.int(&ev, type_id, "startTime").map(|t| self.header.ticks_to_ns(t)).unwrap_or(self.header.start_nanos);
@@ -522,6 +544,7 @@ impl<'a> Resolver<'a> {
                     self.rec.live.push(LiveSample { time, allocated, thread, stack, class, bytes });
                 }
                 Interest::LiveSite => self.live_site(&ev, type_id, time),
+                Interest::LiveReport => self.live_report(&ev, type_id, time),
                 Interest::Span => {
                     let thread = self.thread(&ev, type_id, "eventThread");
                     let duration_ns = self.duration_ns(&ev, type_id);

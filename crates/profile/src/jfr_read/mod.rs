@@ -154,6 +154,14 @@ pub struct LiveSiteEvent {
     pub score: f64,
 }
 
+/// oxprof's `oxprof.LiveReport`: the facts of one leak report (its
+/// `sites` empty), written at the same time as its `oxprof.LiveSite`s.
+#[derive(Clone, Debug)]
+pub struct LiveReportEvent {
+    pub time: i64,
+    pub report: crate::leak::LeakReport,
+}
+
 /// What the safepoint events of one `safepointId` said, until the whole
 /// file is read: (start, duration) of `jdk.SafepointBegin` and of
 /// `jdk.SafepointStateSynchronization`, the end of `jdk.SafepointEnd`, all
@@ -217,6 +225,9 @@ pub struct Recording {
     pub live: Vec<LiveSample>,
     /// oxprof's leak-report sites, every report's (see [`Recording::leak_sites`]).
     pub live_sites: Vec<LiveSiteEvent>,
+    /// The facts of oxprof's leak reports (`oxprof.LiveReport`), one per
+    /// report, in file order.
+    pub live_reports: Vec<LiveReportEvent>,
     /// oxprof's spans (`oxprof.Span`), in file order.
     pub spans: Vec<SpanEvent>,
     /// The safepoints, in time order; `samples` counts the CPU samples
@@ -268,6 +279,7 @@ impl Default for Recording {
             lock: Vec::new(),
             live: Vec::new(),
             live_sites: Vec::new(),
+            live_reports: Vec::new(),
             spans: Vec::new(),
             safepoints: Vec::new(),
             cpu_period_ns: None,
@@ -359,6 +371,21 @@ impl Recording {
                 }
             })
             .collect()
+    }
+
+    /// The last leak report written before `to_ns` (the whole recording
+    /// without it): its sites as [`Recording::leak_sites`] rebuilds them,
+    /// and its facts (duration, GCs, sampling) from the `oxprof.LiveReport`
+    /// of the same time; the flag says whether the recording had them
+    /// (files of oxprof before that event carry sites only). `None` without
+    /// sites.
+    pub fn leak_report(&self, to_ns: Option<i64>) -> Option<(crate::leak::LeakReport, bool)> {
+        let sites = self.leak_sites(to_ns);
+        let last = self.live_sites.iter().map(|s| s.time).filter(|&t| to_ns.is_none_or(|to| t < to)).max()?;
+        let facts = self.live_reports.iter().rev().find(|r| r.time == last);
+        let mut report = facts.map(|f| f.report.clone()).unwrap_or_default();
+        report.sites = sites;
+        Some((report, facts.is_some()))
     }
 
     /// Whether the recording holds no samples of any kind.
@@ -453,7 +480,15 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
         }
         // A corrupt chunk is reported and skipped: its header told where the next starts.
         let mut scratch = std::mem::take(&mut rec);
-        let before = (scratch.cpu.len(), scratch.alloc.len(), scratch.live.len(), scratch.wall.len(), scratch.native.len(), scratch.live_sites.len());
+        let before = (
+            scratch.cpu.len(),
+            scratch.alloc.len(),
+            scratch.live.len(),
+            scratch.wall.len(),
+            scratch.native.len(),
+            scratch.live_sites.len(),
+            scratch.live_reports.len(),
+        );
         match chunk::read_chunk(&buf, &mut scratch) {
             Ok(()) => scratch.chunks += 1,
             Err(e) => {
@@ -463,6 +498,7 @@ pub fn read_from(input: &mut dyn Read, total: u64, progress: &mut dyn FnMut(u64,
                 scratch.wall.truncate(before.3);
                 scratch.native.truncate(before.4);
                 scratch.live_sites.truncate(before.5);
+                scratch.live_reports.truncate(before.6);
                 scratch.warnings.push(format!("skipped chunk {n} at byte {offset}: {e}"));
             }
         }
@@ -507,6 +543,66 @@ mod tests {
         assert!(read(b"hello world, this is not a recording at all, no no no no no no no no no").unwrap_err().contains("not a JFR file"));
         assert!(read(b"FLR\0\0\x02").unwrap_err().contains("truncated"));
         assert!(read(b"PK").unwrap_err().contains("not a JFR file"));
+    }
+
+    /// Two leak reports, each with its facts and one site: the last one
+    /// before `--to` is rebuilt with its own facts, and a recording of
+    /// sites without facts says so.
+    #[test]
+    fn leak_reports_come_back_with_their_facts() {
+        use crate::jfr::{FrameType, JfrFrame};
+        use crate::leak::{LeakReport, Site};
+        let frame = JfrFrame { class: "a.B".into(), method: "leak".into(), descriptor: "()V".into(), line: 7, bci: 3, kind: FrameType::Jit };
+        let site = |bytes: f64| Site {
+            frames: vec![
+                crate::model::Frame::new("a.B.leak", crate::model::FrameKind::Jit),
+                crate::model::Frame::new("byte[]", crate::model::FrameKind::Alloc),
+            ],
+            live_bytes: bytes,
+            live_objects: bytes / 1024.0,
+            tracked: 3,
+            ..Site::default()
+        };
+        let facts = |secs: f64, gcs: u64| LeakReport {
+            duration_secs: secs,
+            gcs,
+            forced_gc: gcs.is_multiple_of(2),
+            no_gc_reason: (!gcs.is_multiple_of(2)).then(|| "live_gc=no".to_string()),
+            interval: 65536,
+            effective_interval: 131072,
+            thinnings: 1,
+            budget_bytes: 1 << 24,
+            used_bytes: 40_000,
+            tracked: 3,
+            gc_roots_note: Some("not asked for".into()),
+            ..LeakReport::default()
+        };
+        let mut w = crate::jfr::JfrWriter::new(Vec::new());
+        w.begin_chunk(0, 1_700_000_000_000_000_000).unwrap();
+        w.stack(1, &[frame], false);
+        for (ticks, secs, gcs, bytes) in [(1_000, 1.5, 3, 4096.0), (2_000, 2.5, 4, 8192.0)] {
+            w.live_report(ticks, 1, &facts(secs, gcs)).unwrap();
+            w.live_site(ticks, 1, 1, &site(bytes)).unwrap();
+        }
+        w.end_chunk(3_000, true).unwrap();
+        let rec = read(&w.into_inner()).unwrap();
+        let (last, known) = rec.leak_report(None).unwrap();
+        assert!(known);
+        assert_eq!((last.duration_secs, last.gcs, last.forced_gc, last.no_gc_reason.as_deref()), (2.5, 4, true, None));
+        assert_eq!(
+            (last.interval, last.effective_interval, last.thinnings, last.budget_bytes, last.used_bytes, last.tracked),
+            (65536, 131072, 1, 1 << 24, 40_000, 3)
+        );
+        assert_eq!(last.gc_roots_note.as_deref(), Some("not asked for"));
+        assert_eq!(last.sites.len(), 1);
+        assert_eq!(last.sites[0].live_bytes, 8192.0);
+        let between = rec.live_sites.iter().map(|s| s.time).max().unwrap();
+        let (first, _) = rec.leak_report(Some(between)).unwrap();
+        assert_eq!((first.duration_secs, first.gcs, first.no_gc_reason.as_deref(), first.sites[0].live_bytes), (1.5, 3, Some("live_gc=no"), 4096.0));
+        let mut bare = rec;
+        bare.live_reports.clear();
+        let (sites_only, known) = bare.leak_report(None).unwrap();
+        assert!(!known && sites_only.gcs == 0 && sites_only.sites.len() == 1);
     }
 
     /// Review finding (jfr_read): a second chunk whose header claims nearly
