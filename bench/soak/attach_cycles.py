@@ -18,7 +18,8 @@ each command with a 120 s time-out (a hang is reported as a deadlock).
 At the end it reports: cycles done, commands that failed or timed out,
 whether the JVM is alive and exited normally, hs_err files, and the RSS
 difference to the twin and the agent's heap (from `status`) over time, with
-the trend after the first ten minutes.
+the trend after the first ten minutes; and the agent's heap between
+recordings (a `status` after each stop), which shows what outlives them.
 
 Usage: bench/soak/attach_cycles.py [--minutes 30] [--cycles 200] [--classes 50]
                                    [--lockers 4] [--dir /tmp/oxprof-attach-soak]
@@ -75,7 +76,7 @@ def main():
     start = time.time()
     period = a.minutes * 60 * 0.95 / max(a.cycles, 1)
     failures, timeouts, done = [], 0, 0
-    mem = []
+    mem, idle = [], []
 
     def attach(*cmd):
         nonlocal timeouts
@@ -104,6 +105,11 @@ def main():
         attach("dump", "-o", dump)
         time.sleep(max(0.5, period / 3))
         attach("stop", "-o", os.path.join(a.dir, "stop.html"))
+        # Between recordings: what the agent keeps (method names of classes
+        # that can unload, pruned past 20,000; caches), without a recording's.
+        m = re.search(r"agent_heap=([\d.]+)MiB", attach("status"))
+        if m:
+            idle.append((time.time() - start, float(m.group(1))))
         done += 1
         if i % 10 == 0:
             t, d, h = mem[-1] if mem else (0, 0, 0)
@@ -125,6 +131,10 @@ def main():
         print(f"RSS difference: max {max(d for _, d, _ in mem):.1f} MiB; agent heap max {max(h for _, _, h in mem):.1f} MiB")
     if after:
         print(f"after 10 min: RSS difference trend {slope_per_hour(after):+.1f} MiB/h, agent heap trend {slope_per_hour(heap_after):+.2f} MiB/h")
+    if idle:
+        idle_after = [(t, h) for t, h in idle if t >= 600]
+        trend = f", trend after 10 min {slope_per_hour(idle_after):+.2f} MiB/h" if idle_after else ""
+        print(f"agent heap between recordings: first {idle[0][1]:.1f} MiB, max {max(h for _, h in idle):.1f} MiB, last {idle[-1][1]:.1f} MiB{trend}")
     errs = [l.rstrip() for l in err_lines if "error" in l.lower() or "panic" in l.lower()]
     print(f"agent error/panic lines: {len(errs)}")
     for l in errs[:5]:

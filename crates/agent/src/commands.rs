@@ -41,7 +41,8 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
 
 /// One line saying what runs, since when, and how many samples.
 fn status_line(rec: Option<&Recording>) -> String {
-    let Some(rec) = rec else { return "idle: profiling is not running".into() };
+    // Idle, the agent's own heap is what it keeps between recordings.
+    let Some(rec) = rec else { return format!("idle: profiling is not running; {}", crate::memory::describe()) };
     let mut parts: Vec<String> = rec.sources.iter().map(|s| s.status()).collect();
     if let Some(g) = &rec.gate {
         parts.push(g.status());

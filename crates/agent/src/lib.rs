@@ -33,6 +33,7 @@ pub mod options;
 pub mod output;
 pub mod profiler;
 pub mod sampling;
+pub mod sigchain;
 pub mod source;
 pub mod spans;
 pub mod symbols;

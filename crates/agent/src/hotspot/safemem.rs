@@ -11,7 +11,8 @@
 //!   routine's failure exit, which returns "unreadable"; anywhere else it
 //!   hands the signal to the handler it replaced (the JVM's, which uses
 //!   SIGSEGV for implicit null checks and safepoint polls), with the same
-//!   arguments, so the JVM sees what it would have seen. A load costs a few
+//!   arguments, so the JVM sees what it would have seen (`sigchain`, which
+//!   the sampling handlers use too). A load costs a few
 //!   nanoseconds. async-profiler reads the JVM's memory the same way.
 //! - **`process_vm_readv` on the own process**, where the handler cannot be
 //!   installed or is not ours any more, or with `OXPROF_SAFE_READS=syscall`:
@@ -29,6 +30,8 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::sigchain::{hand_on, Previous};
 
 /// Our own process id, set once before the handler is armed.
 static PID: AtomicI32 = AtomicI32::new(0);
@@ -116,10 +119,9 @@ impl Drop for HandlerReads {
     }
 }
 
-/// The handlers replaced for SIGSEGV and SIGBUS: address and `sa_flags`
-/// (set before ours is installed, never changed after).
-static OLD_HANDLER: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
-static OLD_FLAGS: [AtomicI32; 2] = [const { AtomicI32::new(0) }; 2];
+/// The handlers replaced for SIGSEGV and SIGBUS (kept before ours is
+/// installed).
+static PREVIOUS: [Previous; 2] = [const { Previous::new() }; 2];
 /// Faults turned into failed reads, since the process started.
 static CAUGHT: AtomicU64 = AtomicU64::new(0);
 
@@ -176,38 +178,8 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *
             }
         }
     }
-    let i = slot_of(sig);
-    let (Some(h), Some(f)) = (OLD_HANDLER.get(i), OLD_FLAGS.get(i)) else { return };
-    let (handler, flags) = (h.load(Ordering::Acquire), f.load(Ordering::Relaxed));
-    if handler == libc::SIG_IGN {
-        return;
-    }
-    if handler == libc::SIG_DFL {
-        // Back to the default action, which the faulting instruction meets
-        // again when it is retried (a core dump, as without oxprof).
-        // SAFETY: __errno_location returns this thread's errno slot.
-        let errno = unsafe { libc::__errno_location() };
-        // SAFETY: the slot is valid for the thread's life.
-        let saved = unsafe { *errno };
-        // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask; sigaction
-        // is async-signal-safe.
-        unsafe {
-            let mut dfl: libc::sigaction = std::mem::zeroed();
-            dfl.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(sig, &dfl, std::ptr::null_mut());
-            *errno = saved;
-        }
-        return;
-    }
-    if flags & libc::SA_SIGINFO != 0 {
-        // SAFETY: the handler the process had installed with SA_SIGINFO,
-        // called as the kernel would have called it.
-        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) = unsafe { std::mem::transmute(handler) };
-        f(sig, info, ucontext);
-    } else {
-        // SAFETY: a plain handler the process had installed.
-        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
-        f(sig);
+    if let Some(prev) = PREVIOUS.get(slot_of(sig)) {
+        hand_on(prev, sig, info, ucontext);
     }
 }
 
@@ -227,11 +199,10 @@ fn install_fault_handler() -> bool {
         if old.sa_sigaction == ours {
             continue;
         }
-        let i = slot_of(sig);
-        OLD_FLAGS[i].store(old.sa_flags, Ordering::Relaxed);
-        OLD_HANDLER[i].store(old.sa_sigaction, Ordering::Release);
+        let Some(prev) = PREVIOUS.get(slot_of(sig)) else { return false };
         // The JVM's mask and flags (with SA_SIGINFO), so that the JVM's
         // handler, called from ours, runs as it was set up to.
+        prev.save(&old, true);
         let mut new = old;
         new.sa_sigaction = ours;
         new.sa_flags = (old.sa_flags | libc::SA_SIGINFO | libc::SA_ONSTACK) & !libc::SA_RESETHAND;

@@ -38,7 +38,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use jvmti_sys::asgct::{ticks, ASGCT_CallFrame, ASGCT_CallTrace, AsyncGetCallTraceFn};
 use jvmti_sys::{jint, JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
@@ -193,62 +193,7 @@ pub fn read_noop_switch() -> bool {
 }
 // signal-safe: on
 
-type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void);
-
-/// A handler that was installed before oxprof's, kept to hand it the signals
-/// that are not oxprof's: `SIG_DFL`, `SIG_IGN` or a function, its flags, and
-/// the signals it blocks (the first 64, all that Linux has).
-struct Previous {
-    handler: AtomicUsize,
-    flags: AtomicI32,
-    mask: AtomicU64,
-}
-
-impl Previous {
-    const fn new() -> Previous {
-        Previous { handler: AtomicUsize::new(libc::SIG_DFL), flags: AtomicI32::new(0), mask: AtomicU64::new(0) }
-    }
-
-    /// Keeps `old` (off the signal path). The handler is written last: it is
-    /// what the signal path reads first.
-    fn save(&self, old: &libc::sigaction) {
-        let mut mask = 0u64;
-        for signo in 1..=64 {
-            // SAFETY: sigismember only reads the set.
-            if unsafe { libc::sigismember(&old.sa_mask, signo) } == 1 {
-                mask |= 1 << (signo - 1);
-            }
-        }
-        self.flags.store(old.sa_flags, Ordering::SeqCst);
-        self.mask.store(mask, Ordering::SeqCst);
-        self.handler.store(old.sa_sigaction, Ordering::SeqCst);
-    }
-
-    /// The kept handler as an action to install again (off the signal path).
-    fn action(&self) -> libc::sigaction {
-        // SAFETY: a zeroed sigaction is valid plain data.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = self.handler.load(Ordering::SeqCst);
-        sa.sa_flags = self.flags.load(Ordering::SeqCst);
-        fill_set(&mut sa.sa_mask, self.mask.load(Ordering::SeqCst));
-        sa
-    }
-}
-
-/// Makes `set` hold the signals whose bits (`1 << (signo - 1)`) are in
-/// `mask`. Async-signal-safe (POSIX lists both calls).
-fn fill_set(set: &mut libc::sigset_t, mask: u64) {
-    // SAFETY: sigemptyset and sigaddset only write the set; sigaddset refuses
-    // the numbers glibc keeps for itself (errno is restored by the callers).
-    unsafe {
-        libc::sigemptyset(set);
-        for signo in 1..=64 {
-            if mask & (1 << (signo - 1)) != 0 {
-                libc::sigaddset(set, signo);
-            }
-        }
-    }
-}
+use crate::sigchain::{hand_on, Previous, SigInfoHandler};
 
 /// The action installed for `signo` now.
 fn current_action(signo: libc::c_int) -> std::io::Result<libc::sigaction> {
@@ -293,11 +238,11 @@ fn take_over(signo: libc::c_int, handler: SigInfoHandler, also_block: &[libc::c_
     let ours = handler as *const () as usize;
     let old = current_action(signo)?;
     if old.sa_sigaction != ours {
-        prev.save(&old);
+        prev.save(&old, false);
     }
     let replaced = set_handler(signo, handler, also_block)?;
     if replaced.sa_sigaction != ours && replaced.sa_sigaction != old.sa_sigaction {
-        prev.save(&replaced);
+        prev.save(&replaced, false);
     }
     Ok(())
 }
@@ -558,62 +503,6 @@ extern "C" fn on_sigprof(signo: libc::c_int, info: *mut libc::siginfo_t, ucontex
         Origin::Foreign => hand_on(&PREV_PROF, signo, info, ucontext),
         Origin::Unknown => {}
     }
-}
-
-/// Hands a signal that is not oxprof's to `prev`, as the kernel would have
-/// delivered it: the default action for `SIG_DFL` (the signal is raised
-/// again with the default action set; it is blocked while this handler runs,
-/// so it is taken once it returns), nothing for `SIG_IGN`, else the function
-/// with the calling convention its flags name, with its own mask blocked
-/// besides ours, and reset to `SIG_DFL` first if it was one-shot
-/// (`SA_RESETHAND`). `errno` is kept for the interrupted code.
-fn hand_on(prev: &Previous, signo: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-    // SAFETY: __errno_location returns this thread's errno slot, valid for
-    // the thread's life.
-    let errno = unsafe { libc::__errno_location() };
-    // SAFETY: as above.
-    let saved = unsafe { *errno };
-    let handler = prev.handler.load(Ordering::SeqCst);
-    if handler == libc::SIG_DFL {
-        // SAFETY: sigaction and raise are async-signal-safe; see above for
-        // when the raised signal is taken.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(signo, &sa, ptr::null_mut());
-            libc::raise(signo);
-        }
-    } else if handler != libc::SIG_IGN {
-        let flags = prev.flags.load(Ordering::SeqCst);
-        if flags & libc::SA_RESETHAND != 0 {
-            prev.handler.store(libc::SIG_DFL, Ordering::SeqCst);
-        }
-        let mask = prev.mask.load(Ordering::SeqCst);
-        // SAFETY: sigset_t is plain data; zeroed is a valid start.
-        let (mut blocked, mut before): (libc::sigset_t, libc::sigset_t) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-        let masked = mask != 0 && {
-            fill_set(&mut blocked, mask);
-            // SAFETY: pthread_sigmask is async-signal-safe and only changes
-            // this thread's mask, restored below.
-            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut before) == 0 }
-        };
-        if flags & libc::SA_SIGINFO != 0 {
-            // SAFETY: `handler` is the address of the SA_SIGINFO handler that
-            // was installed before ours; it is called as the kernel would have.
-            let f: SigInfoHandler = unsafe { std::mem::transmute(handler) };
-            f(signo, info, ucontext);
-        } else {
-            // SAFETY: as above, for a plain `sa_handler`.
-            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
-            f(signo);
-        }
-        if masked {
-            // SAFETY: restoring the mask saved above.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, ptr::null_mut()) };
-        }
-    }
-    // SAFETY: as above.
-    unsafe { *errno = saved };
 }
 
 // signal-safe: off (arms and disarms the handler, outside it)
@@ -1113,6 +1002,7 @@ fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {
 mod tests {
     use super::*;
     use jvmti_sys::asgct::ASGCT_CallFrame;
+    use std::sync::atomic::AtomicI32;
 
     /// SIGTRAPs [`on_sigtrap`] recognised as oxprof's perf samples.
     pub(super) static OUR_TRAPS: AtomicU64 = AtomicU64::new(0);
