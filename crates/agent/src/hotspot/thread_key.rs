@@ -21,17 +21,33 @@
 //! that `thread_local`, so while the key is unset `GetEnv` must not be called,
 //! and once it is set `GetEnv` reads a block that exists.
 //!
+//! The key also gives the handler the thread's `JNIEnv` without `GetEnv` at
+//! all ([`current_env`]): a `JavaThread` holds its `JNIEnv` at a fixed
+//! offset, found with the key on a Java thread at start, and the env's first
+//! word is the JNI function table every Java thread shares. So even the rare
+//! slow path of a set thread-local (glibc allocating libjvm's block again
+//! after a `dlopen` of another library with thread-locals) stays out of the
+//! handler; `GetEnv` is left for when the key or offset is unknown.
+//!
 //! `pthread_getspecific` is not on POSIX's async-signal-safe list, but glibc's
 //! reads the calling thread's key slots and allocates and locks nothing;
 //! HotSpot's own SIGSEGV handler relies on it.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use crate::hotspot::safemem;
 
 /// No key found (not searched yet, or not found): callers fall back to
 /// calling `GetEnv` as before.
 const UNKNOWN: u32 = u32::MAX;
 /// HotSpot's `ThreadLocalStorage` key, or [`UNKNOWN`].
 static KEY: AtomicU32 = AtomicU32::new(UNKNOWN);
+/// Where a `JavaThread`'s `JNIEnv` sits inside it (the env less the thread's
+/// `Thread*`), and the JNI function table every `JNIEnv` points to: with
+/// both, the handler finds the current thread's `JNIEnv` without `GetEnv`
+/// (see [`current_env`]). 0: unknown.
+static ENV_OFFSET: AtomicUsize = AtomicUsize::new(0);
+static ENV_FUNCTIONS: AtomicUsize = AtomicUsize::new(0);
 /// `PTHREAD_KEYS_MAX` on Linux (glibc and musl).
 const KEYS: u32 = 1024;
 /// How far below its `JNIEnv` a `JavaThread` starts at most: the `JNIEnv` is
@@ -49,6 +65,11 @@ pub fn find(env: usize) -> Option<u32> {
         return Some(known);
     }
     let key = key_below(env)?;
+    // SAFETY: `key` is a live key (see the module comment); `env` is the
+    // calling thread's own JNIEnv, whose first word is its function table.
+    let (thread, functions) = unsafe { (libc::pthread_getspecific(key) as usize, (env as *const usize).read()) };
+    ENV_OFFSET.store(env - thread, Ordering::SeqCst);
+    ENV_FUNCTIONS.store(functions, Ordering::SeqCst);
     KEY.store(key, Ordering::SeqCst);
     Some(key)
 }
@@ -95,6 +116,38 @@ pub fn current() -> usize {
     unsafe { libc::pthread_getspecific(key) as usize }
 }
 
+/// The calling thread's `JNIEnv` found without `GetEnv`, which reads a
+/// thread-local of libjvm (see the module comment: a first read may call
+/// `malloc`): its HotSpot `Thread*` from the key, plus the `JNIEnv`'s offset
+/// inside a `JavaThread`, where the word read must be the JNI function
+/// table. `Some(0)` for a thread that is no Java thread (a GC or VM thread:
+/// the word is something else) or has no `Thread` yet; `None` when that
+/// cannot be told (key or offset unknown, the word unreadable): ask `GetEnv`.
+/// Async-signal-safe.
+pub fn current_env() -> Option<usize> {
+    let key = KEY.load(Ordering::Relaxed);
+    if key == UNKNOWN {
+        return None;
+    }
+    // SAFETY: see the module comment; `key` is a live key.
+    let thread = unsafe { libc::pthread_getspecific(key) } as usize;
+    env_of(thread, ENV_OFFSET.load(Ordering::Relaxed), ENV_FUNCTIONS.load(Ordering::Relaxed))
+}
+
+/// [`current_env`] for `thread`, with the `JNIEnv` at `offset` in a
+/// `JavaThread` and `functions` the JNI function table.
+fn env_of(thread: usize, offset: usize, functions: usize) -> Option<usize> {
+    if offset == 0 || functions == 0 {
+        return None;
+    }
+    if thread == 0 {
+        return Some(0);
+    }
+    let env = thread.checked_add(offset)?;
+    let word = safemem::read_word(env)?;
+    Some(if word == functions { env } else { 0 })
+}
+
 /// Whether the calling thread's value of `key` is set.
 fn is_set(key: u32) -> bool {
     // SAFETY: see the module comment; `key` is a live key.
@@ -104,6 +157,24 @@ fn is_set(key: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A "Java thread" holds the function table at the env's offset and
+    /// gets its env; another thread (the word differs) gets none; unknown
+    /// facts or an unreadable word leave it to GetEnv.
+    #[test]
+    fn the_env_is_found_only_in_a_java_thread() {
+        assert!(safemem::init());
+        let functions = 0x5eed_f00d_usize;
+        let java = [0usize, 0, 0, functions, 0];
+        let other = [0usize, 0, 0, 1234, 0];
+        let (j, o) = (java.as_ptr() as usize, other.as_ptr() as usize);
+        assert_eq!(env_of(j, 24, functions), Some(j + 24));
+        assert_eq!(env_of(o, 24, functions), Some(0));
+        assert_eq!(env_of(0, 24, functions), Some(0), "no Thread yet");
+        assert_eq!(env_of(j, 0, functions), None);
+        assert_eq!(env_of(j, 24, 0), None);
+        assert_eq!(env_of(8, 24, functions), None, "unreadable: ask GetEnv");
+    }
 
     /// A key whose value sits just below a fake `JNIEnv` is found; a thread
     /// that never set it reads as not set. (The real key is checked on real

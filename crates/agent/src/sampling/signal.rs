@@ -17,10 +17,11 @@
 //! (checked in review):
 //! - no allocation, no locks, no formatting or logging, nothing that can panic
 //!   (no `unwrap`, no unchecked indexing, no `thread_local!`);
-//! - only async-signal-safe calls: `gettid`, the JVM's `GetEnv` (reads a
-//!   thread-local of libjvm; only once HotSpot's pthread key, read with
-//!   `pthread_getspecific`, shows the thread has set it: see
-//!   `hotspot::thread_key`), `AsyncGetCallTrace` (designed for it)
+//! - only async-signal-safe calls: `gettid`, `pthread_getspecific` on
+//!   HotSpot's thread key (the `JNIEnv` is found from the thread's `Thread*`
+//!   without `GetEnv`; `GetEnv`, which reads a thread-local of libjvm, only
+//!   where that cannot be told, and only once the key shows the thread has
+//!   set it: see `hotspot::thread_key`), `AsyncGetCallTrace` (designed for it)
 //!   and `process_vm_readv` (the own walk's checked reads, see `safemem`);
 //!   in `native_unwind`, `rt_sigqueueinfo` with signal 0 (its probe, which
 //!   sends nothing), `process_vm_readv`, `getpid`, `clock_gettime`; when
@@ -632,6 +633,12 @@ fn jni_env(vm: *mut JavaVM) -> *mut JNIEnv {
     // itself forever (see thread_key). An unknown key keeps the old way.
     if thread_key::current_is_set() == Some(false) {
         return ptr::null_mut();
+    }
+    // Better: no GetEnv at all (its thread-local read can still take glibc's
+    // slow path, which allocates, after a dlopen of a library with
+    // thread-locals). GetEnv only where the env cannot be told this way.
+    if let Some(env) = thread_key::current_env() {
+        return env as *mut JNIEnv;
     }
     let mut env: *mut c_void = ptr::null_mut();
     // SAFETY: `vm` is the live JavaVM. GetEnv reads the JVM's thread-local
