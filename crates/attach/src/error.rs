@@ -50,7 +50,10 @@ impl fmt::Display for AttachError {
             AttachError::PermissionDenied { pid, target_uid, our_uid, why } => {
                 let user = user_name(*target_uid).unwrap_or_else(|| format!("'#{target_uid}'"));
                 write!(f, "cannot attach to process {pid} (uid {target_uid}) as uid {our_uid}: {why}; ")?;
-                if *target_uid == 0 {
+                if *our_uid == 0 {
+                    // sudo would change nothing.
+                    write!(f, "the kernel refused root too: the process may be in another container, or a ptrace policy forbids it (Yama's kernel.yama.ptrace_scope=3)")
+                } else if *target_uid == 0 {
                     write!(f, "run oxprof with sudo")
                 } else {
                     write!(f, "run oxprof as the JVM's user (sudo -u {user} oxprof ...) or with sudo")
@@ -122,6 +125,8 @@ mod tests {
         assert!(AttachError::Timeout { what: "w".into(), after: Duration::from_millis(1500) }.to_string().contains("1.5 s"));
         let denied = |target_uid| AttachError::PermissionDenied { pid: 7, target_uid, our_uid: 1001, why: "w".into() }.to_string();
         assert!(denied(0).ends_with("run oxprof with sudo"), "{}", denied(0));
+        let as_root = AttachError::PermissionDenied { pid: 1, target_uid: 0, our_uid: 0, why: "w".into() }.to_string();
+        assert!(!as_root.contains("sudo") && as_root.contains("refused root too"), "{as_root}");
         assert!(denied(4_000_000_000).contains("sudo -u '#4000000000' oxprof"), "{}", denied(4_000_000_000));
         assert_eq!(user_name(0).as_deref(), Some("root"));
     }

@@ -12,6 +12,23 @@ pub fn parse_interval(s: &str) -> Result<String, String> {
     parse_duration_ns(s).map(|_| s.to_string())
 }
 
+/// The shortest CPU or wall-clock interval the agent takes.
+const MIN_SAMPLING_INTERVAL_NS: u64 = 100_000;
+
+/// `--interval` is a sampling interval unless the event is `lock` (then it
+/// is the mean waiting time per sample, which may be shorter): refuses one
+/// under 100us here, before a JVM is started or attached to, as the agent
+/// would.
+pub fn check_interval(interval: Option<&str>, event: Option<&str>) -> Result<(), String> {
+    let Some(i) = interval else { return Ok(()) };
+    if event == Some("lock") || parse_duration_ns(i)? >= MIN_SAMPLING_INTERVAL_NS {
+        return Ok(());
+    }
+    Err(format!(
+        "--interval {i}: the sampling interval must be at least 100us (shorter, threads spend their time in the signal handler and system calls such as clone() can be restarted forever)"
+    ))
+}
+
 /// clap parser: a size such as `512k` (kept as written).
 pub fn parse_size(s: &str) -> Result<String, String> {
     parse_size_bytes(s).map(|_| s.to_string())

@@ -22,7 +22,7 @@ use oxprof_attach::{inspect, list_jvms, load_agent, loaded_library, printable, r
 use oxprof_profile::units::parse_wall_duration_ns;
 
 use crate::agent;
-use crate::agent_opts::{absolute, no_comma, parse_interval, parse_wall, SampleArgs};
+use crate::agent_opts::{absolute, check_interval, no_comma, parse_interval, parse_wall, SampleArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -82,6 +82,7 @@ fn wall(s: &str) -> Duration {
 
 /// Agent options for starting a recording.
 fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
+    check_interval(args.interval.as_deref(), args.sample.event.as_deref())?;
     let mut opts = args.sample.start_options()?;
     if let Some(i) = &args.interval {
         opts.push(format!("interval={i}"));
@@ -281,6 +282,8 @@ mod tests {
         }
         let t = T::try_parse_from(["t", "42", "start", "--cstack", "no", "--interval", "5ms"]).unwrap();
         assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "interval=5ms", "cstack=no"]);
+        let t = T::try_parse_from(["t", "42", "start", "--interval", "10us"]).unwrap();
+        assert!(attach_start_options(&t.a).unwrap_err().starts_with("--interval 10us: "));
         assert!(T::try_parse_from(["t", "42", "start", "--cstack", "lbr"]).is_err());
         let t = T::try_parse_from(["t", "42", "start", "--cstack", "dwarf"]).unwrap();
         assert_eq!(attach_start_options(&t.a).unwrap(), ["start", "event=cpu", "cstack=dwarf"]);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
-use crate::agent_opts::{absolute, no_comma, parse_interval, SampleArgs};
+use crate::agent_opts::{absolute, check_interval, no_comma, parse_interval, SampleArgs};
 use clap::Args;
 use oxprof_profile::OutputFormat;
 
@@ -60,6 +60,7 @@ pub struct RecordArgs {
 pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path) -> Result<String, String> {
     no_comma("output", &output.to_string_lossy())?;
     no_comma("title", args.title.as_deref().unwrap_or(""))?;
+    check_interval(args.interval.as_deref(), args.sample.event.as_deref())?;
     let mut opts = args.sample.start_options()?;
     if args.total {
         opts.push("total".into());
@@ -401,6 +402,12 @@ mod tests {
         let a = args(&["--title", "a,b", "--", "java"]);
         assert!(agent_options(&a, Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_err());
         assert!(parse_interval("-5ms").is_err());
+        let e = agent_options(&args(&["--interval", "50us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
+        assert!(e.starts_with("--interval 50us: ") && e.contains("at least 100us"), "{e}");
+        assert!(agent_options(&args(&["--event", "wall", "--interval", "99us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_err());
+        assert!(agent_options(&args(&["--interval", "100us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_ok());
+        // For lock profiling alone it is the mean waiting time per sample.
+        assert!(agent_options(&args(&["--event", "lock", "--interval", "20us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_ok());
         assert_eq!(parse_status("samples=42 elapsed_ms=7\n"), Some(42));
     }
 }
