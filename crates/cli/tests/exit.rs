@@ -40,7 +40,7 @@ fn system_exit_from_sixteen_threads_at_once() {
 }
 
 /// A JVM that fails during its own initialisation, after `Agent_OnLoad`
-/// (a heap too small, a heap that cannot be reserved): no
+/// (a heap too small, an initial heap larger than the maximum): no
 /// VMInit, no VMDeath, only `Agent_OnUnload`. The JVM's own error and exit
 /// status reach the user; the agent neither crashes nor hangs it, and
 /// writes no profile of a recording that never started.
@@ -48,11 +48,12 @@ fn system_exit_from_sixteen_threads_at_once() {
 fn a_jvm_that_fails_to_start_exits_with_its_own_error() {
     let s = Scratch::new("exit-init");
     for opts in ["", "start,event=cpu,file=a.jfr", "start,event=cpu,interval=1ms,alloc,live,wall=10ms,lock,file=b.collapsed"] {
-        for (flag, says) in [("-Xmx1k", "Too small maximum heap"), ("-Xmx200t", "Could not reserve enough space")] {
+        for (flags, says) in [(&["-Xmx1k"][..], "Too small maximum heap"), (&["-Xms64m", "-Xmx32m"][..], "larger value than the maximum heap size")] {
+            let flag = flags.join(" ");
             let o = std::process::Command::new(java())
                 .current_dir(&s.0)
                 .arg(format!("-agentpath:{}={opts}", agent().display()))
-                .arg(flag)
+                .args(flags)
                 .arg("-version")
                 .output()
                 .unwrap();
