@@ -127,15 +127,22 @@ fn fifty_start_stop_cycles_without_crash_or_growth() {
         series.push(rss_kb(jvm.pid()));
     }
     assert!(jvm.alive());
-    // The least of the last five readings against the least of cycles
-    // 6-10: a transient (the kernel symbol table read when a cycle lasts
-    // over a second on a loaded machine, then freed) is not growth; a leak
-    // raises every reading.
+    // A leak raises every reading; a one-time step does not repeat. Steps
+    // happen: the kernel symbol table is read when a cycle lasts over a
+    // second (a loaded machine), and glibc keeps the freed memory for reuse
+    // (a fresh-clone CI run: +3.5 MB at cycle 15, +2.4 MB at 18, then flat
+    // for 32 cycles). So the least of the last five readings is compared
+    // with the least of cycles 21-25 (a leak of 80 KB a cycle fails) and,
+    // more loosely, with cycles 6-10.
     series.push(rss_kb(jvm.pid()));
     let low = |r: &[u64]| r.iter().copied().min().unwrap_or(0) as i64;
-    let growth = low(&series[series.len() - 5..]) - low(&series[5..10]);
-    eprintln!("RSS growth from cycle 10 to 50: {growth} kB");
-    assert!(growth < 4 * 1024, "the JVM grew by {growth} kB over 40 start/stop cycles; RSS per cycle (kB): {series:?}");
+    let last = low(&series[series.len() - 5..]);
+    let (late, early) = (last - low(&series[20..25]), last - low(&series[5..10]));
+    eprintln!("RSS growth from cycle 25 to 50: {late} kB; from cycle 10 to 50: {early} kB");
+    assert!(
+        late < 2 * 1024 && early < 12 * 1024,
+        "the JVM grew by {late} kB over the last 25 start/stop cycles, {early} kB over 40; RSS per cycle (kB): {series:?}"
+    );
 }
 
 #[test]
