@@ -288,14 +288,18 @@ fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
         Ok(f) => return Ok((wanted.to_path_buf(), f)),
         Err(e) => e,
     };
+    fallback(&format!("cannot create {}: {first_error}", wanted.display()))
+        .ok_or_else(|| format!("cannot create the JFR recording {} ({first_error}), nor a fallback file in the working or temp directory", wanted.display()))
+}
+
+/// A new fallback file in a private directory under the working or temp
+/// directory, said in the log after `why`; `None` when neither takes one.
+fn fallback(why: &str) -> Option<(PathBuf, File)> {
+    use crate::output::files;
     let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
-    for base in files::fallback_bases() {
-        if let Ok((p, f)) = files::open_fallback(&base, &stem, "jfr") {
-            log::warn(&format!("cannot create {}: {first_error}; writing the JFR recording to {} instead", wanted.display(), p.display()));
-            return Ok((p, f));
-        }
-    }
-    Err(format!("cannot create the JFR recording {} ({first_error}), nor a fallback file in the working or temp directory", wanted.display()))
+    let (p, f) = files::fallback_bases().iter().find_map(|base| files::open_fallback(base, &stem, "jfr").ok())?;
+    log::warn(&format!("{why}; writing the JFR recording to {} instead", p.display()));
+    Some((p, f))
 }
 
 /// The recording's first file. An existing regular file the user named is
@@ -312,20 +316,9 @@ fn create_beside(wanted: &Path) -> Result<(PathBuf, File, Option<PathBuf>), Stri
     }
     match files::open_beside(wanted) {
         Ok((p, f)) => Ok((p, f, Some(wanted.to_path_buf()))),
-        Err(e) => {
-            let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
-            for base in files::fallback_bases() {
-                if let Ok((p, f)) = files::open_fallback(&base, &stem, "jfr") {
-                    log::warn(&format!(
-                        "cannot write a new recording beside {} ({e}), which is kept; writing the JFR recording to {} instead",
-                        wanted.display(),
-                        p.display()
-                    ));
-                    return Ok((p, f, None));
-                }
-            }
-            Err(format!("cannot create the JFR recording beside {} ({e}), nor a fallback file in the working or temp directory", wanted.display()))
-        }
+        Err(e) => fallback(&format!("cannot write a new recording beside {} ({e}), which is kept", wanted.display()))
+            .map(|(p, f)| (p, f, None))
+            .ok_or_else(|| format!("cannot create the JFR recording beside {} ({e}), nor a fallback file in the working or temp directory", wanted.display())),
     }
 }
 
