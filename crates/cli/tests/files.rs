@@ -155,6 +155,22 @@ impl Drop for Mount {
     }
 }
 
+/// A 1 MiB tmpfs mounted at the scratch directory's `full` (root only),
+/// unmounted when dropped.
+fn small_tmpfs(s: &Scratch) -> Mount {
+    let full = s.path("full");
+    std::fs::create_dir(&full).unwrap();
+    let st = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"]).arg(&full).status().unwrap();
+    assert!(st.success(), "mount tmpfs (root needed)");
+    Mount(full)
+}
+
+/// Fills what is left of the file system holding `dir` (a file `filler`).
+fn fill(dir: &Path) {
+    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut f, &vec![0u8; 1 << 20]);
+}
+
 /// A full disk at exit: the previous profile at the chosen path is left
 /// whole (the new one is written beside it and renamed only once
 /// complete), the log says the write failed and where the profile went
@@ -164,19 +180,13 @@ impl Drop for Mount {
 fn a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback() {
     let s = Scratch::new("full-disk");
     compile(&s.0, &["Hot.java"]);
-    let full = s.path("full");
-    std::fs::create_dir(&full).unwrap();
-    let st = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"]).arg(&full).status().unwrap();
-    assert!(st.success(), "mount tmpfs (root needed)");
-    let _mount = Mount(full.clone());
+    let mount = small_tmpfs(&s);
+    let full = mount.0.clone();
     let out = full.join("profile.html");
     let previous = "<html>the previous profile, kept whole</html>\n";
     std::fs::write(&out, previous).unwrap();
     // Fill the rest: an HTML profile (about 100 KiB at least) cannot fit.
-    let filler = vec![0u8; 1 << 20];
-    let mut f = std::fs::File::create(full.join("filler")).unwrap();
-    let _ = std::io::Write::write_all(&mut f, &filler);
-    drop(f);
+    fill(&full);
     let cwd = s.path("cwd");
     std::fs::create_dir(&cwd).unwrap();
     let o = run_java(&cwd, &format!("start,interval=2ms,file={}", out.display()), &[], &s.0, &["Hot", "0.5"]);
@@ -202,20 +212,15 @@ fn a_full_disk_leaves_the_previous_profile_whole_and_the_new_one_in_a_fallback()
 fn a_full_disk_leaves_the_previous_jfr_recording_whole() {
     let s = Scratch::new("full-disk-jfr");
     compile(&s.0, &["Hot.java"]);
-    let full = s.path("full");
-    std::fs::create_dir(&full).unwrap();
-    let st = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"]).arg(&full).status().unwrap();
-    assert!(st.success(), "mount tmpfs (root needed)");
-    let _mount = Mount(full.clone());
+    let mount = small_tmpfs(&s);
+    let full = mount.0.clone();
     let rec = full.join("rec.jfr");
     let o = run_java(&s.0, &format!("start,interval=2ms,file={}", rec.display()), &[], &s.0, &["Hot", "0.3"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let previous = std::fs::read(&rec).unwrap();
     assert!(previous.starts_with(b"FLR\0"), "the first recording is not JFR");
     // Fill the rest: a chunk with its metadata (tens of KiB) cannot fit.
-    let mut f = std::fs::File::create(full.join("filler")).unwrap();
-    let _ = std::io::Write::write_all(&mut f, &vec![0u8; 1 << 20]);
-    drop(f);
+    fill(&full);
     let o = run_java(&s.0, &format!("start,interval=1ms,file={}", rec.display()), &[], &s.0, &["Hot", "0.5"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
