@@ -342,8 +342,7 @@ impl Recording {
     /// [`crate::leak::Site`] holds them. Empty when the recording has no
     /// such events (the JDK's own recordings, older oxprof files).
     pub fn leak_sites(&self, to_ns: Option<i64>) -> Vec<crate::leak::Site> {
-        let before = |t: i64| to_ns.is_none_or(|to| t < to);
-        let Some(last) = self.live_sites.iter().map(|s| s.time).filter(|&t| before(t)).max() else { return Vec::new() };
+        let Some(last) = self.last_leak_report(to_ns) else { return Vec::new() };
         self.live_sites
             .iter()
             .filter(|s| s.time == last)
@@ -380,12 +379,18 @@ impl Recording {
     /// (files of oxprof before that event carry sites only). `None` without
     /// sites.
     pub fn leak_report(&self, to_ns: Option<i64>) -> Option<(crate::leak::LeakReport, bool)> {
+        let last = self.last_leak_report(to_ns)?;
         let sites = self.leak_sites(to_ns);
-        let last = self.live_sites.iter().map(|s| s.time).filter(|&t| to_ns.is_none_or(|to| t < to)).max()?;
         let facts = self.live_reports.iter().rev().find(|r| r.time == last);
         let mut report = facts.map(|f| f.report.clone()).unwrap_or_default();
         report.sites = sites;
         Some((report, facts.is_some()))
+    }
+
+    /// When the last leak report before `to_ns` was written (its sites'
+    /// time), if there is one.
+    fn last_leak_report(&self, to_ns: Option<i64>) -> Option<i64> {
+        self.live_sites.iter().map(|s| s.time).filter(|&t| to_ns.is_none_or(|to| t < to)).max()
     }
 
     /// Whether the recording holds no samples of any kind.
