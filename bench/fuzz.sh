@@ -21,7 +21,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ="$ROOT/fuzz"
-ALL=(agent_options attach_reply jfr_read pprof_read collapsed_read)
+ALL=(agent_options attach_reply jfr_read pprof_read otlp_read collapsed_read)
 
 duration="${1:-10m}"
 shift || true

@@ -1,6 +1,6 @@
 //! Reading a profile file for `convert`, `diff` and `report`: JFR (from the
-//! JDK or oxprof), pprof (gzipped or not) or collapsed stacks, detected from
-//! the content; and the selection options they share (kinds, threads,
+//! JDK or oxprof), pprof or an OTLP profiles request (gzipped or not), or
+//! collapsed stacks, detected from the content; and the selection options they share (kinds, threads,
 //! thread states, time range, frame filters, context labels) that turn a
 //! file into profiles.
 
@@ -12,14 +12,15 @@ use oxprof_profile::convert::{self, Options};
 use oxprof_profile::jfr_read::{self, Recording};
 use oxprof_profile::model::Meta;
 use oxprof_profile::safepoint::Safepoint;
-use oxprof_profile::{collapsed, labels, pprof, FrameKind, Profile, ThreadState};
+use oxprof_profile::{collapsed, labels, otlp, pprof, FrameKind, Profile, ThreadState};
 use regex::Regex;
 
 /// What a file held.
 pub enum Input {
     Jfr(Box<Recording>),
-    /// A pprof or collapsed profile: one profile, no timestamps.
-    Profile(Box<Profile>),
+    /// Profiles without timestamped samples: one from a pprof or
+    /// collapsed file, one per kind from an OTLP request.
+    Profiles(Vec<Profile>),
 }
 
 impl Input {
@@ -28,7 +29,7 @@ impl Input {
         match self {
             Input::Jfr(rec) if rec.start_ns != i64::MAX => rec.start_ns.max(0) as u64,
             Input::Jfr(_) => 0,
-            Input::Profile(p) => p.meta.start_ns,
+            Input::Profiles(ps) => ps.iter().map(|p| p.meta.start_ns).filter(|&t| t != 0).min().unwrap_or(0),
         }
     }
 }
@@ -95,7 +96,7 @@ pub fn load(path: &Path) -> Result<Input, String> {
     let mut head = [0u8; 4];
     let n = file.read(&mut head).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if n == 0 {
-        return Err(format!("{} is empty; give a JFR, pprof or collapsed-stacks file", path.display()));
+        return Err(format!("{} is empty; give a JFR, pprof, OTLP or collapsed-stacks file", path.display()));
     }
     if jfr_read::is_jfr(&head[..n]) {
         drop(file);
@@ -118,13 +119,29 @@ pub fn load(path: &Path) -> Result<Input, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
-        return pprof::read(&bytes).map(|p| Input::Profile(Box::new(p))).map_err(|e| format!("{}: not a JFR file, and {e}", path.display()));
+        // pprof and OTLP are both protobuf: whichever reads it.
+        let pprof_error = match pprof::read(&bytes) {
+            Ok(p) => return Ok(Input::Profiles(vec![p])),
+            Err(e) => e,
+        };
+        return match otlp::read(&bytes) {
+            Ok(d) if !d.profiles.is_empty() => Ok(Input::Profiles(d.profiles)),
+            Ok(_) => Err(format!("{}: an OTLP profiles request with no profile in it", path.display())),
+            Err(e) => Err(format!("{}: not a JFR file, {pprof_error}, and {e}", path.display())),
+        };
     }
     let text = String::from_utf8_lossy(&bytes);
+    let head = text.trim_start().get(..15).unwrap_or("").to_ascii_lowercase();
+    if head.starts_with("<!doctype html") || head.starts_with("<html") {
+        return Err(format!(
+            "{} is an HTML page (a flame graph); convert, diff and report read JFR, pprof, OTLP or collapsed stacks: record to a .jfr file to keep everything",
+            path.display()
+        ));
+    }
     let meta = Meta { title: path.display().to_string(), event: "cpu".into(), ..Meta::default() };
     collapsed::read(&text, meta)
-        .map(|p| Input::Profile(Box::new(p)))
-        .map_err(|e| format!("{} is neither JFR, pprof nor collapsed stacks ({e})", path.display()))
+        .map(|p| Input::Profiles(vec![p]))
+        .map_err(|e| format!("{} is neither JFR, pprof, OTLP nor collapsed stacks ({e})", path.display()))
 }
 
 fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> {
@@ -223,36 +240,58 @@ impl Selection {
                 }
                 Ok(profiles)
             }
-            Input::Profile(p) => {
+            Input::Profiles(ps) => {
                 if self.from.is_some() || self.to.is_some() {
-                    return Err("--from/--to need a JFR recording; pprof and collapsed files have no timestamps".into());
+                    return Err("--from/--to need a JFR recording; pprof, OTLP and collapsed files have no timestamped samples".into());
                 }
-                let key = match p.meta.event.as_str() {
-                    "alloc" => "alloc",
-                    "live" => "live",
-                    "wall" => "wall",
-                    "lock" => "lock",
-                    _ => "cpu",
-                };
-                let mut p: Profile = (**p).clone();
+                let mut out: Vec<(&'static str, Profile)> = Vec::new();
+                for p in ps {
+                    let key = kind_key(&p.meta.event);
+                    let asked = match key {
+                        "alloc" => self.alloc,
+                        "live" => self.live,
+                        "wall" => self.wall,
+                        "lock" => self.lock,
+                        _ => self.cpu,
+                    };
+                    // A pprof or collapsed file holds one profile, taken
+                    // whatever kind is asked for (collapsed stacks do not
+                    // say theirs).
+                    if !(all || asked || ps.len() == 1) {
+                        continue;
+                    }
+                    match out.iter_mut().find(|(k, _)| *k == key) {
+                        // Two profiles of one kind (an OTLP request of two
+                        // intervals): one profile of both.
+                        Some((_, into)) => merge_into(into, p),
+                        None => out.push((key, p.clone())),
+                    }
+                }
+                if out.is_empty() {
+                    let held: Vec<&str> = ps.iter().map(|p| kind_key(&p.meta.event)).collect();
+                    return Err(format!("the file has no samples of the kinds asked for (it holds: {})", held.join(", ")));
+                }
                 let state_of = |p: &Profile, s: &oxprof_profile::Sample| {
                     s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::State).and_then(|f| ThreadState::from_frame_name(&f.name))
                 };
-                if states.is_some() && !p.samples().iter().any(|s| state_of(&p, s).is_some()) {
+                if states.is_some() && !out.iter().any(|(_, p)| p.samples().iter().any(|s| state_of(p, s).is_some())) {
+                    let events: Vec<&str> = out.iter().map(|(_, p)| p.meta.event.as_str()).collect();
                     return Err(format!(
                         "--state needs thread states, and this {} profile has none (record with the agent's `state` option, or as JFR or pprof)",
-                        p.meta.event
+                        events.join("/")
                     ));
                 }
-                p.retain(|p, s| {
-                    let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
-                    let state_ok = states.as_ref().is_none_or(|keep| state_of(p, s).is_some_and(|st| keep.contains(&st)));
-                    state_ok && (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
-                });
-                if !self.show_state {
-                    p = without_state_frames(&p);
+                for (_, p) in &mut out {
+                    p.retain(|p, s| {
+                        let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
+                        let state_ok = states.as_ref().is_none_or(|keep| state_of(p, s).is_some_and(|st| keep.contains(&st)));
+                        state_ok && (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
+                    });
+                    if !self.show_state {
+                        *p = without_state_frames(p);
+                    }
                 }
-                Ok(vec![(key, p)])
+                Ok(out)
             }
         }
     }
@@ -273,9 +312,34 @@ impl Selection {
                 let (from_ns, to_ns) = self.range(rec)?;
                 Ok(convert::safepoints(rec, &Options { from_ns, to_ns, ..Options::default() }))
             }
-            Input::Profile(p) => Ok(p.safepoints.clone()),
+            Input::Profiles(ps) => {
+                let mut all: Vec<Safepoint> = ps.iter().flat_map(|p| p.safepoints.iter().cloned()).collect();
+                all.sort_by_key(|s| s.start_ns);
+                all.dedup();
+                Ok(all)
+            }
         }
     }
+}
+
+/// The key of a profile's kind, from its event.
+fn kind_key(event: &str) -> &'static str {
+    match event {
+        "alloc" => "alloc",
+        "live" => "live",
+        "wall" => "wall",
+        "lock" => "lock",
+        _ => "cpu",
+    }
+}
+
+/// Adds `from`'s samples to `into` (the same kind).
+fn merge_into(into: &mut Profile, from: &Profile) {
+    let ids: Vec<u32> = from.frames().iter().map(|f| into.intern(f.clone())).collect();
+    for s in from.samples() {
+        into.add(s.stack.iter().map(|&f| ids[f as usize]).collect(), s.samples, s.total);
+    }
+    into.meta.duration_ns = into.meta.duration_ns.saturating_add(from.meta.duration_ns);
 }
 
 /// The profile without its thread-state frames (pprof's `state` labels,

@@ -223,7 +223,7 @@ impl<'a> Safepoints<'a> {
     pub fn of(input: &'a Input, selection: &Selection) -> Result<Safepoints<'a>, String> {
         let (recording, range) = match input {
             Input::Jfr(rec) => (Some(&**rec), selection.range(rec)?),
-            Input::Profile(_) => (None, (None, None)),
+            Input::Profiles(_) => (None, (None, None)),
         };
         Ok(Safepoints { list: selection.safepoints(input)?, start_ns: input.start_ns(), recording, range })
     }

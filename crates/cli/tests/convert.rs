@@ -405,7 +405,7 @@ fn bad_input_gives_one_line_errors_and_keeps_whole_chunks() {
 
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty.jfr", Vec::new(), "is empty"),
-        ("text.jfr", b"hello, I am not a profile\n".to_vec(), "neither JFR, pprof nor collapsed"),
+        ("text.jfr", b"hello, I am not a profile\n".to_vec(), "neither JFR, pprof, OTLP nor collapsed"),
         ("half.jfr", bytes[..bytes.len() / 2].to_vec(), "chunk 1 is truncated"),
         ("header.jfr", bytes[..40].to_vec(), "truncated"),
         ("zip.jfr", b"PK\x03\x04\x00\x00binary\xff\xfe".to_vec(), "not a JFR file"),
@@ -509,4 +509,33 @@ fn agent_and_converter_write_otlp() {
     assert_eq!(got.profiles[1].meta.event, "alloc");
     let o = oxprof_cmd().args(["diff", rec.to_str().unwrap(), rec.to_str().unwrap(), "-o", s.path("d.otlp.pb").to_str().unwrap()]).output().unwrap();
     assert!(!o.status.success() && text(&o.stderr).contains("OTLP have no diff form"), "{}", text(&o.stderr));
+
+    // And the CLI reads OTLP back: the converted request gives the same
+    // collapsed stacks as the recording it came from, kind by kind.
+    for kind in ["--cpu", "--alloc"] {
+        let from_jfr = s.path(&format!("jfr{kind}.collapsed"));
+        let from_otlp = s.path(&format!("otlp{kind}.collapsed"));
+        oxprof_ok(&["convert", rec.to_str().unwrap(), "-o", from_jfr.to_str().unwrap(), kind]);
+        oxprof_ok(&["convert", converted.to_str().unwrap(), "-o", from_otlp.to_str().unwrap(), kind]);
+        let (want, got) = (leaves(&read_collapsed(&from_jfr), false), leaves(&read_collapsed(&from_otlp), false));
+        assert!(!want.is_empty(), "{kind}: no stacks in the recording");
+        assert_eq!(got, want, "{kind}: leaves read back from OTLP");
+    }
+    // The agent's own file, as written and gzipped (a spooled interval):
+    // report names the hot method and the allocated class.
+    let gz = s.path("prof.otlp.pb.gz");
+    assert!(Command::new("gzip").arg("-k").arg(&out).status().unwrap().success());
+    for file in [&out, &gz] {
+        let report = text(&oxprof_ok(&["report", file.to_str().unwrap()]).stdout);
+        let cpu_top = report.lines().skip_while(|l| !l.contains("by self")).nth(1).unwrap_or("");
+        assert!(cpu_top.ends_with("Convert.spin"), "{}: CPU top method is not Convert.spin:\n{report}", file.display());
+        assert!(report.contains("byte[]"), "{}: no allocation section:\n{report}", file.display());
+    }
+    // A kind the file does not hold, and an HTML page given as input.
+    let o = oxprof_cmd().args(["convert", out.to_str().unwrap(), "--lock", "-o", s.path("x.collapsed").to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("it holds: cpu, alloc"), "{}", text(&o.stderr));
+    let html = s.path("prof.html");
+    oxprof_ok(&["convert", out.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let o = oxprof_cmd().args(["report", html.to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("is an HTML page"), "{}", text(&o.stderr));
 }

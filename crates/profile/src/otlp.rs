@@ -589,11 +589,71 @@ pub struct Decoded {
     pub profiles: Vec<Profile>,
 }
 
+/// Whether `bytes` may be an OTLP request (gzipped or not): a protobuf
+/// message whose first field is 1 (`resource_profiles`) or 2 (the
+/// dictionary), both length-delimited. pprof's first fields look the same,
+/// so this only rules files out.
+pub fn may_be_request(bytes: &[u8]) -> bool {
+    crate::pprof::is_gzip(bytes) || matches!(bytes.first(), Some(0x0a | 0x12))
+}
+
+/// Reads a file's bytes as an OTLP request: gzipped (as sent, or an
+/// interval spooled with `file=…pb.gz`) or not (`.otlp.pb`).
+pub fn read(bytes: &[u8]) -> Result<Decoded, String> {
+    if crate::pprof::is_gzip(bytes) {
+        decode(&crate::pprof::gunzip(bytes, crate::pprof::MAX_DECOMPRESSED)?)
+    } else {
+        decode(bytes)
+    }
+}
+
+/// The kind of an OTLP profile and whether its values are totals (else
+/// sample counts), from its sample and period types: oxprof's own names
+/// exactly (see [`types`]), else a reading of common names (`*_space`,
+/// `inuse_*`, `delay`, `contentions`, `wall`/`off_cpu` in nanoseconds,
+/// anything else in nanoseconds is CPU time, anything else a CPU sample
+/// count), so that other profilers' requests can be read.
+fn kind_of(sample: (&str, &str), period: &str) -> (Kind, bool) {
+    const KINDS: [Kind; 5] = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::Live, Kind::Lock];
+    for k in KINDS {
+        let [count, total, p] = types(k);
+        if p.0 == period && sample == total {
+            return (k, true);
+        }
+        if p.0 == period && sample == count {
+            return (k, false);
+        }
+    }
+    let (t, unit) = (sample.0.to_ascii_lowercase(), sample.1.to_ascii_lowercase());
+    let has = |w: &str| t.contains(w) || period.to_ascii_lowercase().contains(w);
+    let total = unit != "count" && !unit.is_empty();
+    let kind = if t.contains("inuse") {
+        Kind::Live
+    } else if unit == "bytes" || t.contains("alloc") {
+        Kind::Alloc
+    } else if t.contains("contention") || t.contains("delay") || t.contains("lock") {
+        Kind::Lock
+    } else if has("wall") || has("off_cpu") || has("offcpu") {
+        Kind::Wall
+    } else {
+        Kind::Cpu
+    };
+    (kind, total)
+}
+
+/// How many bytes of frames, names and labels a request of `len` bytes may
+/// expand to in the model: as for pprof (a corrupt request could refer to
+/// a location of thousands of lines from millions of samples).
+fn expansion_budget(len: usize) -> usize {
+    len.saturating_mul(32).saturating_add(64 << 20)
+}
+
 /// Reads an `ExportProfilesServiceRequest` (uncompressed) back into the
-/// model: the OTLP profiles of one recording (same period type, start and
-/// length) become one model profile, the count sample type its sample
+/// model: the OTLP profiles of one recording (same kind, start, length
+/// and period) become one model profile, the count sample type its sample
 /// counts and the other its totals; thread-name and state attributes
-/// become root frames (`[name]`, `[sleeping]`), a location's inlined
+/// become root frames (`[name]`, `[sleeping]`), other sample attributes
+/// context-label frames (`[key=value]`, outermost), a location's inlined
 /// lines frames of kind `Inlined`. Every index is checked.
 pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
     let req = pb::ExportProfilesServiceRequest::decode(bytes).map_err(|e| format!("not an OTLP ExportProfilesServiceRequest: {e}"))?;
@@ -613,10 +673,20 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
         };
         Ok((string(a.key_strindex)?, value))
     };
+    let mut budget = expansion_budget(bytes.len());
+    let mut charge = |n: usize| -> Result<(), String> {
+        budget = budget
+            .checked_sub(n)
+            .ok_or_else(|| format!("the request expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(bytes.len()) >> 20))?;
+        Ok(())
+    };
     let mut resource = Resource::default();
     let mut out: Vec<Profile> = Vec::new();
     // (kind, start, length, period) of each profile of `out`.
     let mut keys: Vec<(Kind, u64, u64, i64)> = Vec::new();
+    // For each profile of `out`, each location's frames in it (root
+    // first), once made.
+    let mut located: Vec<Vec<Option<Vec<u32>>>> = Vec::new();
     for rp in &req.resource_profiles {
         for kv in rp.resource.iter().flat_map(|r| &r.attributes) {
             let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
@@ -632,22 +702,8 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
         }
         for p in rp.scope_profiles.iter().flat_map(|s| &s.profiles) {
             let st = p.sample_type.clone().unwrap_or_default();
-            let (t, unit) = (string(st.type_strindex)?, string(st.unit_strindex)?);
-            let (kind, total) = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::Live, Kind::Lock]
-                .into_iter()
-                .find_map(|k| {
-                    let [count, total, period] = types(k);
-                    let pt = p.period_type.clone().unwrap_or_default();
-                    let period_ok = string(pt.type_strindex).ok() == Some(period.0);
-                    if (t, unit) == total && period_ok {
-                        Some((k, true))
-                    } else if (t, unit) == count && period_ok {
-                        Some((k, false))
-                    } else {
-                        None
-                    }
-                })
-                .ok_or_else(|| format!("profile of sample type {t}/{unit} is not one oxprof writes"))?;
+            let pt = p.period_type.clone().unwrap_or_default();
+            let (kind, total) = kind_of((string(st.type_strindex)?, string(st.unit_strindex)?), string(pt.type_strindex).unwrap_or(""));
             let key = (kind, p.time_unix_nano, p.duration_nano, p.period);
             let slot = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,
@@ -676,47 +732,68 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                     };
                     keys.push(key);
                     out.push(Profile::new(meta));
+                    located.push(vec![None; dict.location_table.len()]);
                     out.len() - 1
                 }
             };
-            let profile = &mut out[slot];
+            let (profile, located) = (&mut out[slot], &mut located[slot]);
             for s in &p.samples {
-                let mut frames = Vec::new();
+                let mut stack: Vec<u32> = Vec::new();
                 let (mut thread, mut state) = (None, None);
                 for &a in &s.attribute_indices {
                     match attribute(a)? {
                         (THREAD_NAME, v) => thread = Some(v),
                         (THREAD_STATE, v) => state = Some(v),
+                        (k, v) if crate::labels::valid_key(k) => {
+                            charge(k.len() + v.len())?;
+                            stack.push(profile.intern(crate::labels::frame(k, &v)));
+                        }
                         _ => {}
                     }
                 }
                 if let Some(st) = state {
-                    frames.push(ThreadState::from_word(&st).map_or_else(|| Frame::new(format!("[{st}]"), FrameKind::State), ThreadState::frame));
+                    charge(st.len())?;
+                    stack.push(profile.intern(ThreadState::from_word(&st).map_or_else(|| Frame::new(format!("[{st}]"), FrameKind::State), ThreadState::frame)));
                 }
                 if let Some(name) = thread {
-                    frames.push(Frame::new(format!("[{name}]"), FrameKind::Thread));
+                    charge(name.len())?;
+                    stack.push(profile.intern(Frame::new(format!("[{name}]"), FrameKind::Thread)));
                 }
-                let stack = &dict.stack_table[get("stack", dict.stack_table.len(), s.stack_index)?];
-                for &l in stack.location_indices.iter().rev() {
-                    let loc = &dict.location_table[get("location", dict.location_table.len(), l)?];
-                    let mut kind = FrameKind::Java;
-                    for &a in &loc.attribute_indices {
-                        match attribute(a)? {
-                            (FRAME_KIND, v) => kind = kind_of_word(&v).unwrap_or(kind),
-                            (FRAME_TYPE, v) if v == "native" => kind = FrameKind::Native,
-                            (FRAME_TYPE, v) if v == "kernel" => kind = FrameKind::Kernel,
-                            _ => {}
+                let st = &dict.stack_table[get("stack", dict.stack_table.len(), s.stack_index)?];
+                for &l in st.location_indices.iter().rev() {
+                    let i = get("location", dict.location_table.len(), l)?;
+                    if located[i].is_none() {
+                        let loc = &dict.location_table[i];
+                        let mut kind = FrameKind::Java;
+                        for &a in &loc.attribute_indices {
+                            match attribute(a)? {
+                                (FRAME_KIND, v) => kind = kind_of_word(&v).unwrap_or(kind),
+                                (FRAME_TYPE, v) if v == "native" => kind = FrameKind::Native,
+                                (FRAME_TYPE, v) if v == "kernel" => kind = FrameKind::Kernel,
+                                _ => {}
+                            }
                         }
+                        let mut frames = Vec::with_capacity(loc.lines.len().max(1));
+                        for (j, line) in loc.lines.iter().enumerate().rev() {
+                            let f = &dict.function_table[get("function", dict.function_table.len(), line.function_index)?];
+                            let name = string(f.name_strindex)?;
+                            charge(name.len())?;
+                            let k = if j + 1 == loc.lines.len() { kind } else { FrameKind::Inlined };
+                            frames.push(profile.intern(Frame::new(name, k).with_line(line.line.clamp(0, u32::MAX as i64) as u32)));
+                        }
+                        // A location without lines (an unsymbolized address).
+                        if frames.is_empty() {
+                            frames.push(profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native)));
+                        }
+                        located[i] = Some(frames);
                     }
-                    for (j, line) in loc.lines.iter().enumerate().rev() {
-                        let f = &dict.function_table[get("function", dict.function_table.len(), line.function_index)?];
-                        let k = if j + 1 == loc.lines.len() { kind } else { FrameKind::Inlined };
-                        frames.push(Frame::new(string(f.name_strindex)?, k).with_line(line.line.clamp(0, u32::MAX as i64) as u32));
-                    }
+                    let frames = located[i].as_deref().unwrap_or(&[]);
+                    charge(std::mem::size_of_val(frames))?;
+                    stack.extend_from_slice(frames);
                 }
-                let v = s.values.iter().sum::<i64>().max(0) as u64;
+                let v = s.values.iter().fold(0u64, |a, &v| a.saturating_add(v.max(0) as u64));
                 let (n, t) = if total { (0, v) } else { (v, 0) };
-                profile.add_frames(frames, n, t);
+                profile.add(stack, n, t);
             }
         }
     }
@@ -1021,5 +1098,57 @@ mod tests {
         let r =
             pb::ExportProfilesServiceResponse { partial_success: Some(pb::ExportProfilesPartialSuccess { rejected_profiles: 2, error_message: "x".into() }) };
         assert_eq!(parse_response(&r.encode_to_vec()).unwrap(), Response { rejected_profiles: 2, error_message: "x".into() });
+    }
+
+    #[test]
+    fn labels_gzip_and_other_profilers_names_read_back() {
+        // Context labels are sample attributes, read back as the outermost
+        // frames; a gzipped request reads as the plain one.
+        let mut cpu = Profile::new(meta("cpu", "ns", 10_000_000));
+        let main = Frame::new("Main.main", FrameKind::Interpreted);
+        cpu.add_frames([crate::labels::frame("route", "/a"), Frame::new("[main]", FrameKind::Thread), main.clone()], 3, 30_000_000);
+        cpu.add_frames([Frame::new("[main]", FrameKind::Thread), main.clone()], 1, 10_000_000);
+        let bytes = encode(&[&cpu], &Resource::new("s"));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &bytes).unwrap();
+        let gz = gz.finish().unwrap();
+        for input in [&bytes, &gz] {
+            let back = read(input).unwrap();
+            let p = &back.profiles[0];
+            let mut got: Vec<(Vec<String>, u64)> =
+                p.samples().iter().map(|s| (s.stack.iter().map(|&f| p.frame(f).name.clone()).collect(), s.samples)).collect();
+            got.sort();
+            assert_eq!(got, vec![(vec!["[main]".into(), "Main.main".into()], 1), (vec!["[route=/a]".into(), "[main]".into(), "Main.main".into()], 3)]);
+        }
+        // Other profilers' sample types map to the nearest kind.
+        assert_eq!(kind_of(("samples", "count"), "cpu"), (Kind::Cpu, false));
+        assert_eq!(kind_of(("cpu", "nanoseconds"), "cpu"), (Kind::Cpu, true));
+        assert_eq!(kind_of(("samples", "count"), ""), (Kind::Cpu, false));
+        assert_eq!(kind_of(("off_cpu", "nanoseconds"), ""), (Kind::Wall, true));
+        assert_eq!(kind_of(("alloc_space", "bytes"), "space"), (Kind::Alloc, true));
+        assert_eq!(kind_of(("inuse_objects", "count"), ""), (Kind::Live, false));
+        assert_eq!(kind_of(("contentions", "count"), "contentions"), (Kind::Lock, false));
+    }
+
+    #[test]
+    fn a_request_that_expands_without_bound_is_refused() {
+        // One location of 2,000 inlined lines of a 200-byte name, used by
+        // 50,000 samples: a few hundred kilobytes that would become
+        // gigabytes of frames.
+        let (cpu, _) = cpu_and_alloc();
+        let mut req = request(&[&cpu], &Resource::new("s"));
+        let d = req.dictionary.as_mut().unwrap();
+        d.string_table.push("x".repeat(200));
+        let name = d.string_table.len() as i32 - 1;
+        d.function_table.push(pb::Function { name_strindex: name, ..pb::Function::default() });
+        let f = d.function_table.len() as i32 - 1;
+        d.location_table.push(pb::Location { lines: vec![pb::Line { function_index: f, line: 1, column: 0 }; 2000], ..pb::Location::default() });
+        let l = d.location_table.len() as i32 - 1;
+        d.stack_table.push(pb::Stack { location_indices: vec![l] });
+        let st = d.stack_table.len() as i32 - 1;
+        let p = &mut req.resource_profiles[0].scope_profiles[0].profiles[0];
+        p.samples = (0..50_000).map(|i| pb::Sample { stack_index: st, values: vec![i], ..pb::Sample::default() }).collect();
+        let err = decode(&req.encode_to_vec()).unwrap_err();
+        assert!(err.contains("expands to more than"), "{err}");
     }
 }

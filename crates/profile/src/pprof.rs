@@ -246,7 +246,7 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 
 /// The most a gzipped pprof file may decompress to (1 GiB): gzip expands
 /// up to a thousand times, so a small file could otherwise fill memory.
-const MAX_DECOMPRESSED: u64 = 1 << 30;
+pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// How many bytes of frames and names the profile read from `len` bytes may
 /// expand to: 32 times its size and 64 MiB. A sample's stack lists
@@ -259,7 +259,7 @@ fn expansion_budget(len: usize) -> usize {
 }
 
 /// Decompresses a gzip stream of at most `max` bytes.
-fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
     GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
     if raw.len() as u64 > max {
