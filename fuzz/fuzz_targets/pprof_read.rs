@@ -21,10 +21,12 @@ fuzz_target!(|data: &[u8]| {
     } else {
         rest.to_vec()
     };
-    match pprof::read(&bytes) {
-        Ok(p) => {
-            pprof::write(&p, std::io::sink()).unwrap();
-            collapsed::write(&p, CollapsedOptions::default(), std::io::sink()).unwrap();
+    match pprof::read_all(&bytes) {
+        Ok(all) => {
+            for p in &all {
+                pprof::write(p, std::io::sink()).unwrap();
+                collapsed::write(p, CollapsedOptions::default(), std::io::sink()).unwrap();
+            }
         }
         Err(e) => assert!(!e.contains(['\n', '\r']), "error is not one line: {e:?}"),
     }

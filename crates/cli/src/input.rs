@@ -120,8 +120,8 @@ pub fn load(path: &Path) -> Result<Input, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
         // pprof and OTLP are both protobuf: whichever reads it.
-        let pprof_error = match pprof::read(&bytes) {
-            Ok(p) => return Ok(Input::Profiles(vec![p])),
+        let pprof_error = match pprof::read_all(&bytes) {
+            Ok(ps) => return Ok(Input::Profiles(ps)),
             Err(e) => e,
         };
         return match otlp::read(&bytes) {
@@ -254,7 +254,7 @@ impl Selection {
                         "lock" => self.lock,
                         _ => self.cpu,
                     };
-                    // A pprof or collapsed file holds one profile, taken
+                    // A file of one profile (pprof, collapsed) gives it
                     // whatever kind is asked for (collapsed stacks do not
                     // say theirs).
                     if !(all || asked || ps.len() == 1) {

@@ -275,6 +275,19 @@ fn agent_pprof_is_read_by_go_pprof_with_go_sample_types() {
     oxprof_ok(&["convert", out.to_str().unwrap(), "-o", back.to_str().unwrap()]);
     let stacks = read_collapsed(&back);
     assert!(samples_with(&stacks, "Convert.spin") * 2 > total(&stacks));
+    // And its heap profile as two kinds: the same collapsed stacks, kind by
+    // kind, as the recording converted directly, the class the leaf (`_[a]`).
+    for kind in ["--alloc", "--live"] {
+        let (from_pprof, from_jfr) = (s.path(&format!("pprof{kind}.collapsed")), s.path(&format!("jfr{kind}.collapsed")));
+        oxprof_ok(&["convert", converted.to_str().unwrap(), kind, "-o", from_pprof.to_str().unwrap()]);
+        oxprof_ok(&["convert", rec.to_str().unwrap(), kind, "-o", from_jfr.to_str().unwrap()]);
+        let (got, want) = (leaves(&read_collapsed(&from_pprof), false), leaves(&read_collapsed(&from_jfr), false));
+        assert!(want.contains_key("int[]"), "{kind}: {want:?}");
+        assert_eq!(got, want, "{kind}: leaves read back from the heap pprof");
+    }
+    let report = text(&oxprof_ok(&["report", converted.to_str().unwrap(), "--live"]).stdout);
+    let first = report.lines().skip_while(|l| !l.contains("allocated in")).nth(1).unwrap_or("");
+    assert!(first.contains("int[]  <-  Convert."), "the retained int[] leads the leak suspects with its site:\n{report}");
 }
 
 #[test]

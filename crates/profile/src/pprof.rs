@@ -16,7 +16,9 @@
 //! frame. Context labels (`[endpoint=GET /orders]` frames, see
 //! [`crate::labels`]) are sample labels likewise (`-tagfocus=endpoint=...`,
 //! `-tags`), read back as label frames (a `state` label whose value is no
-//! thread state too).
+//! thread state too). A heap profile reads back as two profiles
+//! ([`read_all`]: allocations and live objects), and in oxprof's own
+//! allocation, live and lock profiles the leaf frame is the class again.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -272,6 +274,26 @@ pub(crate) fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
 /// becomes the sample count, the second (if any) the total. Frame kinds are
 /// not stored in pprof: frames come back as [`FrameKind::Java`].
 pub fn read(bytes: &[u8]) -> Result<Profile, String> {
+    read_all(bytes).map(|mut all| all.swap_remove(0))
+}
+
+/// The kind a pprof sample type pair (count, total) stands for.
+fn event_of(count: Option<&str>, total: Option<&str>) -> &'static str {
+    match (count, total) {
+        (Some("alloc_objects" | "alloc_space"), _) => "alloc",
+        (Some("inuse_objects" | "inuse_space"), _) => "live",
+        (Some("wall"), _) | (_, Some("wall")) => "wall",
+        (Some("contentions"), _) | (_, Some("delay")) => "lock",
+        _ => "cpu",
+    }
+}
+
+/// Reads a pprof file (gzipped or not) into one profile per kind it holds
+/// (never none): a heap profile as Go writes it (`alloc_objects`,
+/// `alloc_space`, `inuse_objects`, `inuse_space`; oxprof's `alloc` with
+/// `live`) gives an allocation and a live profile; any other file one
+/// profile, as [`read`] reads it.
+pub fn read_all(bytes: &[u8]) -> Result<Vec<Profile>, String> {
     let raw;
     let data: &[u8] = if is_gzip(bytes) {
         raw = gunzip(bytes, MAX_DECOMPRESSED)?;
@@ -289,64 +311,90 @@ pub fn read(bytes: &[u8]) -> Result<Profile, String> {
     let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
     let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
     let types: Vec<&str> = p.sample_type.iter().map(|t| s(t.r#type)).collect();
-    let event = match (types.first().copied(), types.get(1).copied()) {
-        (Some("alloc_objects" | "alloc_space"), _) => "alloc",
-        (Some("inuse_objects" | "inuse_space"), _) => "live",
-        (Some("wall"), _) | (_, Some("wall")) => "wall",
-        (Some("contentions"), _) | (_, Some("delay")) => "lock",
-        _ => "cpu",
-    };
-    let unit = p.sample_type.get(1).map(|t| s(t.unit)).unwrap_or("");
-    let meta = Meta {
-        title: "pprof profile".into(),
-        event: event.into(),
-        interval: p.period.max(0) as u64,
-        total_unit: match unit {
-            "nanoseconds" => "ns".into(),
-            u => u.into(),
-        },
-        start_ns: p.time_nanos.max(0) as u64,
-        duration_ns: p.duration_nanos.max(0) as u64,
-        ..Meta::default()
-    };
-    let mut profile = Profile::new(meta);
-    let functions: HashMap<u64, &str> = p.function.iter().map(|f| (f.id, s(f.name))).collect();
-    // A location with inlined lines expands to several frames, callee first.
-    let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
-    for loc in &p.location {
-        let mut frames = Vec::with_capacity(loc.line.len());
-        for l in &loc.line {
-            let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
-            charge(name.len())?;
-            frames.push(profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32)));
+    // Pairs of (count, total) sample types, when they name distinct kinds.
+    let pairs: Vec<(usize, &'static str)> = (0..types.len()).step_by(2).map(|i| (i, event_of(types.get(i).copied(), types.get(i + 1).copied()))).collect();
+    let distinct = pairs.iter().enumerate().all(|(i, (_, e))| pairs.iter().skip(i + 1).all(|(_, f)| f != e));
+    let pairs =
+        if types.len() >= 4 && types.len().is_multiple_of(2) && distinct { pairs } else { vec![(0, event_of(types.first().copied(), types.get(1).copied()))] };
+    let split = pairs.len() > 1;
+    // oxprof's allocation, live and lock profiles end every stack in the
+    // allocated or locked class (Go's end in the allocating function).
+    let by_oxprof = p.comment.iter().any(|&c| s(c).starts_with("oxprof: "));
+    let mut out = Vec::with_capacity(pairs.len());
+    for (first, event) in pairs {
+        let unit = p.sample_type.get(first + 1).map(|t| s(t.unit)).unwrap_or("");
+        let meta = Meta {
+            title: "pprof profile".into(),
+            event: event.into(),
+            interval: p.period.max(0) as u64,
+            total_unit: match unit {
+                "nanoseconds" => "ns".into(),
+                u => u.into(),
+            },
+            start_ns: p.time_nanos.max(0) as u64,
+            duration_ns: p.duration_nanos.max(0) as u64,
+            ..Meta::default()
+        };
+        let mut profile = Profile::new(meta);
+        let functions: HashMap<u64, &str> = p.function.iter().map(|f| (f.id, s(f.name))).collect();
+        // A location with inlined lines expands to several frames, callee first.
+        let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
+        for loc in &p.location {
+            let mut frames = Vec::with_capacity(loc.line.len());
+            for l in &loc.line {
+                let name = functions.get(&l.function_id).copied().unwrap_or("[unknown]");
+                charge(name.len())?;
+                frames.push(profile.intern(Frame::new(name, FrameKind::Java).with_line(l.line.clamp(0, u32::MAX as i64) as u32)));
+            }
+            let frames = if frames.is_empty() { vec![profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native))] } else { frames };
+            locations.insert(loc.id, frames);
         }
-        let frames = if frames.is_empty() { vec![profile.intern(Frame::new(format!("0x{:x}", loc.address), FrameKind::Native))] } else { frames };
-        locations.insert(loc.id, frames);
+        for sample in &p.sample {
+            let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
+            let (count, total) = (v(first), v(first + 1));
+            // Of a heap profile, each part holds the samples of its kind
+            // (a live object's sample has no allocation values, and a dead
+            // one's no live values).
+            if split && count == 0 && total == 0 {
+                continue;
+            }
+            let mut stack = Vec::new();
+            // Context labels first (outermost), then the thread state, as the
+            // agent builds stacks.
+            let state = |l: &&pb::Label| s(l.key) == STATE_LABEL && ThreadState::from_word(s(l.str)).is_some();
+            for l in sample.label.iter().filter(|l| !state(l) && l.num == 0 && crate::labels::valid_key(s(l.key))) {
+                charge(s(l.key).len() + s(l.str).len())?;
+                stack.push(profile.intern(crate::labels::frame(s(l.key), s(l.str))));
+            }
+            for l in sample.label.iter().filter(state) {
+                charge(s(l.str).len())?;
+                stack.push(
+                    profile
+                        .intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)),
+                );
+            }
+            for id in sample.location_id.iter().rev() {
+                let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
+                charge(std::mem::size_of_val(frames.as_slice()))?;
+                stack.extend(frames.iter().rev());
+            }
+            let class_kind = match event {
+                "alloc" | "live" => Some(FrameKind::Alloc),
+                "lock" => Some(FrameKind::Lock),
+                _ => None,
+            };
+            if let (true, Some(kind), Some(leaf)) = (by_oxprof, class_kind, stack.last_mut()) {
+                let f = profile.frame(*leaf);
+                if f.kind == FrameKind::Java {
+                    let class = Frame::new(f.name.clone(), kind).with_line(f.line);
+                    *leaf = profile.intern(class);
+                }
+            }
+            profile.add(stack, count, total);
+        }
+        out.push(profile);
     }
-    for sample in &p.sample {
-        let mut stack = Vec::new();
-        // Context labels first (outermost), then the thread state, as the
-        // agent builds stacks.
-        let state = |l: &&pb::Label| s(l.key) == STATE_LABEL && ThreadState::from_word(s(l.str)).is_some();
-        for l in sample.label.iter().filter(|l| !state(l) && l.num == 0 && crate::labels::valid_key(s(l.key))) {
-            charge(s(l.key).len() + s(l.str).len())?;
-            stack.push(profile.intern(crate::labels::frame(s(l.key), s(l.str))));
-        }
-        for l in sample.label.iter().filter(state) {
-            charge(s(l.str).len())?;
-            stack.push(
-                profile.intern(ThreadState::from_word(s(l.str)).map_or_else(|| Frame::new(format!("[{}]", s(l.str)), FrameKind::State), ThreadState::frame)),
-            );
-        }
-        for id in sample.location_id.iter().rev() {
-            let frames = locations.get(id).ok_or_else(|| format!("sample refers to missing location {id}"))?;
-            charge(frames.len() * std::mem::size_of::<u32>())?;
-            stack.extend(frames.iter().rev());
-        }
-        let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
-        profile.add(stack, v(0), v(1));
-    }
-    Ok(profile)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -489,7 +537,8 @@ mod tests {
     /// part has none, `inuse_space` the default.
     #[test]
     fn heap_parts_share_stacks_and_fill_absent_values_with_zero() {
-        let meta = |event: &str| Meta { event: event.into(), interval: 512 << 10, total_unit: "bytes".into(), ..Meta::default() };
+        let meta =
+            |event: &str| Meta { title: "Allocation profile".into(), event: event.into(), interval: 512 << 10, total_unit: "bytes".into(), ..Meta::default() };
         let (main, churn, keep) = (Frame::new("Main.main", FrameKind::Jit), Frame::new("Main.churn", FrameKind::Jit), Frame::new("Main.keep", FrameKind::Jit));
         let mut alloc = Profile::new(meta("alloc"));
         alloc.add_frames([main.clone(), churn.clone(), Frame::new("byte[]", FrameKind::Alloc)], 10, 5_000_000);
@@ -510,5 +559,31 @@ mod tests {
         assert_eq!(got, vec![("byte[]".to_string(), vec![10, 5_000_000, 0, 0]), ("int[]".to_string(), vec![2, 1_000_000, 2, 1_000_000])]);
         // One location per distinct frame, shared by both parts.
         assert_eq!(m.location.len(), 5);
+        // Read back as two profiles, the class the leaf of each stack.
+        let back = read_all(&m.encode_to_vec()).unwrap();
+        let stacks = |p: &Profile| {
+            type Stack = Vec<(String, FrameKind)>;
+            let mut v: Vec<(Stack, u64, u64)> =
+                p.samples().iter().map(|x| (x.stack.iter().map(|&f| (p.frame(f).name.clone(), p.frame(f).kind)).collect(), x.samples, x.total)).collect();
+            v.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+            v
+        };
+        let plain = |p: &Profile| {
+            let mut out = Profile::new(p.meta.clone());
+            for x in p.samples() {
+                let n = x.stack.len();
+                out.add_frames(
+                    x.stack.iter().enumerate().map(|(i, &f)| Frame::new(p.frame(f).name.clone(), if i + 1 == n { FrameKind::Alloc } else { FrameKind::Java })),
+                    x.samples,
+                    x.total,
+                );
+            }
+            out
+        };
+        assert_eq!(back.iter().map(|p| p.meta.event.as_str()).collect::<Vec<_>>(), ["alloc", "live"]);
+        assert_eq!(stacks(&back[0]), stacks(&plain(&alloc)));
+        assert_eq!(stacks(&back[1]), stacks(&plain(&live)));
+        // A file of one part reads as one profile, as before.
+        assert_eq!(read_all(&encode_parts(&[&alloc]).encode_to_vec()).unwrap().len(), 1);
     }
 }
