@@ -19,10 +19,16 @@ At the end it reports: cycles done, commands that failed or timed out,
 whether the JVM is alive and exited normally, hs_err files, and the RSS
 difference to the twin and the agent's heap (from `status`) over time, with
 the trend after the first ten minutes; and the agent's heap between
-recordings (a `status` after each stop), which shows what outlives them.
+recordings (a `status` after each stop), which shows what outlives them,
+with its lows and highs per five minutes; every reading goes to
+DIR/series.csv.
+
+Plots both series to bench/soak/attach-<date>.png when matplotlib is
+installed (`--plot DIR` plots a run's DIR/series.csv again).
 
 Usage: bench/soak/attach_cycles.py [--minutes 30] [--cycles 200] [--classes 50]
                                    [--lockers 4] [--dir /tmp/oxprof-attach-soak]
+       bench/soak/attach_cycles.py --plot DIR
 """
 import argparse
 import os
@@ -49,6 +55,38 @@ def rss_mib(pid):
 
 
 
+def plot(series, title):
+    """Draws DIR/series.csv (see main) to bench/soak/attach-<date>.png."""
+    import datetime
+    rec, idle = [], []
+    for line in open(series).read().splitlines()[1:]:
+        t, kind, d, h = line.split(",")
+        if kind == "recording":
+            rec.append((float(t) / 60, float(d), float(h)))
+        else:
+            idle.append((float(t) / 60, float(h)))
+    png = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"attach-{datetime.date.today().isoformat()}.png")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "(matplotlib missing: pip install matplotlib)"
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.plot([r[0] for r in rec], [r[1] for r in rec], linewidth=0.8, label="RSS, agent JVM − twin, during recordings (MiB)")
+    ax.plot([r[0] for r in rec], [r[2] for r in rec], linewidth=0.8, label="agent heap during recordings (MiB)")
+    ax.plot([r[0] for r in idle], [r[1] for r in idle], linewidth=1.2, label="agent heap between recordings (MiB)")
+    ax.set_xlabel("minutes")
+    ax.set_ylabel("MiB")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    return png
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=30)
@@ -57,7 +95,11 @@ def main():
     ap.add_argument("--lockers", type=int, default=4)
     ap.add_argument("--dir", default="/tmp/oxprof-attach-soak")
     ap.add_argument("--agent", default=AGENT, help="liboxprof.so to load (use a copy: rebuilding meanwhile is then safe)")
+    ap.add_argument("--plot", metavar="DIR", help="only plot DIR/series.csv of an earlier run")
     a = ap.parse_args()
+    if a.plot:
+        print(plot(os.path.join(a.plot, "series.csv"), "oxprof attach cycles: agent memory"))
+        return
     os.makedirs(a.dir, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run(["javac", "-d", a.dir, os.path.join(here, "Soak.java"), os.path.join(here, "Churned.java")], check=True)
@@ -135,6 +177,21 @@ def main():
         idle_after = [(t, h) for t, h in idle if t >= 600]
         trend = f", trend after 10 min {slope_per_hour(idle_after):+.2f} MiB/h" if idle_after else ""
         print(f"agent heap between recordings: first {idle[0][1]:.1f} MiB, max {max(h for _, h in idle):.1f} MiB, last {idle[-1][1]:.1f} MiB{trend}")
+        # The names kept for unloadable classes are pruned past a threshold,
+        # so this heap is a sawtooth: a trend line through it says little.
+        # Its lows and highs per five minutes show whether it levels off.
+        print("agent heap between recordings per 5 min (low / high MiB): " + ", ".join(
+            f"{int(w * 5)}-{int(w * 5 + 5)} min {min(hs):.1f} / {max(hs):.1f}"
+            for w in sorted({int(t // 300) for t, _ in idle})
+            for hs in [[h for t, h in idle if int(t // 300) == w]]))
+    series = os.path.join(a.dir, "series.csv")
+    with open(series, "w") as f:
+        f.write("seconds,kind,rss_diff_mib,agent_heap_mib\n")
+        for t, d, h in mem:
+            f.write(f"{t:.1f},recording,{d:.2f},{h:.2f}\n")
+        for t, h in idle:
+            f.write(f"{t:.1f},between,,{h:.2f}\n")
+    print(f"series: {series}; plot: {plot(series, f'oxprof attach cycles: {done} in {a.minutes:g} min, {a.classes} classes/s churned')}")
     errs = [l.rstrip() for l in err_lines if "error" in l.lower() or "panic" in l.lower()]
     print(f"agent error/panic lines: {len(errs)}")
     for l in errs[:5]:
