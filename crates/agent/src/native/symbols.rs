@@ -4,7 +4,12 @@
 //! User addresses are mapped to the object they were loaded from through
 //! `/proc/self/maps`, then looked up in that object's ELF symbol tables
 //! (`.symtab` when present, else `.dynsym`); C++ names (libjvm) are
-//! demangled. Kernel addresses are looked up in `/proc/kallsyms` when it
+//! demangled. An object stripped of `.symtab` (libc, most distribution
+//! libraries) also gets the full table of its separate debug file when one
+//! is installed (Debian's `libc6-dbg`, `*-dbgsym`): found by build id under
+//! `/usr/lib/debug/.build-id/`, or by `.gnu_debuglink` beside the object,
+//! in its `.debug/` or under `/usr/lib/debug`, and used only when its
+//! build id is the object's. Kernel addresses are looked up in `/proc/kallsyms` when it
 //! shows real addresses (root, or `kptr_restrict` off). What cannot be named
 //! becomes `lib.so+0xOFFSET` (address inside a known object) or `[unknown]`.
 //! Objects are parsed on first use and dropped again with [`NativeSymbols::clear`]
@@ -124,17 +129,57 @@ struct Elf {
     segments: Vec<(u64, u64, u64)>,
 }
 
+/// Where distributions install separate debug files.
+const DEBUG_ROOT: &str = "/usr/lib/debug";
+
+/// An object's function symbols: (address, size, name).
+fn functions<'a>(file: &'a object::File<'a>) -> impl Iterator<Item = (u64, u64, &'a [u8])> + 'a {
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name_bytes().ok()?)))
+}
+
+/// The separate debug file of the object at `path` (parsed as `file`)
+/// under debug root `root`, if one is installed whose build id is the
+/// object's: by build id (`ROOT/.build-id/ab/cdef….debug`), else by
+/// `.gnu_debuglink` (beside the object, in its `.debug/`, or under `ROOT`
+/// at the object's directory).
+fn debug_file(path: &str, file: &object::File, root: &str) -> Option<MappedFile> {
+    let id = file.build_id().ok().flatten().filter(|id| id.len() >= 2)?;
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let mut candidates = vec![format!("{root}/.build-id/{}/{}.debug", &hex[..2], &hex[2..])];
+    if let Some((name, _crc)) = file.gnu_debuglink().ok().flatten() {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let dir = std::path::Path::new(path).parent().map(|d| d.display().to_string()).unwrap_or_default();
+        candidates.extend([format!("{dir}/{name}"), format!("{dir}/.debug/{name}"), format!("{root}{dir}/{name}")]);
+    }
+    candidates.into_iter().filter(|c| c != path).find_map(|c| {
+        let data = MappedFile::open(&c)?;
+        let same = object::File::parse(data.bytes()).ok()?.build_id().ok().flatten() == Some(id);
+        same.then_some(data)
+    })
+}
+
 impl Elf {
     fn load(path: &str) -> Option<Elf> {
+        Self::load_with_debug(path, DEBUG_ROOT)
+    }
+
+    /// [`Elf::load`] with separate debug files looked up under `root`.
+    fn load_with_debug(path: &str, root: &str) -> Option<Elf> {
         let data = MappedFile::open(path)?;
         let file = object::File::parse(data.bytes()).ok()?;
         let segments = file.segments().map(|s| (s.file_range().0, s.file_range().1, s.address())).collect();
-        let functions = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name_bytes().ok()?)));
-        Some(Elf { symbols: SymbolTable::new(functions), segments })
+        let stripped = file.symbols().next().is_none();
+        let debug = if stripped { debug_file(path, &file, root) } else { None };
+        let debug_file = debug.as_ref().and_then(|d| object::File::parse(d.bytes()).ok());
+        // The debug file's addresses are the object's own (same link).
+        let symbols = match &debug_file {
+            Some(d) => SymbolTable::new(functions(&file).chain(functions(d))),
+            None => SymbolTable::new(functions(&file)),
+        };
+        Some(Elf { symbols, segments })
     }
 
     /// The link-time address of a file offset.
@@ -707,5 +752,61 @@ mod tests {
         assert!(f.name.contains("getpid"), "{}", f.name);
         let f = r.frame(1, false);
         assert_eq!(f.name, "[unknown]");
+    }
+
+    /// A library stripped of `.symtab` whose separate debug file is
+    /// installed: its local functions are named from the debug file, found
+    /// by build id or by debug link, and never from a debug file of another
+    /// build.
+    #[test]
+    fn stripped_objects_are_named_from_their_separate_debug_file() {
+        let dir = std::env::temp_dir().join(format!("oxprof-debuglink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let build = |src: &str, out: &str| {
+            let c = dir.join("lib.c");
+            std::fs::write(&c, src).unwrap();
+            let so = dir.join(out);
+            let ok =
+                std::process::Command::new("cc").args(["-shared", "-fPIC", "-O1", "-Wl,--build-id", "-o"]).arg(&so).arg(&c).status().is_ok_and(|s| s.success());
+            assert!(ok, "cc could not build a shared library");
+            so
+        };
+        let src = "static __attribute__((noinline)) int hidden_work(int x) { return x * 3 + 1; }\nint exported(int x) { return hidden_work(x) + 2; }\n";
+        let so = build(src, "libdemo.so");
+        let full = Elf::load(so.to_str().unwrap()).unwrap();
+        let data = MappedFile::open(so.to_str().unwrap()).unwrap();
+        let file = object::File::parse(data.bytes()).unwrap();
+        let hidden = file.symbols().find(|s| s.name() == Ok("hidden_work")).unwrap().address();
+        assert_eq!(full.symbols.lookup(hidden), Some("hidden_work"));
+        drop(data);
+        // Split: debug file aside, library stripped and linked to it.
+        let debug = dir.join("libdemo.so.debug");
+        let run = |args: &[&std::ffi::OsStr]| assert!(std::process::Command::new(args[0]).args(&args[1..]).status().unwrap().success(), "{args:?}");
+        run(&["objcopy".as_ref(), "--only-keep-debug".as_ref(), so.as_os_str(), debug.as_os_str()]);
+        run(&["strip".as_ref(), "--strip-all".as_ref(), so.as_os_str()]);
+        let root = dir.join("debug-root");
+        let path = so.to_str().unwrap();
+        // Without the debug file: only the exported function is known.
+        let stripped = Elf::load_with_debug(path, root.to_str().unwrap()).unwrap();
+        assert_ne!(stripped.symbols.lookup(hidden), Some("hidden_work"));
+        assert!(stripped.symbols.entries.iter().any(|e| stripped.symbols.names.get(e.2 as usize..(e.2 + e.3) as usize) == Some(b"exported".as_slice())));
+        // By build id under the debug root.
+        let data = MappedFile::open(path).unwrap();
+        let id: String = object::File::parse(data.bytes()).unwrap().build_id().unwrap().unwrap().iter().map(|b| format!("{b:02x}")).collect();
+        drop(data);
+        let by_id = root.join(".build-id").join(&id[..2]);
+        std::fs::create_dir_all(&by_id).unwrap();
+        std::fs::copy(&debug, by_id.join(format!("{}.debug", &id[2..]))).unwrap();
+        assert_eq!(Elf::load_with_debug(path, root.to_str().unwrap()).unwrap().symbols.lookup(hidden), Some("hidden_work"));
+        std::fs::remove_dir_all(&root).unwrap();
+        // By debug link, beside the object.
+        run(&["objcopy".as_ref(), format!("--add-gnu-debuglink={}", debug.display()).as_ref(), so.as_os_str()]);
+        assert_eq!(Elf::load_with_debug(path, root.to_str().unwrap()).unwrap().symbols.lookup(hidden), Some("hidden_work"));
+        // A debug file of another build under the linked name is not used.
+        let other = build(&src.replace("x * 3 + 1", "x * 5 + 7"), "libother.so");
+        run(&["objcopy".as_ref(), "--only-keep-debug".as_ref(), other.as_os_str(), debug.as_os_str()]);
+        assert_ne!(Elf::load_with_debug(path, root.to_str().unwrap()).unwrap().symbols.lookup(hidden), Some("hidden_work"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
