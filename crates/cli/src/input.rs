@@ -281,10 +281,13 @@ impl Selection {
                         events.join("/")
                     ));
                 }
-                for (_, p) in &mut out {
+                for (key, p) in &mut out {
+                    // As for JFR: --state selects among CPU and wall samples
+                    // (a single profile of unknown kind counts as one).
+                    let by_state = states.as_ref().filter(|_| matches!(*key, "cpu" | "wall") || ps.len() == 1);
                     p.retain(|p, s| {
                         let names = || s.stack.iter().map(|&f| p.frame(f).name.as_str());
-                        let state_ok = states.as_ref().is_none_or(|keep| state_of(p, s).is_some_and(|st| keep.contains(&st)));
+                        let state_ok = by_state.is_none_or(|keep| state_of(p, s).is_some_and(|st| keep.contains(&st)));
                         state_ok && (inc.is_none() || inc.as_ref().is_some_and(|f| names().any(f))) && !exc.as_ref().is_some_and(|f| names().any(f))
                     });
                     if !self.show_state {

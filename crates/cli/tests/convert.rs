@@ -544,6 +544,9 @@ fn agent_and_converter_write_otlp() {
         assert!(cpu_top.ends_with("Convert.spin"), "{}: CPU top method is not Convert.spin:\n{report}", file.display());
         assert!(report.contains("byte[]"), "{}: no allocation section:\n{report}", file.display());
     }
+    // --state selects CPU samples and leaves allocations as they are.
+    let report = text(&oxprof_ok(&["report", out.to_str().unwrap(), "--state", "running"]).stdout);
+    assert!(report.contains("Convert.spin") && report.contains("byte[]"), "{report}");
     // A kind the file does not hold, and an HTML page given as input.
     let o = oxprof_cmd().args(["convert", out.to_str().unwrap(), "--lock", "-o", s.path("x.collapsed").to_str().unwrap()]).output().unwrap();
     assert!(!o.status.success() && text(&o.stderr).contains("it holds: cpu, alloc"), "{}", text(&o.stderr));
