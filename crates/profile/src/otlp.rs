@@ -589,22 +589,10 @@ pub struct Decoded {
     pub profiles: Vec<Profile>,
 }
 
-/// Whether `bytes` may be an OTLP request (gzipped or not): a protobuf
-/// message whose first field is 1 (`resource_profiles`) or 2 (the
-/// dictionary), both length-delimited. pprof's first fields look the same,
-/// so this only rules files out.
-pub fn may_be_request(bytes: &[u8]) -> bool {
-    crate::pprof::is_gzip(bytes) || matches!(bytes.first(), Some(0x0a | 0x12))
-}
-
 /// Reads a file's bytes as an OTLP request: gzipped (as sent, or an
 /// interval spooled with `file=…pb.gz`) or not (`.otlp.pb`).
 pub fn read(bytes: &[u8]) -> Result<Decoded, String> {
-    if crate::pprof::is_gzip(bytes) {
-        decode(&crate::pprof::gunzip(bytes, crate::pprof::MAX_DECOMPRESSED)?)
-    } else {
-        decode(bytes)
-    }
+    decode(&crate::pprof::decompressed(bytes)?)
 }
 
 /// The kind of an OTLP profile and whether its values are totals (else
@@ -641,13 +629,6 @@ fn kind_of(sample: (&str, &str), period: &str) -> (Kind, bool) {
     (kind, total)
 }
 
-/// How many bytes of frames, names and labels a request of `len` bytes may
-/// expand to in the model: as for pprof (a corrupt request could refer to
-/// a location of thousands of lines from millions of samples).
-fn expansion_budget(len: usize) -> usize {
-    len.saturating_mul(32).saturating_add(64 << 20)
-}
-
 /// Reads an `ExportProfilesServiceRequest` (uncompressed) back into the
 /// model: the OTLP profiles of one recording (same kind, start, length
 /// and period) become one model profile, the count sample type its sample
@@ -673,13 +654,10 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
         };
         Ok((string(a.key_strindex)?, value))
     };
-    let mut budget = expansion_budget(bytes.len());
-    let mut charge = |n: usize| -> Result<(), String> {
-        budget = budget
-            .checked_sub(n)
-            .ok_or_else(|| format!("the request expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(bytes.len()) >> 20))?;
-        Ok(())
-    };
+    // As for pprof: a corrupt request could refer to a location of
+    // thousands of lines from millions of samples.
+    let mut budget = crate::pprof::Expansion::new(bytes.len(), "request");
+    let mut charge = |n: usize| budget.charge(n);
     let mut resource = Resource::default();
     let mut out: Vec<Profile> = Vec::new();
     // (kind, start, length, period) of each profile of `out`.

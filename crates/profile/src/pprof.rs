@@ -248,7 +248,7 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 
 /// The most a gzipped pprof file may decompress to (1 GiB): gzip expands
 /// up to a thousand times, so a small file could otherwise fill memory.
-pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
+const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// How many bytes of frames and names the profile read from `len` bytes may
 /// expand to: 32 times its size and 64 MiB. A sample's stack lists
@@ -260,8 +260,42 @@ fn expansion_budget(len: usize) -> usize {
     len.saturating_mul(32).saturating_add(64 << 20)
 }
 
+/// What a protobuf profile read from `len` bytes (pprof, or an OTLP
+/// request) may still expand to, see [`expansion_budget`]; `what` names
+/// the input in the error.
+pub(crate) struct Expansion {
+    left: usize,
+    len: usize,
+    what: &'static str,
+}
+
+impl Expansion {
+    pub(crate) fn new(len: usize, what: &'static str) -> Expansion {
+        Expansion { left: expansion_budget(len), len, what }
+    }
+
+    /// Takes `bytes` of frames or names from the budget; an error when spent.
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), String> {
+        self.left = self
+            .left
+            .checked_sub(bytes)
+            .ok_or_else(|| format!("the {} expands to more than {} MiB of frames and names (corrupt?)", self.what, expansion_budget(self.len) >> 20))?;
+        Ok(())
+    }
+}
+
+/// `bytes` decompressed when gzipped (see [`gunzip`], at most
+/// [`MAX_DECOMPRESSED`]), else as they are.
+pub(crate) fn decompressed(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    if is_gzip(bytes) {
+        gunzip(bytes, MAX_DECOMPRESSED).map(std::borrow::Cow::Owned)
+    } else {
+        Ok(std::borrow::Cow::Borrowed(bytes))
+    }
+}
+
 /// Decompresses a gzip stream of at most `max` bytes.
-pub(crate) fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
+fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
     GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
     if raw.len() as u64 > max {
@@ -294,21 +328,10 @@ fn event_of(count: Option<&str>, total: Option<&str>) -> &'static str {
 /// `live`) gives an allocation and a live profile; any other file one
 /// profile, as [`read`] reads it.
 pub fn read_all(bytes: &[u8]) -> Result<Vec<Profile>, String> {
-    let raw;
-    let data: &[u8] = if is_gzip(bytes) {
-        raw = gunzip(bytes, MAX_DECOMPRESSED)?;
-        &raw
-    } else {
-        bytes
-    };
-    let mut budget = expansion_budget(data.len());
-    let mut charge = |bytes: usize| -> Result<(), String> {
-        budget = budget
-            .checked_sub(bytes)
-            .ok_or_else(|| format!("the profile expands to more than {} MiB of frames and names (corrupt?)", expansion_budget(data.len()) >> 20))?;
-        Ok(())
-    };
-    let p = pb::Profile::decode(data).map_err(|e| format!("not a pprof profile: {e}"))?;
+    let data = decompressed(bytes)?;
+    let mut budget = Expansion::new(data.len(), "profile");
+    let mut charge = |bytes: usize| budget.charge(bytes);
+    let p = pb::Profile::decode(&*data).map_err(|e| format!("not a pprof profile: {e}"))?;
     let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
     let types: Vec<&str> = p.sample_type.iter().map(|t| s(t.r#type)).collect();
     // Pairs of (count, total) sample types, when they name distinct kinds.
