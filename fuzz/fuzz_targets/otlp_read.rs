@@ -5,23 +5,14 @@
 //! errors, no unbounded allocation.
 #![no_main]
 
-use std::io::Write;
+mod gzip_mode;
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use libfuzzer_sys::fuzz_target;
 use oxprof_profile::collapsed::{self, CollapsedOptions};
 use oxprof_profile::{otlp, pprof};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
-    let bytes = if mode & 1 == 1 {
-        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-        gz.write_all(rest).unwrap();
-        gz.finish().unwrap()
-    } else {
-        rest.to_vec()
-    };
+    let Some(bytes) = gzip_mode::file_bytes(data) else { return };
     match otlp::read(&bytes) {
         Ok(d) => {
             let all: Vec<&oxprof_profile::Profile> = d.profiles.iter().collect();
