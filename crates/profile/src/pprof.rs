@@ -344,6 +344,7 @@ pub fn read_all(bytes: &[u8]) -> Result<Vec<Profile>, String> {
     // allocated or locked class (Go's end in the allocating function).
     let by_oxprof = p.comment.iter().any(|&c| s(c).starts_with("oxprof: "));
     let mut out = Vec::with_capacity(pairs.len());
+    let functions: HashMap<u64, &str> = p.function.iter().map(|f| (f.id, s(f.name))).collect();
     for (first, event) in pairs {
         let unit = p.sample_type.get(first + 1).map(|t| s(t.unit)).unwrap_or("");
         let meta = Meta {
@@ -359,7 +360,6 @@ pub fn read_all(bytes: &[u8]) -> Result<Vec<Profile>, String> {
             ..Meta::default()
         };
         let mut profile = Profile::new(meta);
-        let functions: HashMap<u64, &str> = p.function.iter().map(|f| (f.id, s(f.name))).collect();
         // A location with inlined lines expands to several frames, callee first.
         let mut locations: HashMap<u64, Vec<u32>> = HashMap::new();
         for loc in &p.location {
