@@ -23,7 +23,7 @@
 
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
-use crate::sampling::store::{direct_mapped_slot, prefault};
+use crate::sampling::store::{direct_mapped_slot, prefault, prefetch};
 
 /// Entries (a power of two): 256 KiB.
 const ENTRIES: usize = 4096;
@@ -63,6 +63,13 @@ pub fn prepare() {
     prefault(&CACHE, |e| {
         let _ = e.seq.compare_exchange(0, 0, Ordering::Relaxed, Ordering::Relaxed);
     });
+}
+
+/// Starts loading the entry of `pc` (see `store::prefetch`).
+pub fn prefetch_entry(pc: usize) {
+    if let Some(e) = CACHE.get(direct_mapped_slot(pc, ENTRIES)) {
+        prefetch(e);
+    }
 }
 
 /// The blob's words cached for `pc` and its compile id, if the entry holds

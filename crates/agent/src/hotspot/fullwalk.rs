@@ -37,12 +37,13 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Or
 
 use jvmti_sys::asgct::BCI_NATIVE_FRAME;
 
+use crate::hotspot::blob_cache;
 use crate::hotspot::frames::{self, Blob, Layout};
 use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
 use crate::hotspot::scopes::{self, DebugInfo, MAX_SCOPES};
-use crate::sampling::store::{direct_mapped_slot, prefault, JavaFrameType, RawFrame};
+use crate::sampling::store::{direct_mapped_slot, prefault, prefetch, JavaFrameType, RawFrame};
 
 /// Who walks, which says how the top frame and methods are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +88,44 @@ static LEFT: AtomicU64 = AtomicU64::new(0);
 /// (walked, left to AsyncGetCallTrace) since the process started.
 pub fn signal_walks() -> (u64, u64) {
     (WALKED.load(Ordering::Relaxed), LEFT.load(Ordering::Relaxed))
+}
+
+/// Why a walk gave up, counted for the debug log (see [`left_why`]).
+#[derive(Clone, Copy)]
+enum Why {
+    /// The interrupted registers name no frame the walk can start from.
+    Start,
+    /// The physical walk ended before the thread's first Java call.
+    Bottom,
+    /// A frame in doubt (deoptimization, a stub returned into from Java).
+    Doubt,
+    /// The interrupted frame is not Java code at its pc (a stub, native
+    /// code called without an anchor).
+    NotAtPc,
+    /// An interpreted frame's method or bytecode pointer did not check out.
+    Interpreted,
+    /// A compiled frame's method or debug information did not check out.
+    Compiled,
+}
+
+const WHYS: [&str; 6] = ["start", "bottom", "doubt", "not_at_pc", "interpreted", "compiled"];
+static LEFT_WHY: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+
+fn left<T>(why: Why) -> Option<T> {
+    if let Some(c) = LEFT_WHY.get(why as usize) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    None
+}
+
+/// Signal-handler walks left to AsyncGetCallTrace, by reason (both walks
+/// count: allocation callbacks too), as `reason=count` pairs.
+pub fn left_why() -> [(&'static str, u64); 6] {
+    let mut out = [("", 0); 6];
+    for ((o, name), c) in out.iter_mut().zip(WHYS).zip(&LEFT_WHY) {
+        *o = (name, c.load(Ordering::Relaxed));
+    }
+    out
 }
 
 /// The signal handler's walk of the interrupted thread (`env` its
@@ -136,7 +175,7 @@ pub fn walk(
     match start {
         Start::Frames => {}
         Start::NoJavaFrame => return Some(0),
-        Start::Unknown => return None,
+        Start::Unknown => return left(Why::Start),
     }
     if let Some(more) = more {
         stack.with_more_registers(more);
@@ -147,11 +186,20 @@ pub fn walk(
     let mut scratch = [(0usize, 0i32); MAX_SCOPES];
     while n < out.len() {
         let Some(phys) = stack.next() else {
-            return (stack.reached_bottom() && !stack.doubtful()).then_some(n);
+            return match (stack.reached_bottom(), stack.doubtful()) {
+                (true, false) => Some(n),
+                (_, true) => left(Why::Doubt),
+                (false, false) => left(Why::Bottom),
+            };
         };
         if stack.doubtful() {
-            return None;
+            return left(Why::Doubt);
         }
+        // The caller's return address is known now: start loading its cache
+        // entries, which the next step reads, while this frame is named.
+        let upcoming = stack.next_pc();
+        blob_cache::prefetch_entry(upcoming);
+        SITES.prefetch_entry(upcoming);
         // The interrupted frame itself. A thread running Java code stopped
         // elsewhere (a stub, native code called without an anchor) is left
         // to the JVM's walk, which knows those frames.
@@ -162,7 +210,7 @@ pub fn walk(
                 PhysFrame::Interpreted { .. } => l.in_interpreter(regs.0),
             };
             if !at_pc {
-                return None;
+                return left(Why::NotAtPc);
             }
         }
         // Compared with AsyncGetCallTrace (see `on_signal`), the first Java
@@ -174,7 +222,7 @@ pub fn walk(
             PhysFrame::Interpreted { method, bcp } => {
                 let frame = match caller {
                     Caller::Callback => {
-                        let id = method_ids::get(l, method)?;
+                        let Some(id) = method_ids::get(l, method) else { return left(Why::Interpreted) };
                         // A native method's interpreted frame keeps no bytecode
                         // pointer, though its slot is not always cleared.
                         let native = bcp == 0 || l.is_native_live(method) == Some(true);
@@ -184,12 +232,12 @@ pub fn walk(
                         // A frame being built (the interrupted one) may hold a
                         // stale bytecode pointer: as AsyncGetCallTrace does, a
                         // Java method's must lie inside its bytecodes.
-                        let k = method_ids::lookup(l, method)?;
+                        let Some(k) = method_ids::lookup(l, method) else { return left(Why::Interpreted) };
                         let (start, len) = k.code;
                         let bci = match k.native {
                             Some(true) => BCI_NATIVE_FRAME,
                             Some(false) if bcp >= start && bcp < start.wrapping_add(len) => k.bci(bcp),
-                            _ => return None,
+                            _ => return left(Why::Interpreted),
                         };
                         RawFrame::java(k.id, bci, JavaFrameType::Interpreted)
                     }
@@ -207,7 +255,9 @@ pub fn walk(
                     }
                 }
                 let from = n;
-                compiled_frames(l, pc, top, &blob, &mut scratch, out, &mut n)?;
+                if compiled_frames(l, pc, top, &blob, &mut scratch, out, &mut n).is_none() {
+                    return left(Why::Compiled);
+                }
                 // Not when the output filled up: the list may be cut short.
                 if let (Some(id), Some(frames)) = (id, out.get(from..n).filter(|_| n < out.len())) {
                     SITES.put(key, blob.start, id, frames);
@@ -289,6 +339,10 @@ fn inlined(l: &Layout, blob: &Blob, pc: usize, top: bool, out: &mut [(usize, i32
 /// and makes it even again; a reader copies the entry and keeps the copy
 /// only if the sequence was even and unchanged. Writers that find an entry
 /// busy skip it, so nobody waits.
+///
+/// An entry is two cache lines, aligned: the tag and the first two frames
+/// in the first, four more frames in the second, so a call site of one or
+/// two methods (most of them) costs one line to read.
 struct SiteCache {
     entries: [Site; SITES_CACHED],
 }
@@ -297,14 +351,24 @@ const SITES_CACHED: usize = 8192;
 /// Call sites with more scopes than this are not cached.
 const SITE_FRAMES: usize = 6;
 
+#[repr(C, align(128))]
 struct Site {
     seq: AtomicU32,
     len: AtomicU32,
     compile_id: AtomicU32,
     pc: AtomicUsize,
     blob: AtomicUsize,
-    ids: [AtomicUsize; SITE_FRAMES],
-    bcis: [AtomicU32; SITE_FRAMES],
+    frames: [SiteFrame; SITE_FRAMES],
+}
+
+// Two lines: the tag (32 bytes) and two frames, then four frames.
+const _: () = assert!(std::mem::size_of::<Site>() == 128 && std::mem::size_of::<SiteFrame>() == 16);
+
+/// One cached frame, 16 bytes.
+#[repr(C)]
+struct SiteFrame {
+    id: AtomicUsize,
+    bci: AtomicU32,
 }
 
 static SITES: SiteCache = SiteCache {
@@ -315,8 +379,7 @@ static SITES: SiteCache = SiteCache {
             compile_id: AtomicU32::new(0),
             pc: AtomicUsize::new(0),
             blob: AtomicUsize::new(0),
-            ids: [const { AtomicUsize::new(0) }; SITE_FRAMES],
-            bcis: [const { AtomicU32::new(0) }; SITE_FRAMES],
+            frames: [const { SiteFrame { id: AtomicUsize::new(0), bci: AtomicU32::new(0) } }; SITE_FRAMES],
         }
     }; SITES_CACHED],
 };
@@ -324,6 +387,14 @@ static SITES: SiteCache = SiteCache {
 impl SiteCache {
     fn entry(&self, pc: usize) -> Option<&Site> {
         self.entries.get(direct_mapped_slot(pc, SITES_CACHED))
+    }
+
+    /// Starts loading the first line of the entry of `pc`, which holds its
+    /// tag and first two frames (see `store::prefetch`).
+    fn prefetch_entry(&self, pc: usize) {
+        if let Some(e) = self.entry(pc) {
+            prefetch(e);
+        }
     }
 
     /// Pushes the cached frames of call site `pc` in nmethod (`blob`,
@@ -340,8 +411,8 @@ impl SiteCache {
         }
         let len = (e.len.load(Ordering::Relaxed) as usize).min(SITE_FRAMES);
         let mut copy = [RawFrame::default(); SITE_FRAMES];
-        for ((slot, id), bci) in copy.iter_mut().zip(&e.ids).zip(&e.bcis).take(len) {
-            *slot = RawFrame { bci: bci.load(Ordering::Relaxed) as i32, method: id.load(Ordering::Relaxed) };
+        for (slot, f) in copy.iter_mut().zip(&e.frames).take(len) {
+            *slot = RawFrame { bci: f.bci.load(Ordering::Relaxed) as i32, method: f.id.load(Ordering::Relaxed) };
         }
         fence(Ordering::Acquire);
         if len == 0 || e.seq.load(Ordering::Relaxed) != seq {
@@ -369,9 +440,9 @@ impl SiteCache {
         e.blob.store(blob, Ordering::Relaxed);
         e.compile_id.store(compile_id as u32, Ordering::Relaxed);
         e.len.store(frames.len() as u32, Ordering::Relaxed);
-        for ((f, id), bci) in frames.iter().zip(&e.ids).zip(&e.bcis) {
-            id.store(f.method, Ordering::Relaxed);
-            bci.store(f.bci as u32, Ordering::Relaxed);
+        for (f, slot) in frames.iter().zip(&e.frames) {
+            slot.id.store(f.method, Ordering::Relaxed);
+            slot.bci.store(f.bci as u32, Ordering::Relaxed);
         }
         e.seq.store(seq.wrapping_add(2), Ordering::Release);
     }

@@ -352,6 +352,12 @@ impl<'a> JavaStack<'a> {
         self.cached = true;
     }
 
+    /// The pc of the frame the next step starts from (its caller's return
+    /// address once a frame was returned).
+    pub fn next_pc(&self) -> usize {
+        self.pc
+    }
+
     /// Whether the walk started at the interrupted registers (the thread
     /// runs Java code), rather than at the last Java frame it left.
     pub fn started_at_registers(&self) -> bool {

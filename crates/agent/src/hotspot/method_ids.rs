@@ -22,9 +22,11 @@ use crate::hotspot::frames::Layout;
 use crate::hotspot::gate;
 use crate::sampling::store::{direct_mapped_slot, prefault};
 
-/// Entries in the table (a power of two); 320 KiB.
+/// Entries in the table (a power of two); 512 KiB.
 const CACHED: usize = 8192;
 
+/// One cache line, so that a lookup reads one line, not two.
+#[repr(C, align(64))]
 struct Entry {
     seq: AtomicUsize,
     method: AtomicUsize,

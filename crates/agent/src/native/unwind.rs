@@ -44,9 +44,12 @@ static SPENT: CpuSpent = CpuSpent::new();
 /// Memory probes made by walks since [`init`].
 static PROBES: AtomicU64 = AtomicU64::new(0);
 
+/// Native parts collected since [`init`].
+static COLLECTED: AtomicU64 = AtomicU64::new(0);
+
 /// Mean memory probes per sample, times 100.
 pub fn probes_per_100_samples() -> u64 {
-    (PROBES.load(Ordering::Relaxed) * 100).checked_div(SPENT.calls()).unwrap_or(0)
+    (PROBES.load(Ordering::Relaxed) * 100).checked_div(COLLECTED.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
 /// Mean CPU nanoseconds one sample spent collecting its native part, if any.
@@ -59,6 +62,7 @@ pub fn mean_ns() -> Option<u64> {
 pub fn init() -> bool {
     SPENT.reset();
     PROBES.store(0, Ordering::Relaxed);
+    COLLECTED.store(0, Ordering::Relaxed);
     // SAFETY: getpid has no preconditions.
     PID.store(unsafe { libc::getpid() }, Ordering::SeqCst);
     // The probe must tell both answers apart (a seccomp filter could answer
@@ -260,8 +264,10 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 /// asks for perf_events kernel frames, `dwarf` for DWARF unwinding
 /// (`native_dwarf`) instead of frame pointers; `in_java_code` tells where the
 /// JVM's Java frames begin; `stack` is what is known of the thread's stack
-/// (its words are then read without probes).
+/// (its words are then read without probes); `timed`: count its CPU time
+/// in [`mean_ns`].
 pub fn collect(
+    timed: bool,
     tid: u32,
     ucontext: *mut c_void,
     (kernel, dwarf): (bool, bool),
@@ -269,7 +275,8 @@ pub fn collect(
     in_java_code: fn(usize) -> bool,
     out: &mut [RawFrame],
 ) -> usize {
-    let call = SPENT.begin();
+    COLLECTED.fetch_add(1, Ordering::Relaxed);
+    let call = SPENT.begin_if(timed);
     let n = walk(tid, ucontext, (kernel, dwarf), stack, in_java_code, out);
     SPENT.end(call);
     n
@@ -469,7 +476,7 @@ mod tests {
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::getcontext(&mut uc) };
-        collect(0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| false, out)
+        collect(true, 0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| false, out)
     }
 
     #[test]
@@ -481,12 +488,12 @@ mod tests {
         assert!(out[..n].iter().all(|f| f.bci == RawFrame::NATIVE_PC && f.method != 0));
         let mut small = [RawFrame::default(); 1];
         assert_eq!(walk_here(&mut small), 1, "depth limit");
-        assert_eq!(collect(0, std::ptr::null_mut(), (false, false), OwnStack::default(), |_| false, &mut out), 0);
+        assert_eq!(collect(true, 0, std::ptr::null_mut(), (false, false), OwnStack::default(), |_| false, &mut out), 0);
         // When the interrupted PC is Java code there is no native part.
         // SAFETY: as in walk_here.
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::getcontext(&mut uc) };
-        assert_eq!(collect(0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| true, &mut out), 0);
+        assert_eq!(collect(true, 0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| true, &mut out), 0);
     }
 }

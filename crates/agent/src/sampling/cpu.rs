@@ -185,7 +185,9 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     }
     let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone() };
     let started = if engine.per_thread() {
-        cx.threads.start(engine, config.interval_ns).map(|n| format!("{n} threads"))
+        // The store's next pages are made resident ahead of the handler.
+        store.prefault_ahead();
+        cx.threads.start(engine, config.interval_ns, move || store.prefault_ahead()).map(|n| format!("{n} threads"))
     } else {
         itimer::start(config.interval_ns).map(|()| "process-wide".to_string())
     };
@@ -272,7 +274,8 @@ impl EventSource for CpuSource {
         let [asgct, types, native, own] = signal::part_means_ns();
         let (walked, left) = crate::hotspot::fullwalk::signal_walks();
         log::debug(&format!(
-            "handler parts (mean CPU ns): own walk {own}, AsyncGetCallTrace {asgct}, frame types {types}, native {native}; own walks {walked}, left to AsyncGetCallTrace {left}; Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
+            "handler parts (mean CPU ns): own walk {own}, AsyncGetCallTrace {asgct}, frame types {types}, native {native}; own walks {walked}, left to AsyncGetCallTrace {left} (why, signal and allocation walks:{}); Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
+            crate::hotspot::fullwalk::left_why().iter().map(|(why, n)| format!(" {why}={n}")).collect::<String>(),
             crate::hotspot::javawalk::scan_found(),
             crate::hotspot::frametypes::restored_tops(),
             crate::hotspot::frametypes::replaced_stacks(),

@@ -567,15 +567,14 @@ fn wait_for_handlers() {
 /// CPU time spent in the handler's sampling work per channel, since it was armed.
 static HANDLER: [CpuSpent; 2] = [const { CpuSpent::new() }; 2];
 /// The handler's parts, for the debug log: AsyncGetCallTrace, the frame-type
-/// walk after it, the native part.
+/// walk after it, the own walk (the native part is `native_unwind`'s).
 static PART_ASGCT: CpuSpent = CpuSpent::new();
 static PART_TYPES: CpuSpent = CpuSpent::new();
-static PART_NATIVE: CpuSpent = CpuSpent::new();
 static PART_OWN: CpuSpent = CpuSpent::new();
 
 /// Mean CPU ns of the handler's parts (AsyncGetCallTrace, frame types, native, own walk), where measured.
 pub fn part_means_ns() -> [u64; 4] {
-    [PART_ASGCT.mean_ns().unwrap_or(0), PART_TYPES.mean_ns().unwrap_or(0), PART_NATIVE.mean_ns().unwrap_or(0), PART_OWN.mean_ns().unwrap_or(0)]
+    [PART_ASGCT.mean_ns().unwrap_or(0), PART_TYPES.mean_ns().unwrap_or(0), native_unwind::mean_ns().unwrap_or(0), PART_OWN.mean_ns().unwrap_or(0)]
 }
 
 /// Mean CPU nanoseconds of one CPU sample in the handler (walks, native
@@ -603,13 +602,14 @@ fn take_sample(channel: Channel, info: *mut libc::siginfo_t, ucontext: *mut c_vo
             let ctx = ctx_slot.load(Ordering::SeqCst);
             if !ctx.is_null() {
                 let call = spent.begin();
+                let parts = call.parts_timed();
                 // SAFETY: a non-null context stays alive while ACTIVE > 0 (see disarm).
                 let ctx = unsafe { &*ctx };
                 match channel {
                     Channel::Cpu => {
-                        sample(ctx, ucontext, ctx.weight.saturating_mul(periods(info)));
+                        sample(ctx, ucontext, ctx.weight.saturating_mul(periods(info)), parts);
                     }
-                    Channel::Wall => wall_sample(ctx, ucontext),
+                    Channel::Wall => wall_sample(ctx, ucontext, parts),
                 }
                 spent.end(call);
             }
@@ -688,7 +688,8 @@ fn periods(info: *const libc::siginfo_t) -> u64 {
 
 /// Records one sample of `weight` on the calling thread and returns its
 /// stack's slot, and whether the thread runs Java (has a `JNIEnv`).
-fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u32>, bool) {
+/// `timed`: count the CPU time of its parts (see `cputime`).
+fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64, timed: bool) -> (Option<u32>, bool) {
     let tid = gettid();
     let env = jni_env(ctx.vm);
     if env.is_null() && ctx.cstack == CStack::No {
@@ -700,13 +701,11 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         ctx.store.count_dropped();
         return (None, !env.is_null());
     };
-    let part = PART_NATIVE.begin();
     let stack = frames::layout().map_or_else(OwnStack::default, |l| match env.is_null() {
         true => l.own_stack(thread_key::current(), false),
         false => l.own_stack(l.thread(env as usize), true),
     });
-    let native = native_part(ctx, tid, ucontext, stack, buffer);
-    PART_NATIVE.end(part);
+    let native = native_part(ctx, tid, ucontext, stack, buffer, timed);
     if env.is_null() {
         let slot = record_native_marker(ctx, buffer, native, (tid, 0), MARK_NON_JAVA_THREAD, weight);
         buffer.busy.store(false, Ordering::Release);
@@ -722,7 +721,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
     // what follows it where that walk gives up. While checking, the own walk
     // runs after the other, to compare (see `check_own_walk`).
     let checking = fullwalk::checking_signal();
-    let part = PART_OWN.begin();
+    let part = PART_OWN.begin_if(timed);
     // SAFETY: we own the buffer's `depth` frames after the native part (busy flag).
     let own = if checking { None } else { fullwalk::on_signal(env as usize, ucontext, unsafe { std::slice::from_raw_parts_mut(java, depth) }) };
     PART_OWN.end(part);
@@ -738,7 +737,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
         return (slot, true);
     }
     let mut trace = ASGCT_CallTrace { env_id: env, num_frames: 0, frames: java as *mut ASGCT_CallFrame };
-    let part = PART_ASGCT.begin();
+    let part = PART_ASGCT.begin_if(timed);
     // SAFETY: `trace.frames` has room for `depth` frames, we own the buffer
     // (busy flag), the layouts match (asserted above), and `ucontext` is the
     // kernel's context for this signal.
@@ -768,7 +767,7 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64) -> (Option<u3
             // SAFETY: we own the buffer's `depth` frames after the native part
             // (busy flag); the walk wrote the first `n`.
             let room = unsafe { std::slice::from_raw_parts_mut(java, depth) };
-            let part = PART_TYPES.begin();
+            let part = PART_TYPES.begin_if(timed);
             let below = frametypes::on_success(env as usize, ucontext, room, n);
             PART_TYPES.end(part);
             match below {
@@ -934,14 +933,14 @@ fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
 
 /// Collects the native part of the sample at the start of `buffer`
 /// (`native_unwind`); returns its length (0 with `cstack=no`).
-fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, stack: OwnStack, buffer: &Buffer) -> usize {
+fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, stack: OwnStack, buffer: &Buffer, timed: bool) -> usize {
     if ctx.cstack == CStack::No {
         return 0;
     }
     let room = MAX_NATIVE_FRAMES.min(buffer.len.saturating_sub(1));
     // SAFETY: we own the buffer (busy flag) and it holds `buffer.len > room` frames.
     let out = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, room) };
-    native_unwind::collect(tid, ucontext, (ctx.kernel_stacks, ctx.cstack == CStack::Dwarf), stack, in_code, out)
+    native_unwind::collect(timed, tid, ucontext, (ctx.kernel_stacks, ctx.cstack == CStack::Dwarf), stack, in_code, out)
 }
 
 /// Records the native part followed by a marker frame naming why there is
@@ -968,14 +967,14 @@ fn record_marker(ctx: &SignalContext, tid: u32, labels: u32, code: i32, weight: 
 /// One wall-clock sample: weighed by the wall time since the thread was
 /// last accounted for (see `wall_table`), then its slot and CPU time noted
 /// for the sampler. A thread without Java is noted and not recorded.
-fn wall_sample(ctx: &SignalContext, ucontext: *mut c_void) {
+fn wall_sample(ctx: &SignalContext, ucontext: *mut c_void, timed: bool) {
     let tid = gettid();
     let weight = wall_table::take_weight(tid, monotonic_ns()).unwrap_or(ctx.weight);
     if jni_env(ctx.vm).is_null() {
         wall_table::finish(tid, wall_table::NOT_JAVA, 0);
         return;
     }
-    let (slot, _) = sample(ctx, ucontext, weight);
+    let (slot, _) = sample(ctx, ucontext, weight, timed);
     wall_table::finish(tid, slot.unwrap_or(wall_table::NO_SLOT), crate::sampling::cputime::thread_cpu_ns());
 }
 

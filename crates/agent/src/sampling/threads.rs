@@ -150,8 +150,9 @@ impl Threads {
     }
 
     /// Starts a per-thread engine on every current thread and keeps watching
-    /// for new ones until [`Threads::stop`].
-    pub fn start(self: &Arc<Self>, engine: Engine, interval_ns: u64) -> std::io::Result<usize> {
+    /// for new ones until [`Threads::stop`]; the watcher also runs `upkeep`
+    /// at each of its scans (every [`SCAN_PERIOD`]).
+    pub fn start(self: &Arc<Self>, engine: Engine, interval_ns: u64, upkeep: impl Fn() + Send + 'static) -> std::io::Result<usize> {
         {
             let mut inner = self.lock();
             inner.engine = Some((engine, interval_ns));
@@ -167,6 +168,7 @@ impl Threads {
             while me.generation.load(Ordering::SeqCst) == generation {
                 std::thread::sleep(SCAN_PERIOD);
                 me.scan();
+                upkeep();
             }
         })?;
         Ok(self.lock().timers.len())

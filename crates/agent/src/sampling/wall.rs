@@ -206,6 +206,8 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
     while !stop.load(Ordering::Acquire) {
         let now = monotonic_ns();
         if now >= next_list {
+            // The store's next pages resident before the handler gets there.
+            store.prefault_ahead();
             let excluded = registry.excluded();
             tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
             let alive_set: std::collections::HashSet<u32> = tids.iter().copied().collect();
