@@ -72,8 +72,11 @@ impl CpuSpent {
 
     /// Starts a call, counted; pass the result to [`CpuSpent::end`].
     pub fn begin(&self) -> Call {
-        let n = scramble(self.calls.fetch_add(1, Ordering::Relaxed)) & (TIMED_EVERY - 1);
-        Call((n == 0).then(start_ns), n == TIMED_EVERY / 2)
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        let n = scramble(call) & (TIMED_EVERY - 1);
+        // The first call times the whole and the second its parts, so that
+        // a short recording has both means.
+        Call((n == 0).then(start_ns), n != 0 && (n == TIMED_EVERY / 2 || call == 1))
     }
 
     /// Starts a part of a call, timed if `timed` (the whole call's
@@ -134,6 +137,10 @@ mod tests {
         assert_eq!(spent.calls(), TIMED_EVERY * 3 + 1);
         let timed = spent.timed.load(Ordering::Relaxed);
         assert!((1..=8).contains(&timed), "about one call in {TIMED_EVERY}: {timed}");
+        // A short run has both: the first call timed whole, the second its parts.
+        let short = CpuSpent::new();
+        let (first, second) = (short.begin(), short.begin());
+        assert!(first.0.is_some() && !first.parts_timed() && second.parts_timed());
         // Parts are timed on other calls than the whole, about as often,
         // and not in step with the calls' parity (two threads in turn).
         let calls: Vec<Call> = (0..TIMED_EVERY * 256).map(|_| spent.begin()).collect();
