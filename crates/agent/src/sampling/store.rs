@@ -329,7 +329,7 @@ pub fn prefetch<T>(item: &T) {
 /// runs on (an inter-processor interrupt). Costs the table's size in
 /// resident memory.
 pub fn prefault<T>(table: &[T], write: impl Fn(&T)) {
-    let per_page = (4096 / std::mem::size_of::<T>().max(1)).max(1);
+    let per_page = (PAGE / std::mem::size_of::<T>().max(1)).max(1);
     table.iter().step_by(per_page).chain(table.last()).for_each(write);
 }
 
