@@ -90,14 +90,19 @@ pub fn annotate(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: 
 
 /// When the two walks could not be aligned: whether AsyncGetCallTrace's
 /// `n` frames end at the root the physical frames lead to. The own walk
-/// runs from scratch into the room after them; if it reaches the thread's
-/// first Java call at another method than AsyncGetCallTrace's root,
-/// AsyncGetCallTrace stopped early without saying so (it ends at a sender
-/// it judges unsafe and returns what it has), and the own walk's whole
-/// stack replaces its frames. Anything less certain keeps them as they are.
+/// runs from scratch into the room after them (from the Java caller found
+/// on the stack when the thread is in a leaf call into the VM; see
+/// `javawalk::whole`); if it reaches the thread's first Java call at
+/// another method than AsyncGetCallTrace's root, AsyncGetCallTrace stopped
+/// early without saying so (it ends at a sender it judges unsafe and
+/// returns what it has: in `SharedRuntime::exception_handler_for_return_address`,
+/// called by an exception stub that has no frame, it was seen to give two
+/// frames of the throwing method and no root, about once in 100,000
+/// samples of exception-heavy code), and the own walk's whole stack
+/// replaces its frames. Anything less certain keeps them as they are.
 fn check_root(l: &Layout, thread: usize, regs: (usize, usize, usize), frames: &mut [RawFrame], n: usize) -> Below {
     let Some(room) = frames.get_mut(n..) else { return Below::Nothing };
-    let javawalk::Walked::Frames(k) = javawalk::walk(l, thread, regs, room) else { return Below::Nothing };
+    let javawalk::Walked::Frames(k) = javawalk::whole(l, thread, regs, room) else { return Below::Nothing };
     // A walk that filled the room may have been cut by it.
     if k == 0 || k >= room.len() {
         return Below::Nothing;

@@ -174,11 +174,30 @@ pub fn on_failure(env: usize, ucontext: *mut c_void, out: &mut [RawFrame], code:
         stack.with_more_registers(more);
     }
     let walked = named(l, start, &mut stack, out);
-    // Native code, or a stub without a frame of its own that pushed what
-    // it saves (C1's `slow_subtype_check` keeps four registers above its
-    // return address), not a compiled method (whose own frame would be lost).
-    let scannable = || !l.in_code_cache(regs.0) || (!l.in_interpreter(regs.0) && l.find_blob(regs.0).is_none_or(|b| b.method == 0));
-    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && scannable() {
+    if walked == Walked::Failed && matches!(code, ticks::UNKNOWN_JAVA | ticks::NOT_WALKABLE_JAVA) && scannable(l, regs.0) {
+        return scan(l, thread, regs, out);
+    }
+    walked
+}
+
+/// Whether a thread running Java interrupted at `pc` is in code whose
+/// caller [`scan`] may find: native code, or a stub without a frame of its
+/// own that pushed what it saves (C1's `slow_subtype_check` keeps four
+/// registers above its return address), not a compiled method (whose own
+/// frame would be lost).
+fn scannable(l: &Layout, pc: usize) -> bool {
+    !l.in_code_cache(pc) || (!l.in_interpreter(pc) && l.find_blob(pc).is_none_or(|b| b.method == 0))
+}
+
+/// The whole stack of a thread running Java, to check another walk's
+/// against: the walk from the interrupted registers, or where those are in
+/// native code or a frameless stub (a leaf call into the VM), from the Java
+/// caller [`scan`] finds on the stack. Only [`Walked::Frames`] reached the
+/// thread's first Java call.
+pub fn whole(l: &Layout, thread: usize, regs: (usize, usize, usize), out: &mut [RawFrame]) -> Walked {
+    let walked = walk(l, thread, regs, out);
+    let in_java = matches!(l.thread_state(thread), frames::THREAD_IN_JAVA | frames::THREAD_IN_JAVA_TRANS);
+    if walked == Walked::Failed && in_java && scannable(l, regs.0) {
         return scan(l, thread, regs, out);
     }
     walked
