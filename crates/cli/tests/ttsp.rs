@@ -137,6 +137,21 @@ fn ttsp_start_stop_cycles_leave_no_patched_byte() {
     // covers removal mid-window and mid-call.
     eprintln!("100 cycles; {mid_window} stopped while threads were being brought to a safepoint");
     assert!(jvm.alive());
+    // Stopped to a JFR file (the recording was not streaming JFR): the
+    // safepoints timed are in it as the JDK's events, as many as the
+    // summary counts, with the same times to safepoint.
+    let o = oxprof_cmd().args(["attach", &pid.to_string(), "start", "--ttsp"]).output().unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let jfr = s.path("stopped.jfr");
+    let o = oxprof_cmd().args(["attach", &pid.to_string(), "stop", "-o", jfr.to_str().unwrap()]).output().unwrap();
+    let stopped = text(&o.stdout);
+    assert!(o.status.success(), "{stopped}{}", text(&o.stderr));
+    let counted: usize = summary_fields(&stopped, "safepoint summary:")["safepoints"].parse().unwrap();
+    let times = jfr_safepoint_times(&jfr);
+    assert!(counted > 0, "no safepoint in 1.5 s of TtspLoop: {stopped}");
+    assert_eq!(times.len(), counted, "the JFR file's safepoints against the summary's: {stopped}");
+    assert!(jvm.alive());
 }
 
 /// Names that are missing or name several functions are refused in one

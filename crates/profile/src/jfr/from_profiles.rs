@@ -6,7 +6,9 @@
 //! so), its weight the stack's total shared among its samples. Threads,
 //! thread states and context labels come back from the profiles' root
 //! frames; the allocated class and the lock class from their leaf frames.
-//! Live objects are not written (they are a report, not events).
+//! Safepoints timed by `ttsp` are written at their real times, as the JDK's
+//! own safepoint events. Live objects are not written (they are a report,
+//! not events).
 //!
 //! Readers see what a streamed recording of the same samples would show
 //! in aggregate (`jfr summary`, `oxprof convert`, `report`, `--by`), not
@@ -15,7 +17,7 @@
 use crate::hash::FastMap as HashMap;
 use std::io::{self, Write};
 
-use crate::jfr::writer::event_type;
+use crate::jfr::writer::{event_type, SafepointEvent};
 use crate::jfr::{FrameType, JfrFrame, JfrWriter, ThreadState};
 use crate::model::{FrameKind, Profile, Sample};
 
@@ -26,6 +28,7 @@ pub struct Written {
     pub wall: u64,
     pub alloc: u64,
     pub lock: u64,
+    pub safepoints: u64,
 }
 
 /// The thread given to samples whose profile has no thread roots.
@@ -85,10 +88,35 @@ pub fn write<W: Write>(out: W, parts: &[(&str, &Profile)], start_ns: u64, end_ns
             }
         }
     }
+    // The safepoints timed beside the samples (`ttsp`), once each, as the
+    // JDK's own safepoint events, at their real times.
+    let mut seen = std::collections::HashSet::new();
+    for sp in parts.iter().flat_map(|(_, p)| &p.safepoints).filter(|sp| seen.insert(sp.id)) {
+        if written.safepoints == 0 {
+            w.thread(VM_THREAD, "VM Thread", None);
+        }
+        let begin = sp.start_ns.saturating_sub(start_ns).min(i64::MAX as u64) as i64;
+        let at = |ns: u64| begin.saturating_add(ns.min(i64::MAX as u64) as i64);
+        let e = SafepointEvent {
+            id: sp.id,
+            begin_ticks: begin,
+            sync_ticks: at(sp.ttsp_ns),
+            end_ticks: sp.total_ns.map(at),
+            operation: sp.operation.as_deref(),
+            threads: sp.threads,
+            vm_tid: VM_THREAD,
+        };
+        w.safepoint(&e)?;
+        written.safepoints += 1;
+    }
     w.end_chunk(duration, true)?;
     w.into_inner().flush()?;
     Ok(written)
 }
+
+/// The thread the safepoint events name (HotSpot's VM thread runs them);
+/// not a real thread id, as for threads known only by name.
+const VM_THREAD: u64 = 1 << 32 | 0xFFFF_FFFF;
 
 /// What one stack of a profile becomes in the recording.
 struct Event {
@@ -215,7 +243,7 @@ mod tests {
         let mut bytes = Vec::new();
         let n = write(&mut bytes, &[("cpu", &cpu), ("alloc", &alloc), ("lock", &lock), ("live", &cpu)], 1_700_000_000_000_000_000, 1_700_000_010_000_000_000)
             .unwrap();
-        assert_eq!(n, Written { cpu: 35, wall: 0, alloc: 4, lock: 2 });
+        assert_eq!(n, Written { cpu: 35, wall: 0, alloc: 4, lock: 2, safepoints: 0 });
         let rec = crate::jfr_read::read_from(&mut &bytes[..], bytes.len() as u64, &mut |_, _| {}).unwrap();
         assert_eq!(rec.cpu_period_ns, Some(10_000_000));
         let opts = crate::convert::Options { cpu: true, alloc: true, lock: true, threads: true, ..Default::default() };
@@ -234,5 +262,38 @@ mod tests {
         let l = find("lock");
         assert_eq!(l.samples().iter().map(|s| s.total).sum::<u64>(), 9_000);
         assert!(l.samples().iter().all(|s| names(l, s).ends_with("java.lang.Object")), "{:?}", l.samples().iter().map(|s| names(l, s)).collect::<Vec<_>>());
+    }
+
+    /// The safepoints a `ttsp` recording timed come back from the dump with
+    /// their times, operations and thread counts, once each however many
+    /// profiles carry them.
+    #[test]
+    fn dumped_safepoints_read_back_with_their_times() {
+        use crate::safepoint::Safepoint;
+        let start = 1_700_000_000_000_000_000u64;
+        let mut cpu = profile(&[(&[("A.run", FrameKind::Jit)], 1, 10_000_000)], 10_000_000);
+        cpu.safepoints = vec![
+            Safepoint {
+                id: 41,
+                start_ns: start + 2_000_000_000,
+                ttsp_ns: 150_000,
+                total_ns: Some(3_000_000),
+                operation: Some("G1CollectForAllocation".into()),
+                threads: Some(12),
+                samples: 0,
+            },
+            Safepoint { id: 42, start_ns: start + 5_000_000_000, ttsp_ns: 2_500_000, total_ns: None, operation: None, threads: None, samples: 0 },
+        ];
+        let wall = cpu.clone();
+        let mut bytes = Vec::new();
+        let n = write(&mut bytes, &[("cpu", &cpu), ("wall", &wall)], start, start + 10_000_000_000).unwrap();
+        assert_eq!(n.safepoints, 2);
+        let rec = crate::jfr_read::read_from(&mut &bytes[..], bytes.len() as u64, &mut |_, _| {}).unwrap();
+        let mut got = crate::convert::safepoints(&rec, &crate::convert::Options::default());
+        got.sort_by_key(|s| s.id);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].id, got[0].start_ns, got[0].ttsp_ns, got[0].total_ns), (41, start + 2_000_000_000, 150_000, Some(3_000_000)), "{got:?}");
+        assert_eq!((got[0].operation.as_deref(), got[0].threads), (Some("G1CollectForAllocation"), Some(12)), "{got:?}");
+        assert_eq!((got[1].id, got[1].start_ns, got[1].ttsp_ns), (42, start + 5_000_000_000, 2_500_000), "{got:?}");
     }
 }
