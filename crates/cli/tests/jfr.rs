@@ -330,6 +330,33 @@ fn cpu_in(check: &Check, method: &str) -> u64 {
     check.cpu.iter().filter(|(k, _)| k.contains(method)).map(|(_, n)| n).sum()
 }
 
+/// A JVM killed outright (`kill -9`) keeps what it recorded up to its last
+/// whole chunk: chunks end on time as well as on size
+/// (`OXPROF_JFR_CHUNK_SECONDS`, 60 s by default; 1 s here), so the file is a
+/// recording the JDK's reader takes, with the samples of the chunks before
+/// the kill.
+#[test]
+fn a_killed_jvm_leaves_its_whole_chunks() {
+    let s = Scratch::new("jfr-killed");
+    compile(&s.0, &["JfrCheck.java", "CpuBurn.java"]);
+    let rec = s.path("killed.jfr");
+    let mut cmd = java_cmd([
+        format!("-agentpath:{}=start,event=cpu,interval=2ms,file={}", agent().display(), rec.display()).as_str(),
+        "-cp",
+        s.0.to_str().unwrap(),
+        "CpuBurn",
+        "60",
+    ]);
+    cmd.env("OXPROF_JFR_CHUNK_SECONDS", "1");
+    let mut jvm = RunningJvm::spawn(cmd, &s.0, "ready");
+    // Well past two chunk ends, counted in the JVM's own CPU time.
+    wait_for_cpu(jvm.pid(), 0, 3000, "CpuBurn");
+    jvm.child.kill().unwrap();
+    jvm.child.wait().unwrap();
+    let check = jfr_check(&java(), &s.0, &rec);
+    assert!(cpu_in(&check, "CpuBurn.spin") > 100, "the killed JVM's recording lacks its samples: {:?}", check.cpu);
+}
+
 /// A recording given the name of an existing file never truncates it: the
 /// new recording is written beside it and takes its place once its first
 /// chunk is whole (a dump, a rotation, the stop). A JVM killed before that

@@ -56,6 +56,10 @@ const LOG_CAPACITY: usize = 1 << 16;
 /// A chunk ends when it grows past this many bytes (the JDK uses 12 MB).
 /// `OXPROF_JFR_CHUNK_BYTES` overrides it.
 const DEFAULT_CHUNK_BYTES: u64 = 12 << 20;
+/// A chunk also ends when it is this old, so that a JVM killed outright
+/// (`kill -9`, a crash) leaves at most this much of its recording unwritten.
+/// `OXPROF_JFR_CHUNK_SECONDS` overrides it.
+const DEFAULT_CHUNK_AGE: Duration = Duration::from_secs(60);
 /// Allocation stacks get ids of their own beside the CPU stacks' slots.
 const ALLOC_STACK_BIT: u64 = 1 << 40;
 /// Lock-wait stacks get ids of their own too.
@@ -164,6 +168,10 @@ struct Inner {
     lines: Lines,
     counts: Counts,
     chunk_limit: u64,
+    /// How old a chunk may grow (see [`DEFAULT_CHUNK_AGE`]), and when the
+    /// current one began.
+    chunk_age: Duration,
+    chunk_began: std::time::Instant,
     start_wall_ms: i64,
     start_ticks: u64,
     destination: String,
@@ -249,6 +257,11 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         s.store.set_log(Some(s.log));
     }
     let chunk_limit = std::env::var("OXPROF_JFR_CHUNK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_CHUNK_BYTES).max(4096);
+    let chunk_age = std::env::var("OXPROF_JFR_CHUNK_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_CHUNK_AGE, |s| Duration::from_secs_f64(s.max(0.1)));
     let inner = Inner {
         writer: JfrWriter::new(file),
         cpu,
@@ -261,6 +274,8 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         lines: Lines::default(),
         counts: Counts::default(),
         chunk_limit,
+        chunk_age,
+        chunk_began: std::time::Instant::now(),
         start_wall_ms: wall_ns() / 1_000_000,
         start_ticks: now_ticks(),
         destination: path.display().to_string(),
@@ -592,6 +607,7 @@ impl Inner {
         }
         let ticks = now_ticks() as i64;
         let wall = wall_ns();
+        self.chunk_began = std::time::Instant::now();
         if let Err(e) = self.writer.begin_chunk(ticks, wall) {
             return self.fail(e);
         }
@@ -715,6 +731,10 @@ impl Inner {
                 self.rotate(agent);
             }
         }
+        // A quiet recording still ends its chunk on time.
+        if self.failed.is_none() {
+            self.rotate(agent);
+        }
     }
 
     /// Moves the logged lock waits into the file (see `drain`).
@@ -819,7 +839,7 @@ impl Inner {
     }
 
     fn rotate(&mut self, agent: &Agent) {
-        if self.writer.chunk_bytes() >= self.chunk_limit {
+        if self.writer.chunk_bytes() >= self.chunk_limit || (self.writer.in_chunk() && self.chunk_began.elapsed() >= self.chunk_age) {
             self.end_chunk(agent, false);
             self.begin_chunk();
         }
