@@ -566,6 +566,18 @@ impl Config {
         if c.alloc_threads.is_some() && c.alloc.is_none() {
             return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
         }
+        // The format follows the file's extension: a name it cannot tell
+        // (a typo such as `rec.jfrr`) is refused rather than written as HTML.
+        if let Some(f) = c.file.as_deref().filter(|f| c.format.is_none() && !c.live.report_format && OutputFormat::from_path(f).is_none()) {
+            return Err(err(
+                "file",
+                format!(
+                    "cannot tell the format from '{}': end the name in .html, .collapsed, .jfr, .pb.gz or .otlp.pb (also .folded, .txt, .pprof, .pb, .otlp), or add format=WORD ({})",
+                    f.display(),
+                    OutputFormat::WORDS
+                ),
+            ));
+        }
         Ok(c)
     }
 
@@ -776,6 +788,18 @@ mod tests {
         let e = Config::parse("event=\u{1b}[2J\rx").unwrap_err().to_string();
         assert!(e.contains("unknown event '\\u{1b}[2J\\rx'"), "{e}");
         assert!(!e.chars().any(char::is_control), "{e}");
+    }
+
+    #[test]
+    fn a_name_without_a_known_extension_needs_a_format() {
+        for file in ["prof.jfrr", "profile", "out/x.weird"] {
+            let e = Config::parse(&format!("start,file={file}")).unwrap_err().to_string();
+            assert!(e.contains("'file'") && e.contains(&format!("cannot tell the format from '{file}'")) && e.contains(".jfr"), "{e}");
+        }
+        assert_eq!(Config::parse("start,file=profile,format=jfr").unwrap().output_format(), OutputFormat::Jfr);
+        assert_eq!(Config::parse("start,file=x.weird,collapsed").unwrap().output_format(), OutputFormat::Collapsed);
+        assert!(Config::parse("start,event=alloc,live,file=leaks.report,format=leaks").is_ok());
+        assert_eq!(Config::parse("start,file=/var/log/%p-%t.JFR").unwrap().output_format(), OutputFormat::Jfr);
     }
 
     #[test]
