@@ -410,6 +410,8 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if walks {
         init_java_walker(agent, jni);
     }
+    let named = crate::locks::owners::name_running_threads(agent.jvmti, jni, &agent.profiler.threads);
+    log::debug(&format!("named {named} running Java threads"));
     if intervals::is_active() {
         return Err("continuous profiling (loop=) is already running; stop it first".into());
     }
@@ -678,7 +680,11 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
             let name = unsafe { Jvmti(jvmti).thread_name(thread) };
             // SAFETY: as above.
             unsafe { agent.profiler.alloc.thread_started(Jvmti(jvmti), Jni(jni), thread, &name) };
-            agent.profiler.threads.set_name(tid, name);
+            // The launcher's main thread attaches again as `DestroyJavaVM`
+            // to end the JVM: it keeps the name it had all its life.
+            if name != "DestroyJavaVM" || !agent.profiler.threads.is_java_visible(tid) {
+                agent.profiler.threads.set_name(tid, name);
+            }
             agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);
         }

@@ -36,6 +36,27 @@ fn attach_twice_gives_two_profiles() {
     assert!(jvm.alive());
 }
 
+/// Threads running before the attach are named as the JVM names them, not
+/// by their kernel names cut to 15 characters, and are Java threads.
+#[test]
+fn threads_running_before_the_attach_keep_their_java_names() {
+    let s = Scratch::new("attach-names");
+    compile(&s.0, &["LongNames.java"]);
+    let jvm = RunningJvm::spawn(java_cmd(["-cp", s.0.to_str().unwrap(), "LongNames", "60"]), &s.0, "ready");
+    let out = s.path("names.collapsed");
+    let o = attach(jvm.pid(), &["--duration", "1s", "--event", "wall", "--threads", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&out);
+    let roots: std::collections::BTreeSet<String> = stacks.iter().map(|(f, _)| f[0].split(" tid=").next().unwrap_or("").to_string()).collect();
+    for name in ["[spinner-with-a-long-name", "[sleeper-with-a-long-name", "[main-renamed-before-attach"] {
+        assert!(roots.contains(name), "no thread {name}]: {roots:?}");
+    }
+    assert!(!roots.iter().any(|r| r.starts_with("[spinner-with-a") && r.len() == 16), "a kernel name cut short: {roots:?}");
+    let spin: u64 =
+        stacks.iter().filter(|(f, _)| f[0].starts_with("[spinner-with-a-long-name") && f.iter().any(|x| x.contains("LongNames"))).map(|(_, n)| n).sum();
+    assert!(spin > 0, "the spinner's samples lack its Java frames: {stacks:?}");
+}
+
 #[test]
 fn start_status_dump_stop_in_separate_invocations() {
     let s = Scratch::new("attach-cmds");
@@ -155,6 +176,18 @@ fn bad_options_on_attach_leave_the_jvm_alive_and_quiet() {
     let mut jvm = spin(&s.0);
     let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "start", "--interval", "-3ms"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // --format leaks without --live: refused as `record` refuses it, naming
+    // the options given, before anything is loaded into the JVM.
+    let leaks = s.path("leaks.txt");
+    for args in [&["start", "--format", "leaks", "-o", leaks.to_str().unwrap()][..], &["--duration", "1s", "--format", "leaks", "-o", leaks.to_str().unwrap()]]
+    {
+        let o = attach(jvm.pid(), args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim(), "oxprof: --format leaks needs --live", "{args:?}");
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", jvm.pid())).unwrap();
+    assert!(!maps.contains("liboxprof"), "the agent was loaded for a refused command");
     // Options the CLI cannot check reach the agent, which refuses them.
     let o = attach(jvm.pid(), &["start", "-o", "/nonexistent-oxprof-dir/x.html"]);
     assert!(!o.status.success());

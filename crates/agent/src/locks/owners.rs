@@ -68,6 +68,35 @@ unsafe fn of_thread(jvmti: Jvmti, jni: Jni, thread: jthread) -> LockOwner {
     unsafe { LockOwner { name: jvmti.thread_name(thread), tid: kernel_tid(jni, thread).unwrap_or(0) } }
 }
 
+/// Names every live platform thread in `threads` by its Java name and marks
+/// it a Java thread, as `ThreadStart` does for the threads started later:
+/// those running before profiling started (all of them after an attach;
+/// the JVM's own started before `VMInit`) would otherwise keep their kernel
+/// names, cut to 15 characters. Returns how many were named.
+pub fn name_running_threads(jvmti: Jvmti, jni: Jni, threads: &Threads) -> usize {
+    // Kernel ids are read through checked reads: not before they work (the
+    // layout, once made, is kept).
+    if !crate::hotspot::safemem::available() {
+        return 0;
+    }
+    let mut named = 0;
+    for t in jvmti.all_threads().unwrap_or_default() {
+        // SAFETY: `t` is a live local reference to a Thread from
+        // GetAllThreads, deleted right after its last use.
+        let o = unsafe {
+            let o = of_thread(jvmti, jni, t);
+            jni.delete_local(t);
+            o
+        };
+        if o.tid != 0 && !o.name.is_empty() {
+            threads.set_name(o.tid, o.name);
+            threads.mark_java_visible(o.tid);
+            named += 1;
+        }
+    }
+    named
+}
+
 /// A `Thread`'s kernel id: its `eetop` (the `JavaThread*`, 0 once it has
 /// ended) read by JNI, then HotSpot's structures.
 ///
