@@ -98,19 +98,29 @@ pub fn class_name_from_signature(sig: &str) -> String {
     name
 }
 
-/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda$14`.
+/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda$14`; JDK 11's
+/// VM-anonymous `Foo$$Lambda$14.1525262377` (an identity hash, different
+/// in every run) → `Foo$$Lambda$14`. No Java name's part is all digits.
 fn strip_hidden_suffix(name: &str) -> String {
     if let Some(pos) = name.rfind("0x") {
         if pos > 0 && matches!(name.as_bytes()[pos - 1], b'.' | b'+') && name[pos + 2..].bytes().all(|b| b.is_ascii_hexdigit()) && pos + 2 < name.len() {
             return name[..pos - 1].to_string();
         }
     }
+    if let Some((head, tail)) = name.rsplit_once('.') {
+        if !head.is_empty() && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
+            return head.to_string();
+        }
+    }
     name.to_string()
 }
 
-/// Hidden and VM-anonymous classes carry an address in their name.
+/// Hidden and VM-anonymous classes carry an address (or, on JDK 11, an
+/// identity hash) in their name.
 fn is_hidden_signature(sig: &str) -> bool {
-    sig.contains("/0x") || sig.contains(".0x") || sig.contains("+0x")
+    let anonymous =
+        sig.strip_suffix(';').and_then(|s| s.rsplit_once('/')).is_some_and(|(_, tail)| !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()));
+    anonymous || sig.contains("/0x") || sig.contains(".0x") || sig.contains("+0x")
 }
 
 impl Symbols {
@@ -336,6 +346,11 @@ mod tests {
         assert_eq!(class_name_from_signature("LFoo$$Lambda+0x0000000800c03000;"), "Foo$$Lambda");
         assert_eq!(class_name_from_signature("Lcom/x0/Bar0x;"), "com.x0.Bar0x");
         assert!(is_hidden_signature("LFoo$$Lambda$14.0x0000000800c03000;"));
+        assert_eq!(class_name_from_signature("LMix$$Lambda$8/2054881392;"), "Mix$$Lambda$8");
+        assert_eq!(class_name_from_signature("Ljava/lang/invoke/LambdaForm$MH/1725154839;"), "java.lang.invoke.LambdaForm$MH");
+        assert!(is_hidden_signature("LMix$$Lambda$8/2054881392;"));
+        assert!(!is_hidden_signature("Lorg/h2/V2;"));
+        assert_eq!(class_name_from_signature("Lorg/h2/V2;"), "org.h2.V2");
         assert!(!is_hidden_signature("Ljava/lang/String;"));
     }
 }
