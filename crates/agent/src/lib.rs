@@ -628,6 +628,10 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         // VMInit callback (the main thread).
         agent.profiler.threads.set_name(tid, unsafe { jvmti.thread_name(thread) });
         agent.profiler.threads.mark_java_visible(tid);
+        // SAFETY: as above.
+        if let Some(id) = unsafe { crate::locks::owners::java_id(jni, thread) } {
+            agent.profiler.threads.set_java_id(tid, id);
+        }
         agent.symbols.init_builtin_loaders(jni);
         let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
         log::debug(&format!("prepared {n} classes loaded before VMInit"));
@@ -681,9 +685,13 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
             // SAFETY: as above.
             unsafe { agent.profiler.alloc.thread_started(Jvmti(jvmti), Jni(jni), thread, &name) };
             // The launcher's main thread attaches again as `DestroyJavaVM`
-            // to end the JVM: it keeps the name it had all its life.
+            // to end the JVM: it keeps the name and id it had all its life.
             if name != "DestroyJavaVM" || !agent.profiler.threads.is_java_visible(tid) {
                 agent.profiler.threads.set_name(tid, name);
+                // SAFETY: as above.
+                if let Some(id) = unsafe { crate::locks::owners::java_id(Jni(jni), thread) } {
+                    agent.profiler.threads.set_java_id(tid, id);
+                }
             }
             agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);

@@ -237,6 +237,7 @@ fn record_and_attach_write_jfr() {
     let spin: u64 = check.cpu.iter().filter(|(k, _)| k.contains("JfrWork.spin")).map(|(_, n)| n).sum();
     assert!(spin * 2 > cpu, "JfrWork.spin has {spin} of {cpu} samples");
     assert!(check.counts.get("jdk.ObjectAllocationSample").copied().unwrap_or(0) > 10, "{:?}", check.counts);
+    assert_main_has_java_id_1(&rec);
 
     let jvm = RunningJvm::spawn(java_cmd(["-cp", s.0.to_str().unwrap(), "Spin", "forever"]), &s.0, "ready");
     let attached = s.path("attached.jfr");
@@ -248,6 +249,18 @@ fn record_and_attach_write_jfr() {
     let cpu: u64 = check.cpu.values().sum();
     let spin: u64 = check.cpu.iter().filter(|(k, _)| k.contains("Spin.loop")).map(|(_, n)| n).sum();
     assert!(cpu > 100 && spin * 10 > cpu * 8, "Spin.loop has {spin} of {cpu} samples");
+    assert_main_has_java_id_1(&attached);
+}
+
+/// The JDK's `jfr` tool shows the main thread's samples with its Java name
+/// and `Thread.getId()`, 1, not its kernel thread id.
+fn assert_main_has_java_id_1(rec: &Path) {
+    let o = std::process::Command::new(tool("jfr")).args(["print", "--events", "jdk.ExecutionSample"]).arg(rec).output().unwrap();
+    assert!(o.status.success(), "jfr print: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let main: Vec<&str> = out.lines().filter(|l| l.contains("sampledThread = \"main\"")).collect();
+    assert!(!main.is_empty(), "no sample of the main thread in {}", rec.display());
+    assert!(main.iter().all(|l| l.contains("(javaThreadId = 1)")), "{:?}", &main[..main.len().min(3)]);
 }
 
 fn extra_jdks() -> Vec<PathBuf> {

@@ -83,18 +83,40 @@ pub fn name_running_threads(jvmti: Jvmti, jni: Jni, threads: &Threads) -> usize 
     for t in jvmti.all_threads().unwrap_or_default() {
         // SAFETY: `t` is a live local reference to a Thread from
         // GetAllThreads, deleted right after its last use.
-        let o = unsafe {
+        let (o, java_id) = unsafe {
             let o = of_thread(jvmti, jni, t);
+            let id = java_id(jni, t);
             jni.delete_local(t);
-            o
+            (o, id)
         };
         if o.tid != 0 && !o.name.is_empty() {
             threads.set_name(o.tid, o.name);
             threads.mark_java_visible(o.tid);
+            if let Some(id) = java_id {
+                threads.set_java_id(o.tid, id);
+            }
             named += 1;
         }
     }
     named
+}
+
+/// A `Thread`'s id (`Thread.getId()`, its `tid` field), read by JNI.
+///
+/// # Safety
+/// `thread` must be a live reference to a `java.lang.Thread`; `jni` the
+/// calling thread's environment.
+pub unsafe fn java_id(jni: Jni, thread: jthread) -> Option<i64> {
+    let field = tid_field(jni)?;
+    // SAFETY: `thread` is a live Thread (this function's contract) and
+    // `field` its class's `long tid`.
+    Some(unsafe { jni.long_field(thread, field as jfieldID) })
+}
+
+/// `java.lang.Thread.tid`'s field id (see [`thread_long_field`]).
+fn tid_field(jni: Jni) -> Option<usize> {
+    static FIELD: OnceLock<Option<usize>> = OnceLock::new();
+    *FIELD.get_or_init(|| thread_long_field(jni, c"tid"))
 }
 
 /// A `Thread`'s kernel id: its `eetop` (the `JavaThread*`, 0 once it has
@@ -158,9 +180,8 @@ fn by_java_id(id: i64, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
 
 /// Every live platform thread by its `java.lang.Thread` id.
 fn java_ids(jvmti: Jvmti, jni: Jni) -> HashMap<i64, LockOwner> {
-    static TID: OnceLock<Option<usize>> = OnceLock::new();
     let mut out = HashMap::new();
-    let Some(tid) = *TID.get_or_init(|| thread_long_field(jni, c"tid")) else { return out };
+    let Some(tid) = tid_field(jni) else { return out };
     for t in jvmti.all_threads().unwrap_or_default() {
         // SAFETY: `t` is a live local reference to a Thread, deleted only
         // after its last use; `tid` is Thread's `long tid`.

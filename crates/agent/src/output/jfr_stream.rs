@@ -659,7 +659,8 @@ impl Inner {
         }
         let name = agent.profiler.threads.name(tid).unwrap_or_else(|| format!("tid {tid}"));
         let java = agent.profiler.threads.is_java_visible(tid);
-        self.writer.thread(tid as u64, &name, java.then_some(name.as_str()));
+        let java_id = agent.profiler.threads.java_id(tid).unwrap_or(tid as i64);
+        self.writer.java_thread(tid as u64, &name, java.then_some((name.as_str(), java_id)));
     }
 
     /// Moves every logged event into the file.

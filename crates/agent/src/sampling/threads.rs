@@ -32,6 +32,8 @@ struct Inner {
     /// Threads the JVM reported through JVMTI (application threads, as
     /// opposed to hidden JVM threads such as JIT compilers).
     java_visible: std::collections::HashSet<u32>,
+    /// Their `java.lang.Thread` ids (`Thread.getId()`), where read.
+    java_ids: HashMap<u32, i64>,
     timer_errors: u64,
     /// Timers are kept paused (triggers: outside their window).
     paused: bool,
@@ -78,6 +80,16 @@ impl Threads {
     /// Marks a thread as reported by JVMTI (ThreadStart, VMInit).
     pub fn mark_java_visible(&self, tid: u32) {
         self.lock().java_visible.insert(tid);
+    }
+
+    /// Records a Java thread's `java.lang.Thread` id.
+    pub fn set_java_id(&self, tid: u32, id: i64) {
+        self.lock().java_ids.insert(tid, id);
+    }
+
+    /// A Java thread's `java.lang.Thread` id, where known.
+    pub fn java_id(&self, tid: u32) -> Option<i64> {
+        self.lock().java_ids.get(&tid).copied()
     }
 
     pub fn is_java_visible(&self, tid: u32) -> bool {
@@ -132,6 +144,7 @@ impl Threads {
             let live: std::collections::HashSet<u32> = list_tasks().into_iter().collect();
             inner.names.retain(|t, _| live.contains(t));
             inner.java_visible.retain(|t| live.contains(t));
+            inner.java_ids.retain(|t, _| live.contains(t));
         }
     }
 

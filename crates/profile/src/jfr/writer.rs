@@ -382,8 +382,16 @@ impl<W: Write> JfrWriter<W> {
         Ok(())
     }
 
-    /// Names a thread for this chunk (first call wins within a chunk).
+    /// Names a thread for this chunk (first call wins within a chunk); a
+    /// Java thread's `javaThreadId` is then its OS thread id (see
+    /// [`JfrWriter::java_thread`] where its Java id is known).
     pub fn thread(&mut self, tid: u64, os_name: &str, java_name: Option<&str>) {
+        self.java_thread(tid, os_name, java_name.map(|n| (n, tid as i64)));
+    }
+
+    /// Names a thread for this chunk (first call wins within a chunk):
+    /// `java` is its Java name and `Thread.getId()`, for a Java thread.
+    pub fn java_thread(&mut self, tid: u64, os_name: &str, java: Option<(&str, i64)>) {
         if self.pools.threads.insert(tid, ()).is_some() {
             return;
         }
@@ -392,10 +400,10 @@ impl<W: Write> JfrWriter<W> {
         b.varint(tid);
         b.string(os_name);
         b.long(tid as i64);
-        match java_name {
-            Some(j) => {
+        match java {
+            Some((j, id)) => {
                 b.string(j);
-                b.long(tid as i64);
+                b.long(id);
             }
             None => {
                 b.null_string();
