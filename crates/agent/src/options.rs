@@ -516,6 +516,13 @@ impl Config {
         if c.ttsp && (c.begin.is_some() || c.end.is_some()) {
             return Err(err("ttsp", "ttsp sets its own begin and end functions; give either ttsp or begin=/end="));
         }
+        // A window opens at `begin` and closes at `end`: one alone would
+        // open one window that never closes, or none.
+        match (&c.begin, &c.end) {
+            (Some(_), None) => return Err(err("begin", "begin=FUNC needs end=FUNC: samples are kept from a call of begin until the next call of end")),
+            (None, Some(_)) => return Err(err("end", "end=FUNC needs begin=FUNC: samples are kept from a call of begin until the next call of end")),
+            _ => {}
+        }
         if c.cpu.is_some() && interval_given && c.interval_ns < MIN_INTERVAL_NS {
             return Err(err(
                 &interval_item,
@@ -663,13 +670,17 @@ mod tests {
         assert_eq!((c.begin.as_deref(), c.end.as_deref()), (Some("my_begin"), Some("_ZN3Foo3endEv")));
         let e = Config::parse("ttsp,begin=f").unwrap_err().to_string();
         assert!(e.contains("'ttsp'") && e.contains("either ttsp or begin"), "{e}");
+        let e = Config::parse("event=cpu,begin=my_begin").unwrap_err().to_string();
+        assert!(e.contains("'begin'") && e.contains("needs end=FUNC"), "{e}");
+        let e = Config::parse("end=my_end").unwrap_err().to_string();
+        assert!(e.contains("'end'") && e.contains("needs begin=FUNC"), "{e}");
         let e = Config::parse("begin=").unwrap_err().to_string();
         assert!(e.contains("'begin' needs a value") && e.contains("native function"), "{e}");
         // Triggers gate CPU samples, so they ask for CPU beside other events.
         let c = Config::parse("event=alloc,ttsp").unwrap();
         assert_eq!((c.cpu, c.alloc.is_some()), (Some(Event::Cpu), true));
-        assert_eq!(Config::parse("event=wall,end=f").unwrap().cpu, Some(Event::Cpu));
-        assert_eq!(Config::parse("event=itimer,wall=50ms,end=f").unwrap().cpu, Some(Event::Itimer));
+        assert_eq!(Config::parse("event=wall,begin=b,end=f").unwrap().cpu, Some(Event::Cpu));
+        assert_eq!(Config::parse("event=itimer,wall=50ms,begin=b,end=f").unwrap().cpu, Some(Event::Itimer));
     }
 
     #[test]

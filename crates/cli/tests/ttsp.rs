@@ -160,9 +160,9 @@ fn ttsp_start_stop_cycles_leave_no_patched_byte() {
 fn bad_trigger_names_are_refused_with_close_matches() {
     let s = Scratch::new("trigger-bad");
     for (opts, expected) in [
-        ("begin=SafepointSynchronize::begn", "close matches: SafepointSynchronize::begin()"),
-        ("end=os::malloc", "'os::malloc' names 2 functions: os::malloc(unsigned long, MEMFLAGS)"),
-        ("begin=no_such_function_xyzzy_at_all", "no function named 'no_such_function_xyzzy_at_all'"),
+        ("begin=SafepointSynchronize::begn,end=SafepointSynchronize::end", "close matches: SafepointSynchronize::begin()"),
+        ("begin=SafepointSynchronize::begin,end=os::malloc", "'os::malloc' names 2 functions: os::malloc(unsigned long, MEMFLAGS)"),
+        ("begin=no_such_function_xyzzy_at_all,end=SafepointSynchronize::end", "no function named 'no_such_function_xyzzy_at_all'"),
     ] {
         let o = run_java(&s.0, &format!("{opts},file={}", s.path("x.collapsed").display()), &[], &s.0, &["-version"]);
         let err = text(&o.stderr);
@@ -172,7 +172,11 @@ fn bad_trigger_names_are_refused_with_close_matches() {
         assert!(ours[0].contains(expected), "{opts}: {}", ours[0]);
         assert!(!s.path("x.collapsed").exists(), "{opts}: profiling started anyway");
     }
-    for (opts, expected) in [("ttsp,begin=f", "either ttsp or begin"), ("ttsp=maybe", "expected no value, or true/false")] {
+    for (opts, expected) in [
+        ("ttsp,begin=f", "either ttsp or begin"),
+        ("ttsp=maybe", "expected no value, or true/false"),
+        ("begin=SafepointSynchronize::begin", "begin=FUNC needs end=FUNC"),
+    ] {
         let o = run_java(&s.0, opts, &[], &s.0, &["-version"]);
         assert_refused(&o, opts, expected);
     }
