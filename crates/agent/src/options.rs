@@ -567,7 +567,7 @@ impl Config {
             // collector found on its own (`live_gc=yes` asks for the GC).
             c.live.force_gc = false;
         }
-        if c.keep.is_some() && c.loop_ns.is_none() && c.start {
+        if c.keep.is_some() && c.loop_ns.is_none() {
             return Err(err("keep", "keep=N needs continuous profiling: add loop=DURATION"));
         }
         if c.alloc_threads.is_some() && c.alloc.is_none() {
@@ -760,6 +760,7 @@ mod tests {
             ("loop=", "invalid agent option 'loop=': 'loop' needs a value"),
             ("loop=1m,keep=0", "invalid agent option 'keep=0': keep=N is the number of interval files kept"),
             ("start,keep=3", "invalid agent option 'keep': keep=N needs continuous profiling"),
+            ("keep=3", "invalid agent option 'keep': keep=N needs continuous profiling"),
         ] {
             let e = Config::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with(expected), "{bad}: {e}");
