@@ -9,6 +9,10 @@
 //! unnamed); a platform thread's kernel id is read through its `eetop`
 //! field (the `JavaThread*`). A `java.util.concurrent` lock's owner is a
 //! `Thread` object, named by JVMTI.
+//!
+//! The same reads name the Java threads already running when profiling
+//! starts, with their `Thread.getId()` (`name_running_threads`), and give a
+//! starting thread's id (`java_id`) for JFR's `javaThreadId`.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
