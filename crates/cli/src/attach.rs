@@ -82,6 +82,9 @@ fn wall(s: &str) -> Duration {
 
 /// Agent options for starting a recording.
 fn attach_start_options(args: &AttachArgs) -> Result<Vec<String>, String> {
+    if args.format.as_deref() == Some("leaks") && !args.sample.live.live {
+        return Err("--format leaks needs --live".into());
+    }
     check_interval(args.interval.as_deref(), args.sample.event.as_deref())?;
     let mut opts = args.sample.start_options()?;
     if let Some(i) = &args.interval {
@@ -201,6 +204,7 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
         }
         None => {
             let d = args.duration.as_deref().ok_or("say what to do: --duration 30s, or one of start, status, dump, stop (see oxprof attach --help)")?;
+            attach_start_options(&args)?;
             let mut session = Session::new(args.pid, wall(&args.timeout))?;
             return profile_for(&mut session, &args, wall(d));
         }

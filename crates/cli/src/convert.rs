@@ -19,12 +19,13 @@ use crate::report;
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/OTLP/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n  oxprof convert rec.jfr --label endpoint=\"GET /orders\" -o orders.html\n  oxprof convert rec.jfr --by endpoint -o by-endpoint.html\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES."
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n  oxprof convert rec.jfr --label endpoint=\"GET /orders\" -o orders.html\n  oxprof convert rec.jfr --by endpoint -o by-endpoint.html\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.\n\n-o - writes to stdout: collapsed stacks unless --format says otherwise. Stdout holds\none collapsed or pprof profile: when the input has several kinds, pick one with\n--cpu, --wall, --alloc, --live or --lock (or write to a file).\n  oxprof convert rec.jfr --wall -o - | grep Worker"
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub input: PathBuf,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .otlp.pb); - for stdout
+    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .otlp.pb);
+    /// - for stdout (collapsed stacks unless --format is given)
     #[arg(short, long)]
     pub output: PathBuf,
     /// Output format, overriding the extension
@@ -48,6 +49,8 @@ fn target(args: &ConvertArgs) -> Result<Target, String> {
     match args.format.as_deref() {
         Some("text") => Ok(Target::Text),
         Some(w) => OutputFormat::from_word(w).map(Target::Format).ok_or_else(|| format!("unknown format '{w}'")),
+        // Stdout: collapsed stacks, the format pipes take.
+        None if args.output == Path::new("-") => Ok(Target::Format(OutputFormat::Collapsed)),
         None => OutputFormat::from_path(&args.output)
             .map(Target::Format)
             .ok_or_else(|| format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz, .pprof or .otlp.pb, or --format", args.output.display())),
@@ -96,6 +99,7 @@ fn write(
 ) -> Result<Vec<PathBuf>, String> {
     let mut plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
     let mut written = Vec::new();
+    let stdout = out == Path::new("-");
     match target {
         Target::Format(OutputFormat::FlameGraph) => {
             if plain.is_empty() {
@@ -130,6 +134,9 @@ fn write(
                 }
                 groups.push((path, vec![p]));
             }
+            if stdout {
+                one_on_stdout(groups.len(), profiles)?;
+            }
             for (path, parts) in groups {
                 emit(&path, |w| pprof::write_parts(&parts, w))?;
                 written.push(path);
@@ -142,6 +149,9 @@ fn write(
             written.push(out.to_path_buf());
         }
         Target::Format(_) => {
+            if stdout {
+                one_on_stdout(profiles.len(), profiles)?;
+            }
             for (i, (key, _)) in profiles.iter().enumerate() {
                 let path = if i == 0 { out.to_path_buf() } else { input::sibling(out, key) };
                 emit(&path, |w| collapsed::write(&plain[i], CollapsedOptions { counter, annotate: false }, w))?;
@@ -150,6 +160,20 @@ fn write(
         }
     }
     Ok(written.into_iter().filter(|p| p != Path::new("-")).collect())
+}
+
+/// Stdout holds one collapsed or pprof profile: no side files are named
+/// after `-`; with several kinds (`files` of them) the user picks one.
+fn one_on_stdout(files: usize, profiles: &[(&str, Profile)]) -> Result<(), String> {
+    if files <= 1 {
+        return Ok(());
+    }
+    let kinds: Vec<&str> = profiles.iter().map(|(k, _)| *k).collect();
+    Err(format!(
+        "-o - writes one profile to stdout, and this input has {}: pick one with {}, or write to a file (the others go beside it)",
+        kinds.join(", "),
+        kinds.iter().map(|k| format!("--{k}")).collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// Writes to a file, or stdout for `-`.

@@ -51,7 +51,8 @@ pub struct Selection {
     #[arg(long)]
     pub live: bool,
     /// Lock waits (jdk.JavaMonitorEnter and jdk.ThreadPark: oxprof's lock events, or the
-    /// JDK's own, which it records above a threshold)
+    /// JDK's own, which it records above a threshold; parks with no blocker are no lock
+    /// wait and left out)
     #[arg(long)]
     pub lock: bool,
     /// One root frame per thread
@@ -229,13 +230,14 @@ impl Selection {
                 let profiles = convert::profiles(rec, &opts);
                 if profiles.is_empty() {
                     return Err(format!(
-                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}, lock: {}{})",
+                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}, lock: {}{}{})",
                         rec.cpu.len(),
                         rec.wall.len(),
                         rec.alloc.len(),
                         rec.live.len(),
                         rec.lock.len(),
-                        if rec.native.is_empty() { String::new() } else { format!(", JDK native-method samples: {} (--wall reads them)", rec.native.len()) }
+                        if rec.native.is_empty() { String::new() } else { format!(", JDK native-method samples: {} (--wall reads them)", rec.native.len()) },
+                        if rec.parks.is_empty() { String::new() } else { format!(", parks without a blocker: {} (no lock contention)", rec.parks.len()) }
                     ));
                 }
                 Ok(profiles)
@@ -304,6 +306,15 @@ impl Selection {
         let start = if rec.start_ns == i64::MAX { 0 } else { rec.start_ns };
         let from = self.from.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--from: {e}"))?;
         let to = self.to.as_deref().map(|t| parse_time(t, start, rec.end_ns)).transpose().map_err(|e| format!("--to: {e}"))?;
+        if let (Some(f), Some(t)) = (from, to) {
+            if t <= f {
+                return Err(format!(
+                    "--to {} is not after --from {}: the range runs from --from to a later --to",
+                    self.to.as_deref().unwrap_or(""),
+                    self.from.as_deref().unwrap_or("")
+                ));
+            }
+        }
         Ok((from, to))
     }
 
@@ -371,7 +382,7 @@ pub fn parse_time(s: &str, start_ns: i64, end_ns: i64) -> Result<i64, String> {
             Some((d, t)) => (Some(d), t.trim_end_matches('Z')),
             None => (None, s.trim_end_matches('Z')),
         };
-        let bad = || format!("'{s}' is not a time; use HH:MM:SS or YYYY-MM-DDTHH:MM:SS (UTC), or a duration like 10s");
+        let bad = || not_a_time(s);
         let mut hms = time.split(':');
         let h: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
         let m: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
@@ -397,14 +408,22 @@ pub fn parse_time(s: &str, start_ns: i64, end_ns: i64) -> Result<i64, String> {
         if zero(rest) {
             return Ok(end_ns);
         }
-        let d = oxprof_profile::units::parse_wall_duration_ns(rest)?;
+        let d = oxprof_profile::units::parse_wall_duration_ns(rest).map_err(|_| not_a_time(s))?;
         return Ok(end_ns - d as i64);
     }
     if zero(s) {
         return Ok(start_ns);
     }
-    let d = oxprof_profile::units::parse_wall_duration_ns(s)?;
+    let d = oxprof_profile::units::parse_wall_duration_ns(s).map_err(|_| not_a_time(s))?;
     Ok(start_ns + d as i64)
+}
+
+/// The error for a --from/--to value that is none of the forms accepted.
+fn not_a_time(s: &str) -> String {
+    format!(
+        "'{s}' is not a time; use a duration from the recording's start (10s, 1.5m, 500ms), from its end when negative (-30s), \
+         or a UTC time (12:04:05, 2024-05-01T12:04:05Z)"
+    )
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.

@@ -38,11 +38,11 @@ pub struct RecordArgs {
     #[arg(long)]
     pub threads: bool,
     /// Title of the flame graph
-    #[arg(long)]
+    #[arg(long, value_parser = parse_title)]
     pub title: Option<String>,
-    /// Maximum Java stack depth
-    #[arg(long, default_value_t = 2048)]
-    pub jstackdepth: usize,
+    /// Maximum Java stack depth, 1 to 65536 frames
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=MAX_JSTACKDEPTH))]
+    pub jstackdepth: u32,
     /// Native and kernel frames under Java ones: fp (frame pointers, plus
     /// kernel callchains with perf_events), dwarf (unwind tables instead of
     /// frame pointers) or no [default: fp]
@@ -54,6 +54,17 @@ pub struct RecordArgs {
     /// The Java command to run: `java ARGS...`
     #[arg(last = true, required = true, value_name = "JAVA COMMAND")]
     pub command: Vec<String>,
+}
+
+/// The deepest Java stack the agent walks (its `jstackdepth` limit).
+const MAX_JSTACKDEPTH: i64 = 65_536;
+
+/// clap parser for `--title`: some text (the agent refuses an empty title).
+fn parse_title(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the title must not be empty; leave --title out for the default".into());
+    }
+    Ok(s.to_string())
 }
 
 /// The agent option string for these arguments.
@@ -103,9 +114,35 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
 pub fn java_command(command: &[String], agent_path: &Path, options: &str) -> Result<Command, String> {
     let (java, rest) = command.split_first().ok_or("no Java command given; put it after `--`, e.g. `-- java -cp app Main`")?;
     let mut cmd = Command::new(java);
-    cmd.arg(format!("-agentpath:{}={}", agent_path.display(), options));
+    let agent = format!("-agentpath:{}={}", agent_path.display(), options);
+    if is_java_launcher(java) {
+        cmd.arg(agent);
+    } else {
+        // A wrapper (a script, jython, a build tool) would take the option
+        // as its own: the JVMs it starts find the agent in
+        // JAVA_TOOL_OPTIONS instead, quoted as the JVM reads it.
+        if agent.contains('"') {
+            return Err(format!(
+                "'{java}' is not the java launcher, so the agent goes in JAVA_TOOL_OPTIONS, which cannot hold a '\"' in the output path or options"
+            ));
+        }
+        let quoted = if agent.contains(char::is_whitespace) { format!("\"{agent}\"") } else { agent };
+        let value = match std::env::var("JAVA_TOOL_OPTIONS") {
+            Ok(v) if !v.trim().is_empty() => format!("{v} {quoted}"),
+            _ => quoted,
+        };
+        eprintln!("[oxprof] '{java}' is not the java launcher: the agent goes in JAVA_TOOL_OPTIONS, so every JVM it starts is profiled (into the same output)");
+        cmd.env("JAVA_TOOL_OPTIONS", value);
+    }
     cmd.args(rest);
     Ok(cmd)
+}
+
+/// Whether `program` is a java launcher (`java`, `/usr/lib/jvm/.../bin/java`,
+/// `java17`), which takes `-agentpath:` first.
+fn is_java_launcher(program: &str) -> bool {
+    let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or(program);
+    name == "java" || name == "java.exe" || (name.starts_with("java") && name[4..].chars().all(|c| c.is_ascii_digit() || c == '-' || c == '.'))
 }
 
 /// A private directory for our temporary files: made by `mkdtemp` under the
@@ -191,7 +228,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
     let mut cmd = java_command(&args.command, &agent_path, &options)?;
     let status_code = run_child(&mut cmd, &status, &args.command[0])?;
     let log_text = read_capped(&log).unwrap_or_default();
-    report(&log_text, &output);
+    report(&log_text);
     Ok(exit_code(status_code))
 }
 
@@ -248,20 +285,26 @@ fn parse_status(s: &str) -> Option<u64> {
     s.split_whitespace().find_map(|kv| kv.strip_prefix("samples=")).and_then(|v| v.parse().ok())
 }
 
-/// Prints what the agent said (warnings, summary) and where the profile is.
-pub fn report(log_text: &str, output: &Path) {
-    let mut written = None;
+/// Prints what the agent said (warnings, summary) and every file it wrote
+/// in this run, as its log names them (a file left by an earlier run is
+/// never named).
+pub fn report(log_text: &str) {
+    let mut written: Vec<PathBuf> = Vec::new();
     for line in log_text.lines() {
         if let Some(p) = line.strip_prefix("[oxprof] profile written to ") {
-            written = Some(PathBuf::from(p));
+            let p = PathBuf::from(p);
+            if !written.contains(&p) {
+                written.push(p);
+            }
         } else if line.contains("warning:") || line.contains("error:") || line.contains("summary:") {
             eprintln!("{line}");
         }
     }
-    match written {
-        Some(p) => eprintln!("[oxprof] profile written to {}", p.display()),
-        None if output.exists() => eprintln!("[oxprof] profile written to {}", output.display()),
-        None => eprintln!("[oxprof] no profile was written (did the JVM start? see the messages above)"),
+    if written.is_empty() {
+        eprintln!("[oxprof] no profile was written (did the JVM start? see the messages above)");
+    }
+    for p in written {
+        eprintln!("[oxprof] profile written to {}", p.display());
     }
 }
 

@@ -89,7 +89,8 @@ fn by_label(profiles: &[(&str, Profile)], key: &str, top: usize, out: &mut dyn W
         more.sort();
         values.extend(more.into_iter().cloned());
     }
-    let names: Vec<String> = columns.iter().map(|(k, p, _, _)| format!("{} ({})", kind_name(k), unit_of(p))).collect();
+    let names: Vec<String> =
+        columns.iter().map(|(k, p, _, _)| format!("{} ({})", kind_name(k), if p.meta.counts_only() { "samples" } else { unit_of(p) })).collect();
     writeln!(out, "By {key}: {}", names.join(", "))?;
     let width =
         values.iter().take(top).map(|v| v.as_deref().unwrap_or(oxprof_profile::labels::NO_VALUE).chars().count().min(60)).max().unwrap_or(0).max(key.len());
@@ -291,15 +292,20 @@ fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, top: u
                 None => sites(p, "Leak suspects (live objects by allocation site)", "samples", top, None, out)?,
             },
             "lock" => {
-                methods_by(p, "Lock waits by method, self = innermost Java method", top, true, out)?;
+                methods_by(p, "Lock waits by method", top, true, out)?;
                 writeln!(out)?;
                 sites(p, "Top contended locks", "waits", top, None, out)?;
+                if let Some((_, n)) = p.meta.extra.iter().find(|(k, _)| k == oxprof_profile::convert::PARKS_LEFT_OUT) {
+                    writeln!(out, "  not counted: {n}")?;
+                }
             }
             "wall" => {
-                methods_by(p, "Wall clock: top methods, self = innermost Java method", top, true, out)?;
+                methods_by(p, "Wall clock: top methods", top, true, out)?;
                 writeln!(out)?;
                 states(p, "Wall clock by thread state", top, out)?;
             }
+            // Collapsed stacks say not what they sampled.
+            _ if p.meta.counts_only() => methods(p, "Top methods", top, out)?,
             _ => {
                 methods(p, "CPU: top methods", top, out)?;
                 // CPU samples off the running state are worth a table.
@@ -315,6 +321,26 @@ fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, top: u
 
 fn unit_of(p: &Profile) -> &str {
     &p.meta.total_unit
+}
+
+/// `N samples, TOTAL`, or for a profile of counts only (collapsed
+/// stacks, which say not what they sampled) `N samples` and that.
+fn amount(p: &Profile, samples: u64, total: u64) -> String {
+    if p.meta.counts_only() {
+        format!("{samples} samples; the file does not say what they measured")
+    } else {
+        format!("{samples} samples, {}", format_quantity(total, unit_of(p)))
+    }
+}
+
+/// A table's column of totals (` {width} wide`, right-aligned), absent
+/// from a profile of counts only, whose totals are its sample counts.
+fn total_cell(p: &Profile, text: &str, width: usize) -> String {
+    if p.meta.counts_only() {
+        String::new()
+    } else {
+        format!(" {text:>width$}")
+    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -364,13 +390,14 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
             }
         }
     }
-    writeln!(out, "{title} ({samples} samples, {})", format_quantity(total, unit_of(p)))?;
+    let note = if java_self { "; self = the innermost Java method, or the innermost frame of a stack without Java" } else { "" };
+    writeln!(out, "{title} ({}){note}", amount(p, samples, total))?;
     for (label, map) in [("self", &self_of), ("total", &total_of)] {
         let mut rows: Vec<(&&str, &(u64, u64))> = map.iter().collect();
         rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
-        writeln!(out, "  by {label:<5}  {:>8} {:>7} {:>12}  method", "samples", "share", unit_of(p))?;
+        writeln!(out, "  by {label:<5}  {:>8} {:>7}{}  method", "samples", "share", total_cell(p, unit_of(p), 12))?;
         for (name, (n, t)) in rows.into_iter().take(top) {
-            writeln!(out, "            {n:>8} {:>6.2}% {:>12}  {name}", pct(*n, samples), format_quantity(*t, unit_of(p)))?;
+            writeln!(out, "            {n:>8} {:>6.2}%{}  {name}", pct(*n, samples), total_cell(p, &format_quantity(*t, unit_of(p)), 12))?;
         }
     }
     Ok(())
@@ -409,10 +436,15 @@ fn states(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io:
     let total: u64 = by_state.values().map(|v| v.1).sum();
     let mut rows: Vec<_> = by_state.iter().collect();
     rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(b.0)));
-    writeln!(out, "{title} ({})", format_quantity(total, unit_of(p)))?;
-    writeln!(out, "  {:<9} {:>8} {:>12} {:>7}", "state", "samples", unit_of(p), "share")?;
+    let samples: u64 = by_state.values().map(|v| v.0).sum();
+    if p.meta.counts_only() {
+        writeln!(out, "{title} ({samples} samples)")?;
+    } else {
+        writeln!(out, "{title} ({})", format_quantity(total, unit_of(p)))?;
+    }
+    writeln!(out, "  {:<9} {:>8}{} {:>7}", "state", "samples", total_cell(p, unit_of(p), 12), "share")?;
     for (st, (n, t)) in &rows {
-        writeln!(out, "  {:<9} {n:>8} {:>12} {:>6.2}%", st.name(), format_quantity(*t, unit_of(p)), pct(*t, total))?;
+        writeln!(out, "  {:<9} {n:>8}{} {:>6.2}%", st.name(), total_cell(p, &format_quantity(*t, unit_of(p)), 12), pct(*t, total))?;
     }
     // Per thread, when thread roots are there.
     let mut by_thread: HashMap<&str, (u64, HashMap<ThreadState, u64>)> = HashMap::new();
@@ -429,7 +461,7 @@ fn states(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io:
     let mut threads: Vec<_> = by_thread.into_iter().collect();
     threads.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
     writeln!(out)?;
-    write!(out, "  {:>12}", unit_of(p))?;
+    write!(out, "  {:>12}", if p.meta.counts_only() { "samples" } else { unit_of(p) })?;
     for c in &columns {
         write!(out, " {:>8}", c.name())?;
     }

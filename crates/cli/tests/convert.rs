@@ -339,6 +339,21 @@ fn jfr_to_pprof_live_and_html_and_filters_and_report() {
     assert_eq!(total(&first) + total(&rest), total(&all));
     let o = oxprof_cmd().args(["convert", r, "-o", s.path("x.html").to_str().unwrap(), "--from", "1h"]).output().unwrap();
     assert!(!o.status.success() && text(&o.stderr).contains("no samples"), "{}", text(&o.stderr));
+    // A range that ends before it starts, and times in none of the forms
+    // --help gives: one line saying what is accepted.
+    for (range, expected) in [
+        (["--from", "2s", "--to", "1s"], "oxprof: --to 1s is not after --from 2s"),
+        (["--from", "1s", "--to", "1s"], "oxprof: --to 1s is not after --from 1s"),
+        (["--from", "abc", "--to", "1s"], "oxprof: --from: 'abc' is not a time; use a duration from the recording's start (10s, 1.5m, 500ms), from its end when negative (-30s), or a UTC time (12:04:05, 2024-05-01T12:04:05Z)"),
+        (["--from", "1s", "--to", "-x"], "oxprof: --to: '-x' is not a time; use a duration"),
+        (["--from", "1s", "--to", "25:ab"], "oxprof: --to: '25:ab' is not a time; use a duration"),
+    ] {
+        let o = oxprof_cmd().args(["convert", r, "-o", s.path("x.html").to_str().unwrap()]).args(range).output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{range:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{range:?}: {err}");
+        assert!(err.starts_with(expected), "{range:?}: {err}");
+    }
     let o = oxprof_cmd().args(["convert", r, "-o", s.path("x.html").to_str().unwrap(), "--include", "("]).output().unwrap();
     assert!(!o.status.success() && text(&o.stderr).contains("--include '(' is not a valid regular expression"), "{}", text(&o.stderr));
 
@@ -349,6 +364,96 @@ fn jfr_to_pprof_live_and_html_and_filters_and_report() {
     assert!(after("CPU: top methods").ends_with("Convert.spin"), "{rep}");
     assert!(after("Top allocation sites").ends_with("byte[]  <-  Convert.allocBytes"), "{rep}");
     assert!(after("Leak suspects").contains("int[]  <-  Convert.main"), "{rep}");
+}
+
+/// `-o -`: collapsed stacks on stdout unless --format says otherwise, one
+/// profile only: with several kinds and none chosen, a one-line error
+/// naming them, and never a file named after `-`.
+#[test]
+fn stdout_gets_one_profile_and_no_side_files() {
+    let s = Scratch::new("convert-stdout");
+    compile(&s.0, &["Convert.java"]);
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "1");
+    let r = rec.to_str().unwrap();
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(&s.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    };
+    let before = files();
+    let convert = |args: &[&str]| oxprof_cmd().current_dir(&s.0).arg("convert").arg(r).args(args).output().unwrap();
+    // The recording holds CPU, allocation and live-object samples.
+    for args in [&["-o", "-"][..], &["--format", "collapsed", "-o", "-"], &["--format", "pprof", "-o", "-"], &["--cpu", "--alloc", "-o", "-"]] {
+        let o = convert(args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: wrote to stdout anyway");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("-o - writes one profile to stdout") && err.contains("pick one with --cpu, --alloc"), "{args:?}: {err}");
+    }
+    assert_eq!(files(), before, "files appeared beside the recording");
+    // One kind: collapsed stacks without --format, the same as in a file.
+    let o = convert(&["--cpu", "-o", "-"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = s.path("cpu.collapsed");
+    oxprof_ok(&["convert", r, "--cpu", "-o", file.to_str().unwrap()]);
+    assert_eq!(text(&o.stdout), std::fs::read_to_string(&file).unwrap());
+    assert!(samples_with(&read_collapsed(&file), "Convert.spin") > 0);
+    // Allocations and live objects make one heap profile in pprof.
+    let o = convert(&["--alloc", "--live", "--format", "pprof", "-o", "-"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let heap = s.path("heap.pb.gz");
+    std::fs::write(&heap, &o.stdout).unwrap();
+    let raw = pprof_top(&heap, "-raw");
+    assert!(raw.contains("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"), "{raw}");
+    std::fs::remove_file(&heap).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(files(), before, "files appeared beside the recording");
+}
+
+/// Collapsed stacks hold counts only: their pprof has one sample type,
+/// `samples/count` (no CPU time made up from the counts), reads back to the
+/// same stacks, and the report's tables show the counts once, saying the
+/// file does not tell what they measured.
+#[test]
+fn collapsed_input_stays_counts() {
+    let s = Scratch::new("convert-counts");
+    compile(&s.0, &["Convert.java"]);
+    let rec = jdk_recording(&java(), &s, "rec.jfr", "1");
+    let col = s.path("cpu.collapsed");
+    oxprof_ok(&["convert", rec.to_str().unwrap(), "--cpu", "-o", col.to_str().unwrap()]);
+    let stacks = read_collapsed(&col);
+    let n = total(&stacks);
+    assert!(n > 10, "{n} samples");
+
+    let pb = s.path("cpu.pb.gz");
+    oxprof_ok(&["convert", col.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    let raw = pprof_top(&pb, "-raw");
+    assert!(raw.contains("PeriodType: samples count") && raw.contains("Period: 1\n"), "{raw}");
+    let types = raw.lines().skip_while(|l| !l.starts_with("Samples:")).nth(1).unwrap_or("");
+    assert_eq!(types.trim(), "samples/count", "{raw}");
+    assert!(!raw.contains("nanoseconds"), "{raw}");
+    let top = pprof_top(&pb, "-top");
+    assert!(top.contains(&format!("Showing nodes accounting for {n}, 100% of {n} total")), "{top}");
+    assert_eq!(top_function(&top), "Convert.spin", "{top}");
+    // Read back: the same stacks and counts.
+    let back = s.path("back.collapsed");
+    oxprof_ok(&["convert", pb.to_str().unwrap(), "-o", back.to_str().unwrap()]);
+    let sorted = |mut v: Collapsed| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(read_collapsed(&back)), sorted(stacks.clone()));
+
+    for file in [&col, &pb] {
+        let report = text(&oxprof_ok(&["report", file.to_str().unwrap()]).stdout);
+        let mut lines = report.lines();
+        assert_eq!(lines.next(), Some(format!("Top methods ({n} samples; the file does not say what they measured)").as_str()), "{report}");
+        assert_eq!(lines.next().map(|l| l.split_whitespace().collect::<Vec<_>>()), Some(vec!["by", "self", "samples", "share", "method"]), "{report}");
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(row.len(), 3, "one count, its share, the method: {report}");
+        assert_eq!(row[2], "Convert.spin", "{report}");
+    }
 }
 
 #[test]

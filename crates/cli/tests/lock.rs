@@ -146,3 +146,44 @@ fn lock_waits_name_the_owner_of_the_lock() {
     let (on_b, total) = (samples_with(&b, "LockOwners.waitOnB"), total(&b));
     assert!(on_b > 0 && on_b as f64 >= 0.9 * total as f64, "convert --label lock_owner=holder-B: {on_b} of {total} samples wait for B\n{b:?}");
 }
+
+/// The JDK's own recording of a thread parking with no blocker (a bare
+/// `LockSupport.parkNanos`) beside threads contending for a ReentrantLock:
+/// its `jdk.ThreadPark` events without a `parkedClass` are no lock
+/// contention. `report` and `convert --lock` show only the parks on the
+/// lock, and the report counts those left out, as many as `jfr print` shows.
+#[test]
+fn parks_without_a_blocker_are_no_lock_contention() {
+    let s = Scratch::new("lock-unblocked");
+    compile(&s.0, &["IdlePark.java"]);
+    let rec = s.path("own.jfr");
+    let o = std::process::Command::new(java())
+        .current_dir(&s.0)
+        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", rec.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "IdlePark", "2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let parks = std::process::Command::new(tool("jfr")).args(["print", "--events", "jdk.ThreadPark"]).arg(&rec).output().unwrap();
+    let parks = text(&parks.stdout);
+    let unblocked = parks.lines().filter(|l| l.trim() == "parkedClass = N/A").count();
+    let on_lock = parks.lines().filter(|l| l.trim().starts_with("parkedClass = java.util.concurrent.locks.ReentrantLock$NonfairSync")).count();
+    assert!(unblocked >= 5 && on_lock >= 5, "{unblocked} parks without a blocker, {on_lock} on the lock");
+
+    let r = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--lock"]).output().unwrap();
+    let report = text(&r.stdout);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(!report.contains("[unknown class]") && !report.contains("IdlePark.idle"), "{report}");
+    let first = report.lines().skip_while(|l| !l.starts_with("Top contended locks")).nth(2).unwrap_or("");
+    assert!(first.contains("java.util.concurrent.locks.ReentrantLock$NonfairSync  <-  "), "{report}");
+    assert!(report.contains(&format!("not counted: {unblocked} jdk.ThreadPark events without a parkedClass")), "{report}");
+
+    let col = s.path("lock.collapsed");
+    let c = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--lock", "-o", col.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let stacks = read_collapsed(&col);
+    assert_eq!(samples_with(&stacks, "IdlePark.idle"), 0, "{stacks:?}");
+    // Every park on the lock is there (the JDK's monitor waits too, none here).
+    assert_eq!(samples_with(&stacks, "java.util.concurrent.locks.ReentrantLock$NonfairSync"), on_lock as u64);
+    assert_eq!(total(&stacks), on_lock as u64, "{stacks:?}");
+}

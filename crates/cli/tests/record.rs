@@ -4,6 +4,34 @@ mod common;
 
 use common::*;
 
+/// A program that is not the java launcher (a wrapper script here) gets the
+/// agent through JAVA_TOOL_OPTIONS, not an `-agentpath:` argument it would
+/// take as its own: the JVM it starts is profiled.
+#[test]
+fn record_profiles_a_jvm_started_by_a_wrapper_script() {
+    let s = Scratch::new("record-wrapper");
+    compile(&s.0, &["Hot.java"]);
+    let script = s.path("run hot.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" != go ]; then echo \"unexpected argument: $1\" >&2; exit 3; fi\nexec '{}' -cp '{}' Hot 1\n",
+            java().display(),
+            s.0.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = s.path("wrapped profile.collapsed");
+    let o = oxprof_cmd().args(["record", "--interval", "2ms", "-o", out.to_str().unwrap(), "--"]).arg(&script).arg("go").output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("JAVA_TOOL_OPTIONS") && err.contains(&format!("profile written to {}", out.display())), "{err}");
+    let stacks = read_collapsed(&out);
+    assert!(samples_with(&stacks, "Hot.sqrtSin") > 50, "the wrapped JVM was not profiled: {stacks:?}");
+}
+
 #[test]
 fn record_writes_an_html_flame_graph_with_the_hot_methods() {
     let s = Scratch::new("record");
@@ -99,4 +127,80 @@ fn demo_ignores_a_planted_directory() {
     assert_eq!(planted_now, ["Demo.java"], "the demo used the planted directory");
     let left: Vec<_> = std::fs::read_dir(&s.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.starts_with("oxprof-")).collect();
     assert_eq!(left, [planted.file_name().unwrap().to_str().unwrap()], "a temporary directory was left behind");
+}
+
+/// `record` names every file the agent wrote in this run (CPU and
+/// allocations go to two files), and never a file an earlier run left when
+/// this run's JVM wrote nothing.
+#[test]
+fn record_names_every_file_written_and_none_left_from_earlier() {
+    let s = Scratch::new("record-files");
+    compile(&s.0, &["Hot.java"]);
+    let record = |extra: &[&str], jvm_args: &[&str]| {
+        let o = oxprof_cmd()
+            .current_dir(&s.0)
+            .arg("record")
+            .args(extra)
+            .arg("--")
+            .arg(java())
+            .args(jvm_args)
+            .args(["-cp", s.0.to_str().unwrap(), "Hot", "0.3"])
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o.stderr))
+    };
+    let (cpu, alloc) = (s.path("ca.collapsed"), s.path("ca.alloc.collapsed"));
+    let (code, err) = record(&["-e", "cpu", "--alloc", "1k", "-o", "ca.collapsed"], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(samples_with(&read_collapsed(&cpu), "Hot.main") > 0 && !read_collapsed(&alloc).is_empty(), "{err}");
+    for f in [&cpu, &alloc] {
+        assert!(err.contains(&format!("[oxprof] profile written to {}\n", f.display())), "{} not named:\n{err}", f.display());
+    }
+    // The JVM never starts (an option it does not know): ca.collapsed from
+    // the run above, and the output directory, are not this run's profile.
+    for out in ["ca.collapsed", "."] {
+        let (code, err) = record(&["-o", out], &["-XX:+OxprofNoSuchOption"]);
+        assert_ne!(code, Some(0), "{err}");
+        assert!(!err.contains("profile written to"), "-o {out}: {err}");
+        assert!(err.contains("[oxprof] no profile was written"), "-o {out}: {err}");
+    }
+}
+
+/// `--jstackdepth` outside the agent's range and an empty `--title` are
+/// refused by `record` in one line naming the option, before any JVM runs;
+/// the range's ends are the agent's.
+#[test]
+fn record_checks_stack_depth_and_title_itself() {
+    let s = Scratch::new("record-depth");
+    compile(&s.0, &["Hot.java"]);
+    let record = |extra: &[&str]| {
+        oxprof_cmd()
+            .current_dir(&s.0)
+            .arg("record")
+            .args(extra)
+            .args(["-o", "p.collapsed", "--"])
+            .arg(java())
+            .args(["-cp", s.0.to_str().unwrap(), "Hot", "0.3"])
+            .output()
+            .unwrap()
+    };
+    for (args, expected) in [
+        (&["--jstackdepth", "70000"][..], "invalid value '70000' for '--jstackdepth <JSTACKDEPTH>': 70000 is not in 1..=65536"),
+        (&["--jstackdepth", "0"], "invalid value '0' for '--jstackdepth <JSTACKDEPTH>': 0 is not in 1..=65536"),
+        (&["--title", ""], "invalid value '' for '--title <TITLE>': the title must not be empty"),
+    ] {
+        let o = record(args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{args:?}: {err}");
+        assert!(err.lines().next().unwrap().contains(expected), "{args:?}: {err}");
+        assert!(text(&o.stdout).is_empty() && !s.path("p.collapsed").exists(), "{args:?}: the program ran");
+    }
+    // The agent takes both ends of the range.
+    for depth in ["1", "65536"] {
+        let o = record(&["--jstackdepth", depth]);
+        assert!(o.status.success(), "--jstackdepth {depth}: {}", text(&o.stderr));
+        assert!(total(&read_collapsed(&s.path("p.collapsed"))) > 0, "--jstackdepth {depth}: no samples");
+        std::fs::remove_file(s.path("p.collapsed")).unwrap();
+    }
 }

@@ -100,6 +100,10 @@ fn wall_jfr_has_jdk_states_and_converts_by_state() {
     // The report: top methods and where the wall time went.
     let report = ok(&oxprof(&["report", rec.to_str().unwrap(), "--wall", "--threads", "--top", "30"]));
     assert!(report.contains("Wall clock: top methods"), "{report}");
+    // Self is the innermost Java method, or in a stack without Java (a JVM
+    // thread's) its innermost frame: the heading says both.
+    let heading = report.lines().find(|l| l.starts_with("Wall clock: top methods")).unwrap();
+    assert!(heading.ends_with("; self = the innermost Java method, or the innermost frame of a stack without Java"), "{heading}");
     assert!(report.contains("Wall clock by thread state"), "{report}");
     for state in ["running", "sleeping", "waiting", "parked", "blocked", "native"] {
         assert!(report.lines().any(|l| l.trim_start().starts_with(state)), "no {state} row:\n{report}");

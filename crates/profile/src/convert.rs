@@ -1,5 +1,6 @@
 //! Turning a JFR [`Recording`] into profiles of the model, one per kind
-//! (CPU, wall clock, allocation, live objects), with the converter's
+//! (CPU, wall clock, allocation, lock waits without the parks that wait for
+//! no lock, live objects), with the converter's
 //! filters: thread roots, thread states (a filter and root frames), a time
 //! range and frame-name predicates. Samples with context labels get their
 //! label frames at the root (see [`crate::labels`]). Every profile carries the recording's
@@ -14,6 +15,10 @@ use crate::state::ThreadState;
 /// recording does not say.
 pub const DEFAULT_CPU_PERIOD_NS: u64 = 20_000_000;
 
+/// The lock profile's `extra` key saying how many parks without a blocker
+/// (`Recording::parks`) it leaves out.
+pub const PARKS_LEFT_OUT: &str = "parks without a blocker, left out";
+
 /// Which events become profiles, and how.
 #[derive(Default)]
 pub struct Options<'a> {
@@ -26,8 +31,8 @@ pub struct Options<'a> {
     pub jdk_native: bool,
     pub alloc: bool,
     pub live: bool,
-    /// Lock waits (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`; key `lock`,
-    /// totals in ns waited, the lock's class as the leaf).
+    /// Lock waits (`jdk.JavaMonitorEnter`, `jdk.ThreadPark` on a blocker;
+    /// key `lock`, totals in ns waited, the lock's class as the leaf).
     pub lock: bool,
     /// One root frame per thread (`[name]`).
     pub threads: bool,
@@ -106,6 +111,10 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
     }
     if opts.lock && !rec.lock.is_empty() {
         let mut p = Profile::new(meta("Lock profile", "lock", "JFR jdk.JavaMonitorEnter + jdk.ThreadPark", 0, "ns"));
+        let unblocked = rec.parks.iter().filter(|s| in_range(s.time)).count();
+        if unblocked > 0 {
+            p.meta.extra.push((PARKS_LEFT_OUT.into(), format!("{unblocked} jdk.ThreadPark events without a parkedClass (no lock contention)")));
+        }
         let mut agg = Aggregate::default();
         for s in rec.lock.iter().filter(|s| in_range(s.time)) {
             agg.add((s.thread, s.stack, s.class, NO_STATE, s.labels), 1, s.duration_ns);

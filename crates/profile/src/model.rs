@@ -156,7 +156,8 @@ pub struct Meta {
     pub engine: String,
     /// Sampling interval, in the unit of `total` (ns for CPU, bytes for alloc).
     pub interval: u64,
-    /// Unit of the `total` counter: `ns` or `bytes`.
+    /// Unit of the `total` counter: `ns` or `bytes`; empty when the
+    /// profile holds counts only (collapsed stacks), see [`Meta::counts_only`].
     pub total_unit: String,
     /// Recording start, nanoseconds since the Unix epoch.
     pub start_ns: u64,
@@ -164,6 +165,14 @@ pub struct Meta {
     pub duration_ns: u64,
     /// Free-form key/value facts (failed-walk counts, dropped samples, ...).
     pub extra: Vec<(String, String)>,
+}
+
+impl Meta {
+    /// Whether the profile holds counts only, its total no quantity of
+    /// its own (collapsed stacks: no unit, no interval).
+    pub fn counts_only(&self) -> bool {
+        self.total_unit.is_empty()
+    }
 }
 
 /// A hasher for keys that are hashes already: passes a `u64` through.

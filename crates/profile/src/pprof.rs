@@ -7,7 +7,9 @@
 //! `cpu/nanoseconds`, wall clock `samples/count` + `wall/nanoseconds`,
 //! allocation `alloc_objects/count` + `alloc_space/bytes`, live objects
 //! `inuse_objects/count` + `inuse_space/bytes`. The first value of a sample
-//! is the model's sample count, the second its total. Each distinct frame
+//! is the model's sample count, the second its total. A profile of counts
+//! only (collapsed stacks, [`Meta::counts_only`]) has one sample type,
+//! `samples/count`, and is read back with its counts as both counters. Each distinct frame
 //! (name, kind, line) is one location with one line; each distinct name one
 //! function. JFR gives no source file names, so functions carry none. A
 //! thread-state frame (`[sleeping]`) is no location but the sample's label
@@ -117,12 +119,19 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     let Some(first) = parts.first() else { return pb::Profile::default() };
     let mut strings = Strings::new();
     let mut sample_type = Vec::new();
+    // Each part's first value's index: counts-only parts have one value.
+    let mut offsets = Vec::with_capacity(parts.len());
     for p in parts {
-        for (t, u) in Kind::of(&p.meta).sample_types() {
+        offsets.push(sample_type.len());
+        let types = Kind::of(&p.meta).sample_types();
+        let types = if p.meta.counts_only() { &types[..1] } else { &types[..] };
+        for (t, u) in types {
             sample_type.push(pb::ValueType { r#type: strings.id(t), unit: strings.id(u) });
         }
     }
-    let (pt, pu) = Kind::of(&first.meta).period_type();
+    // Counts only: each sample stands for one count, not a CPU period.
+    let ((pt, pu), period) =
+        if first.meta.counts_only() { (("samples", "count"), 1) } else { (Kind::of(&first.meta).period_type(), first.meta.interval as i64) };
     let period_type = Some(pb::ValueType { r#type: strings.id(pt), unit: strings.id(pu) });
 
     let mut functions: Vec<pb::Function> = Vec::new();
@@ -135,7 +144,7 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     type SampleKey = (Vec<u64>, Labels);
     let mut samples: Vec<(Vec<u64>, Labels, Vec<i64>)> = Vec::new();
     let mut sample_ids: HashMap<SampleKey, usize> = HashMap::new();
-    let width = 2 * parts.len();
+    let width = sample_type.len();
     for (k, p) in parts.iter().enumerate() {
         // This part's frame ids → location ids (0 for a state or label frame).
         let ids: Vec<u64> = p
@@ -186,8 +195,11 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
             };
             // pprof values are signed: counts past i64::MAX saturate.
             let v = &mut samples[i].2;
-            v[2 * k] = v[2 * k].saturating_add(s.samples.min(i64::MAX as u64) as i64);
-            v[2 * k + 1] = v[2 * k + 1].saturating_add(s.total.min(i64::MAX as u64) as i64);
+            let at = offsets[k];
+            v[at] = v[at].saturating_add(s.samples.min(i64::MAX as u64) as i64);
+            if !p.meta.counts_only() {
+                v[at + 1] = v[at + 1].saturating_add(s.total.min(i64::MAX as u64) as i64);
+            }
         }
     }
     let sample = samples
@@ -217,7 +229,7 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
         time_nanos: first.meta.start_ns as i64,
         duration_nanos: parts.iter().map(|p| p.meta.duration_ns).max().unwrap_or(0) as i64,
         period_type,
-        period: first.meta.interval as i64,
+        period,
         comment,
         default_sample_type,
         string_table: strings.table,
@@ -374,7 +386,8 @@ pub fn read_all(bytes: &[u8]) -> Result<Vec<Profile>, String> {
         }
         for sample in &p.sample {
             let v = |i: usize| sample.value.get(i).copied().unwrap_or(0).max(0) as u64;
-            let (count, total) = (v(first), v(first + 1));
+            // One sample type (counts only): the count is the total too.
+            let (count, total) = if first + 1 < types.len() { (v(first), v(first + 1)) } else { (v(first), v(first)) };
             // Of a heap profile, each part holds the samples of its kind
             // (a live object's sample has no allocation values, and a dead
             // one's no live values).
@@ -460,6 +473,28 @@ mod tests {
         alloc.meta.event = "live".into();
         let m = encode(&alloc);
         assert_eq!(m.string_table[m.sample_type[1].r#type as usize], "inuse_space");
+    }
+
+    /// Collapsed stacks (counts only) become `samples/count` alone, with
+    /// a period of one count, and read back with the counts as totals.
+    #[test]
+    fn counts_only_profiles_have_one_sample_type() {
+        let p = crate::collapsed::read("Main.main;Main.hot 7\nMain.main 1\n", Meta { event: "cpu".into(), ..Meta::default() }).unwrap();
+        assert!(p.meta.counts_only());
+        let m = encode(&p);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = m.sample_type.iter().map(|t| (s(t.r#type), s(t.unit))).collect();
+        assert_eq!(types, [("samples", "count")]);
+        let period_type = m.period_type.as_ref().map(|t| (s(t.r#type), s(t.unit)));
+        assert_eq!((period_type, m.period), (Some(("samples", "count")), 1));
+        assert_eq!(m.sample.iter().map(|x| x.value.clone()).collect::<Vec<_>>(), [vec![7], vec![1]]);
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let back = read(&out).unwrap();
+        assert!(back.meta.counts_only());
+        let mut got: Vec<(u64, u64)> = back.samples().iter().map(|x| (x.samples, x.total)).collect();
+        got.sort();
+        assert_eq!(got, [(1, 1), (7, 7)]);
     }
 
     #[test]

@@ -530,7 +530,15 @@ impl<'a> Resolver<'a> {
                     let class = self.class_of(&ev, type_id, if park { "parkedClass" } else { "monitorClass" });
                     let duration_ns = self.duration_ns(&ev, type_id);
                     let labels = self.labels(&ev, type_id);
-                    self.rec.lock.push(LockSample { time, thread, stack, class, duration_ns, park, labels });
+                    // A park with no blocker (a bare LockSupport.parkNanos:
+                    // a timed sleep, an idle pool thread) waits for no lock.
+                    let no_blocker = park && field(self.meta, type_id, &ev, "parkedClass").and_then(|(v, _)| v.as_i64()) == Some(0);
+                    let sample = LockSample { time, thread, stack, class, duration_ns, park, labels };
+                    if no_blocker {
+                        self.rec.parks.push(sample);
+                    } else {
+                        self.rec.lock.push(sample);
+                    }
                 }
                 Interest::OldObject => {
                     let thread = self.thread(&ev, type_id, "eventThread");

@@ -6,7 +6,8 @@
 //! `jdk.NativeMethodSample` kept apart, allocation samples
 //! (`jdk.ObjectAllocationSample`, or on JDK 11
 //! `jdk.ObjectAllocationInNewTLAB`/`OutsideTLAB`), live-object samples
-//! (`jdk.OldObjectSample`), oxprof's leak-report sites
+//! (`jdk.OldObjectSample`), lock waits (`jdk.JavaMonitorEnter`,
+//! `jdk.ThreadPark`; parks without a blocker kept apart), oxprof's leak-report sites
 //! (`oxprof.LiveSite`, rebuilt into [`crate::leak::Site`]s), spans
 //! (`oxprof.Span`), safepoints (`jdk.SafepointBegin`,
 //! `jdk.SafepointStateSynchronization`, `jdk.SafepointEnd` and
@@ -222,6 +223,10 @@ pub struct Recording {
     pub native: Vec<WallSample>,
     pub alloc: Vec<AllocSample>,
     pub lock: Vec<LockSample>,
+    /// The JDK's `jdk.ThreadPark`s without a `parkedClass` (a park with no
+    /// blocker: a timed sleep, an idle pool thread): no lock contention,
+    /// so kept apart from `lock`.
+    pub parks: Vec<LockSample>,
     pub live: Vec<LiveSample>,
     /// oxprof's leak-report sites, every report's (see [`Recording::leak_sites`]).
     pub live_sites: Vec<LiveSiteEvent>,
@@ -277,6 +282,7 @@ impl Default for Recording {
             native: Vec::new(),
             alloc: Vec::new(),
             lock: Vec::new(),
+            parks: Vec::new(),
             live: Vec::new(),
             live_sites: Vec::new(),
             live_reports: Vec::new(),
