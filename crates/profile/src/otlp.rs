@@ -526,7 +526,10 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
         }
         let [count_type, total_type, period_type] = types(kind);
         let event = dict.attribute(EVENT, &p.meta.event);
-        let has_total = samples.iter().any(|s| s.2 != 0);
+        // Counts only (collapsed stacks): their totals are the counts again,
+        // no quantity of their own, so one profile of counts.
+        let counts_only = p.meta.counts_only();
+        let has_total = !counts_only && samples.iter().any(|s| s.2 != 0);
         let has_count = samples.iter().any(|s| s.1 != 0) || !has_total;
         for (wanted, value_type, total) in [(has_total, total_type, true), (has_count, count_type, false)] {
             if !wanted {
@@ -547,8 +550,8 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
                     .collect(),
                 time_unix_nano: p.meta.start_ns,
                 duration_nano: p.meta.duration_ns,
-                period_type: dict.value_type(period_type),
-                period: p.meta.interval.min(i64::MAX as u64) as i64,
+                period_type: dict.value_type(if counts_only { ("samples", "count") } else { period_type }),
+                period: if counts_only { 1 } else { p.meta.interval.min(i64::MAX as u64) as i64 },
                 attribute_indices: vec![event],
                 ..pb::Profile::default()
             });
@@ -1029,6 +1032,25 @@ mod tests {
             };
             assert_eq!(stacks(got), stacks(&want));
         }
+    }
+
+    /// Collapsed stacks (counts only, their totals the counts again) become
+    /// one profile of `samples/count`, period 1: no CPU time made up.
+    #[test]
+    fn counts_only_profiles_are_one_profile_of_counts() {
+        let mut p = Profile::new(meta("cpu", "", 0));
+        p.add_frames([Frame::new("A.main", FrameKind::Java), Frame::new("A.f", FrameKind::Java)], 7, 7);
+        let req = request(&[&p], &Resource::new("s"));
+        let dict = req.dictionary.as_ref().unwrap();
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        assert_eq!(profiles.len(), 1);
+        let name = |vt: &Option<pb::ValueType>| {
+            let vt = vt.as_ref().unwrap();
+            (dict.string_table[vt.type_strindex as usize].clone(), dict.string_table[vt.unit_strindex as usize].clone())
+        };
+        assert_eq!(name(&profiles[0].sample_type), ("samples".to_string(), "count".to_string()));
+        assert_eq!(name(&profiles[0].period_type), ("samples".to_string(), "count".to_string()));
+        assert_eq!((profiles[0].period, profiles[0].samples[0].values.as_slice()), (1, &[7i64][..]));
     }
 
     #[test]
