@@ -685,6 +685,9 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
             let st = p.sample_type.clone().unwrap_or_default();
             let pt = p.period_type.clone().unwrap_or_default();
             let (kind, total) = kind_of((string(st.type_strindex)?, string(st.unit_strindex)?), string(pt.type_strindex).unwrap_or(""));
+            // Counts of nothing more (collapsed stacks, as written above):
+            // read back counts only, the counts their totals too.
+            let counts_only = !total && string(pt.type_strindex).unwrap_or("") == "samples" && string(pt.unit_strindex).unwrap_or("") == "count";
             let key = (kind, p.time_unix_nano, p.duration_nano, p.period);
             let slot = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,
@@ -706,7 +709,14 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                         title: "OTLP profile".into(),
                         event,
                         interval: p.period.max(0) as u64,
-                        total_unit: if types(kind)[1].1 == "bytes" { "bytes" } else { "ns" }.into(),
+                        total_unit: if counts_only {
+                            ""
+                        } else if types(kind)[1].1 == "bytes" {
+                            "bytes"
+                        } else {
+                            "ns"
+                        }
+                        .into(),
                         start_ns: p.time_unix_nano,
                         duration_ns: p.duration_nano,
                         ..Meta::default()
@@ -773,7 +783,13 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                     stack.extend_from_slice(frames);
                 }
                 let v = s.values.iter().fold(0u64, |a, &v| a.saturating_add(v.max(0) as u64));
-                let (n, t) = if total { (0, v) } else { (v, 0) };
+                let (n, t) = if total {
+                    (0, v)
+                } else if counts_only {
+                    (v, v)
+                } else {
+                    (v, 0)
+                };
                 profile.add(stack, n, t);
             }
         }
@@ -1051,6 +1067,11 @@ mod tests {
         assert_eq!(name(&profiles[0].sample_type), ("samples".to_string(), "count".to_string()));
         assert_eq!(name(&profiles[0].period_type), ("samples".to_string(), "count".to_string()));
         assert_eq!((profiles[0].period, profiles[0].samples[0].values.as_slice()), (1, &[7i64][..]));
+        // Read back as counts only again.
+        let back = decode(&encode(&[&p], &Resource::new("s"))).unwrap().profiles;
+        assert_eq!(back.len(), 1);
+        assert!(back[0].meta.counts_only(), "{:?}", back[0].meta);
+        assert_eq!((back[0].samples()[0].samples, back[0].samples()[0].total), (7, 7));
     }
 
     #[test]
