@@ -625,13 +625,9 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         let jni = Jni(jni);
         let tid = threads::current_tid();
         // SAFETY: `thread` is the local reference the JVM passed to this
-        // VMInit callback (the main thread).
-        agent.profiler.threads.set_name(tid, unsafe { jvmti.thread_name(thread) });
-        agent.profiler.threads.mark_java_visible(tid);
-        // SAFETY: as above.
-        if let Some(id) = unsafe { crate::locks::owners::java_id(jni, thread) } {
-            agent.profiler.threads.set_java_id(tid, id);
-        }
+        // VMInit callback (the main thread); `jni` is this thread's.
+        let (name, id) = unsafe { (jvmti.thread_name(thread), crate::locks::owners::java_id(jni, thread)) };
+        agent.profiler.threads.name_java_thread(tid, name, id);
         agent.symbols.init_builtin_loaders(jni);
         let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
         log::debug(&format!("prepared {n} classes loaded before VMInit"));
@@ -687,13 +683,10 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
             // The launcher's main thread attaches again as `DestroyJavaVM`
             // to end the JVM: it keeps the name and id it had all its life.
             if name != "DestroyJavaVM" || !agent.profiler.threads.is_java_visible(tid) {
-                agent.profiler.threads.set_name(tid, name);
                 // SAFETY: as above.
-                if let Some(id) = unsafe { crate::locks::owners::java_id(Jni(jni), thread) } {
-                    agent.profiler.threads.set_java_id(tid, id);
-                }
+                let id = unsafe { crate::locks::owners::java_id(Jni(jni), thread) };
+                agent.profiler.threads.name_java_thread(tid, name, id);
             }
-            agent.profiler.threads.mark_java_visible(tid);
             agent.profiler.threads.add(tid);
         }
     })

@@ -11,14 +11,7 @@ use std::process::{Command, Output};
 
 /// Records `Convert` for `secs` with the JDK's own flight recorder.
 fn jdk_recording(java: &Path, s: &Scratch, name: &str, secs: &str) -> PathBuf {
-    let jfr = s.path(name);
-    let o = Command::new(java)
-        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", jfr.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "Convert", secs])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    jfr
+    jdk_flight_recording(java, s, name, &["Convert", secs])
 }
 
 fn oxprof_ok(args: &[&str]) -> Output {

@@ -156,14 +156,7 @@ fn lock_waits_name_the_owner_of_the_lock() {
 fn parks_without_a_blocker_are_no_lock_contention() {
     let s = Scratch::new("lock-unblocked");
     compile(&s.0, &["IdlePark.java"]);
-    let rec = s.path("own.jfr");
-    let o = std::process::Command::new(java())
-        .current_dir(&s.0)
-        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", rec.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "IdlePark", "2"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rec = jdk_flight_recording(&java(), &s, "own.jfr", &["IdlePark", "2"]);
     let parks = std::process::Command::new(tool("jfr")).args(["print", "--events", "jdk.ThreadPark"]).arg(&rec).output().unwrap();
     let parks = text(&parks.stdout);
     let unblocked = parks.lines().filter(|l| l.trim() == "parkedClass = N/A").count();

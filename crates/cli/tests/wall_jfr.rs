@@ -210,14 +210,7 @@ fn pprof_has_wall_type_and_state_labels() {
 fn jdk_native_method_samples_are_wall_time_only_when_asked() {
     let s = Scratch::new("wall-jdk-native");
     compile(&s.0, &["WallStates.java"]);
-    let rec = s.path("jdk.jfr");
-    let o = std::process::Command::new(java())
-        .current_dir(&s.0)
-        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", rec.display()))
-        .args(["-cp", s.0.to_str().unwrap(), "WallStates", "2"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rec = jdk_flight_recording(&java(), &s, "jdk.jfr", &["WallStates", "2"]);
     let report = ok(&oxprof(&["report", rec.to_str().unwrap()]));
     assert!(report.contains("CPU: top methods") && !report.contains("Wall clock"), "{report}");
     let report = ok(&oxprof(&["report", rec.to_str().unwrap(), "--wall"]));

@@ -175,6 +175,11 @@ impl Meta {
     }
 }
 
+/// The sample and period type a profile of counts only is written with
+/// (pprof, OTLP) and known by when read back: a count of samples, each
+/// standing for one.
+pub const COUNTS_TYPE: (&str, &str) = ("samples", "count");
+
 /// A hasher for keys that are hashes already: passes a `u64` through.
 #[derive(Clone, Copy, Debug, Default)]
 struct HashedKey(u64);

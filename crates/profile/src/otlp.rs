@@ -550,7 +550,7 @@ fn request(profiles: &[&Profile], resource: &Resource) -> pb::ExportProfilesServ
                     .collect(),
                 time_unix_nano: p.meta.start_ns,
                 duration_nano: p.meta.duration_ns,
-                period_type: dict.value_type(if counts_only { ("samples", "count") } else { period_type }),
+                period_type: dict.value_type(if counts_only { crate::model::COUNTS_TYPE } else { period_type }),
                 period: if counts_only { 1 } else { p.meta.interval.min(i64::MAX as u64) as i64 },
                 attribute_indices: vec![event],
                 ..pb::Profile::default()
@@ -687,7 +687,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
             let (kind, total) = kind_of((string(st.type_strindex)?, string(st.unit_strindex)?), string(pt.type_strindex).unwrap_or(""));
             // Counts of nothing more (collapsed stacks, as written above):
             // read back counts only, the counts their totals too.
-            let counts_only = !total && string(pt.type_strindex).unwrap_or("") == "samples" && string(pt.unit_strindex).unwrap_or("") == "count";
+            let counts_only = !total && (string(pt.type_strindex).unwrap_or(""), string(pt.unit_strindex).unwrap_or("")) == crate::model::COUNTS_TYPE;
             let key = (kind, p.time_unix_nano, p.duration_nano, p.period);
             let slot = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,

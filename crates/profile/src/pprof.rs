@@ -131,7 +131,7 @@ pub fn encode_parts(parts: &[&Profile]) -> pb::Profile {
     }
     // Counts only: each sample stands for one count, not a CPU period.
     let ((pt, pu), period) =
-        if first.meta.counts_only() { (("samples", "count"), 1) } else { (Kind::of(&first.meta).period_type(), first.meta.interval as i64) };
+        if first.meta.counts_only() { (crate::model::COUNTS_TYPE, 1) } else { (Kind::of(&first.meta).period_type(), first.meta.interval as i64) };
     let period_type = Some(pb::ValueType { r#type: strings.id(pt), unit: strings.id(pu) });
 
     let mut functions: Vec<pb::Function> = Vec::new();

@@ -84,21 +84,9 @@ pub fn name_running_threads(jvmti: Jvmti, jni: Jni, threads: &Threads) -> usize 
         return 0;
     }
     let mut named = 0;
-    for t in jvmti.all_threads().unwrap_or_default() {
-        // SAFETY: `t` is a live local reference to a Thread from
-        // GetAllThreads, deleted right after its last use.
-        let (o, java_id) = unsafe {
-            let o = of_thread(jvmti, jni, t);
-            let id = java_id(jni, t);
-            jni.delete_local(t);
-            (o, id)
-        };
+    for (id, o) in java_ids(jvmti, jni) {
         if o.tid != 0 && !o.name.is_empty() {
-            threads.set_name(o.tid, o.name);
-            threads.mark_java_visible(o.tid);
-            if let Some(id) = java_id {
-                threads.set_java_id(o.tid, id);
-            }
+            threads.name_java_thread(o.tid, o.name, Some(id));
             named += 1;
         }
     }

@@ -465,7 +465,7 @@ mod tests {
     #[test]
     fn cpu_stacks_split_at_their_marker() {
         let threads = Threads::default();
-        threads.mark_java_visible(7);
+        threads.name_java_thread(7, String::new(), None);
         let native = RawFrame::native_pc(0x1000);
         let (a, b) = (RawFrame::java(0x10, 4, JavaFrameType::Compiled), RawFrame::java(0x20, 9, JavaFrameType::Interpreted));
         let whole = [native, a, b];

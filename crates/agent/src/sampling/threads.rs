@@ -70,21 +70,18 @@ impl Threads {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a thread's name (from JVMTI), replacing a truncated kernel name.
-    pub fn set_name(&self, tid: u32, name: String) {
+    /// Records a thread JVMTI reported (ThreadStart, VMInit, the threads
+    /// running when profiling starts): its Java name, replacing a truncated
+    /// kernel name, and, where read, its `java.lang.Thread` id.
+    pub fn name_java_thread(&self, tid: u32, name: String, java_id: Option<i64>) {
+        let mut inner = self.lock();
         if !name.is_empty() {
-            self.lock().names.insert(tid, name);
+            inner.names.insert(tid, name);
         }
-    }
-
-    /// Marks a thread as reported by JVMTI (ThreadStart, VMInit).
-    pub fn mark_java_visible(&self, tid: u32) {
-        self.lock().java_visible.insert(tid);
-    }
-
-    /// Records a Java thread's `java.lang.Thread` id.
-    pub fn set_java_id(&self, tid: u32, id: i64) {
-        self.lock().java_ids.insert(tid, id);
+        inner.java_visible.insert(tid);
+        if let Some(id) = java_id {
+            inner.java_ids.insert(tid, id);
+        }
     }
 
     /// A Java thread's `java.lang.Thread` id, where known.

@@ -652,6 +652,24 @@ pub fn share_with(stacks: &[(Vec<String>, u64)], frame: &str) -> f64 {
     samples_with(stacks, frame) as f64 / total(stacks).max(1) as f64
 }
 
+/// Runs `main_and_args` (classes in the scratch directory, which is also
+/// the working directory) with `java` under the JDK's own flight recorder
+/// (`settings=profile`) and returns the recording, `name` in the scratch
+/// directory.
+pub fn jdk_flight_recording(java: &Path, s: &Scratch, name: &str, main_and_args: &[&str]) -> PathBuf {
+    let jfr = s.path(name);
+    let o = Command::new(java)
+        .current_dir(&s.0)
+        .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", jfr.display()))
+        .arg("-cp")
+        .arg(&s.0)
+        .args(main_and_args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    jfr
+}
+
 /// Times to safepoint in a JFR file (`jdk.SafepointStateSynchronization`
 /// durations, in time order), read by the JDK's own `jfr` tool.
 pub fn jfr_safepoint_times(path: &Path) -> Vec<u64> {
