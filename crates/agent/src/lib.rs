@@ -692,12 +692,21 @@ unsafe extern "C" fn on_thread_start(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thr
     })
 }
 
-unsafe extern "C" fn on_thread_end(_jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
+unsafe extern "C" fn on_thread_end(jvmti: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard("ThreadEnd", (), || {
         if let Some(agent) = AGENT.get() {
+            let tid = threads::current_tid();
+            // The name it ends with (it may have been renamed while it ran)
+            // names its samples in profiles built after it is gone.
+            // SAFETY: `thread` is the local reference the JVM passed to this
+            // ThreadEnd callback.
+            let name = unsafe { Jvmti(jvmti).thread_name(thread) };
+            if !name.is_empty() && name != "DestroyJavaVM" && agent.profiler.threads.is_java_visible(tid) {
+                agent.profiler.threads.name_java_thread(tid, name, None);
+            }
             // Its tid may be reused by a thread that never set labels.
-            sampling::label_slots::clear(threads::current_tid());
-            agent.profiler.threads.remove(threads::current_tid());
+            sampling::label_slots::clear(tid);
+            agent.profiler.threads.remove(tid);
             // SAFETY: `thread` is the local reference the JVM passed to this
             // ThreadEnd callback.
             unsafe { agent.profiler.alloc.thread_ended(Jni(jni), thread) };

@@ -258,6 +258,11 @@ impl Profiler {
         jni: Jni,
         close_interval: bool,
     ) -> Vec<Built> {
+        // A thread renamed since it started (pool threads often are, per
+        // task) is shown by its name now.
+        let naming = std::time::Instant::now();
+        let named = crate::locks::owners::name_running_threads(jvmti, jni, &self.threads);
+        crate::log::debug(&format!("named {named} running Java threads in {:.2} ms", naming.elapsed().as_secs_f64() * 1e3));
         let cx = BuildContext { rec, command, symbols, jvmti, jni, threads: &self.threads, vm_structs, close_interval };
         let mut built: Vec<Built> = rec.sources.iter().map(|s| s.build(&cx)).collect();
         if let Some(g) = rec.gate.as_ref().filter(|g| g.ttsp) {

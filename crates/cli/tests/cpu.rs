@@ -172,6 +172,31 @@ fn threads_option_puts_a_root_frame_per_thread() {
     assert!(a_roots.iter().all(|r| r.starts_with("[burner-a tid=")), "{a_roots:?}");
 }
 
+/// Threads renamed while they run (as pool threads are, per task) are shown
+/// by the names they have when the profile is written, not the ones they
+/// started with: one that ended (its name at its end), one still running.
+#[test]
+fn a_thread_renamed_while_profiled_is_shown_by_its_new_name() {
+    let s = Scratch::new("renames");
+    compile(&s.0, &["Renames.java"]);
+    let out = s.path("r.collapsed");
+    let o = run_java(&s.0, &format!("start,threads,interval=2ms,file={}", out.display()), &[], &s.0, &["Renames", "0.5"]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&out);
+    for (thread, methods, old) in
+        [("worker", ["Renames.before", "Renames.after"], "worker-as-started"), ("daemon", ["Renames.spin", "Renames.spin"], "daemon-as-started")]
+    {
+        let name = stdout.lines().find_map(|l| l.strip_prefix(&format!("{thread}: "))).expect("the program's truth line");
+        let roots: Vec<&String> = stacks.iter().filter(|(st, _)| st.iter().any(|f| methods.contains(&f.as_str()))).map(|(st, _)| &st[0]).collect();
+        assert!(roots.len() > 1, "no samples of the {thread}: {stacks:?}");
+        for root in roots {
+            assert!(root.starts_with(&format!("[{name} tid=")), "{thread}: root {root} is not the thread's name now, {name}");
+        }
+        assert!(!stacks.iter().any(|(st, _)| st[0].starts_with(&format!("[{old}"))), "the {thread}'s old name is still shown");
+    }
+}
+
 #[test]
 fn profile_is_written_on_system_exit_and_on_sigterm() {
     let s = Scratch::new("exit");

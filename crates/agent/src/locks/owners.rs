@@ -11,7 +11,9 @@
 //! `Thread` object, named by JVMTI.
 //!
 //! The same reads name the Java threads already running when profiling
-//! starts, with their `Thread.getId()` (`name_running_threads`), and give a
+//! starts and again whenever profiles are built or a JFR chunk begins (a
+//! thread renamed meanwhile gets its new name), with their
+//! `Thread.getId()` (`name_running_threads`), and give a
 //! starting thread's id (`java_id`) for JFR's `javaThreadId`.
 
 use std::collections::HashMap;
@@ -85,7 +87,10 @@ pub fn name_running_threads(jvmti: Jvmti, jni: Jni, threads: &Threads) -> usize 
     }
     let mut named = 0;
     for (id, o) in java_ids(jvmti, jni) {
-        if o.tid != 0 && !o.name.is_empty() {
+        // The launcher's main thread ends the JVM as `DestroyJavaVM`: it
+        // keeps the name it had (see the ThreadStart callback).
+        let relaunch = o.name == "DestroyJavaVM" && threads.is_java_visible(o.tid);
+        if o.tid != 0 && !o.name.is_empty() && !relaunch {
             threads.name_java_thread(o.tid, o.name, Some(id));
             named += 1;
         }

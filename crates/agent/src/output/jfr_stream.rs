@@ -669,6 +669,10 @@ impl Inner {
             return;
         }
         let cx = Context { jvmti: agent.jvmti, jni, symbols: &agent.symbols, threads: &agent.profiler.threads };
+        if !self.writer.in_chunk() {
+            // A new chunk names threads by their names now (renamed ones too).
+            crate::locks::owners::name_running_threads(agent.jvmti, jni, &agent.profiler.threads);
+        }
         self.begin_chunk();
         if let Some(src) = self.cpu {
             while let Some(e) = src.log.pop() {
