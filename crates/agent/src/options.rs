@@ -309,6 +309,8 @@ impl Config {
         let mut interval_given = false;
         let mut interval_item = String::new();
         let mut lock_event = false;
+        // `event=alloc`, `event=wall` or `event=lock`: that event alone.
+        let mut other_event_named = false;
         let mut lock_given: Option<u64> = None;
         let mut live_gc_given = false;
         let mut upload = oxprof_upload::UploadOptions::default();
@@ -335,6 +337,7 @@ impl Config {
                 "reply" => c.reply = Some(PathBuf::from(need("a reply file path")?)),
                 "event" => {
                     let v = need(EVENT_WORDS)?;
+                    other_event_named |= matches!(v, "alloc" | "wall" | "lock");
                     if v == "alloc" {
                         c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
                     } else if v == "wall" {
@@ -510,7 +513,14 @@ impl Config {
         if lock_event {
             c.lock = Some(lock_given.unwrap_or(if interval_given && !cpu_asked && !wall_event { c.interval_ns } else { DEFAULT_LOCK_INTERVAL_NS }));
         }
-        if (c.alloc.is_some() || c.wall.is_some() || c.lock.is_some()) && !cpu_asked {
+        // As async-profiler: CPU sampling unless only other events are named
+        // (`alloc`, `wall`, `lock`), but an `interval=` that is not the wall
+        // or lock sampling's (theirs when they have no interval of their
+        // own) asks for CPU sampling beside them, unless `event=` named
+        // another event.
+        let interval_is_other = (wall_event && wall_given.is_none()) || (lock_event && lock_given.is_none() && !wall_event);
+        let cpu_implied = interval_given && !interval_is_other && !other_event_named;
+        if (c.alloc.is_some() || c.wall.is_some() || c.lock.is_some()) && !cpu_asked && !cpu_implied {
             c.cpu = None;
         }
         if c.ttsp && (c.begin.is_some() || c.end.is_some()) {
@@ -650,6 +660,17 @@ mod tests {
         assert_eq!((c.cpu, c.interval_ns, c.wall, c.alloc), (Some(Event::Cpu), 5_000_000, Some(50_000_000), Some(DEFAULT_ALLOC_INTERVAL)));
         let c = Config::parse("event=cpu,wall").unwrap();
         assert_eq!((c.cpu, c.wall), (Some(Event::Cpu), Some(DEFAULT_WALL_INTERVAL_NS)));
+        // Another event alone turns CPU sampling off, but a CPU interval
+        // beside it asks for CPU sampling too.
+        assert_eq!(Config::parse("wall=50ms").unwrap().cpu, None);
+        let c = Config::parse("start,interval=2ms,wall=50ms").unwrap();
+        assert_eq!((c.cpu, c.interval_ns, c.wall), (Some(Event::Cpu), 2_000_000, Some(50_000_000)));
+        let c = Config::parse("start,interval=2ms,alloc").unwrap();
+        assert_eq!((c.cpu, c.alloc), (Some(Event::Cpu), Some(DEFAULT_ALLOC_INTERVAL)));
+        assert_eq!(Config::parse("wall,interval=20ms").unwrap().cpu, None, "the wall clock's interval");
+        assert_eq!(Config::parse("event=alloc,interval=2ms").unwrap().cpu, None, "event= names allocations alone");
+        assert_eq!(Config::parse("lock,interval=2ms").unwrap().cpu, None, "the lock interval");
+        assert_eq!(Config::parse("interval=2ms,lock=1ms").unwrap().cpu, Some(Event::Cpu));
         let e = Config::parse("wall=abc").unwrap_err().to_string();
         assert!(e.contains("'wall=abc'") && e.contains("wall-clock sampling interval"), "{e}");
         let e = Config::parse("wall=50us").unwrap_err().to_string();

@@ -137,7 +137,7 @@ pub struct SampleArgs {
     /// What to sample: cpu (perf_events, falls back to ctimer), itimer,
     /// ctimer, wall (every thread, on or off the CPU, at --interval, default
     /// 50ms) or lock (waits for contended locks) [default: cpu, unless only
-    /// --alloc, --wall or --lock is given]
+    /// --alloc, --wall or --lock is given without --interval]
     #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer", "wall", "lock"])]
     pub event: Option<String>,
     /// Also profile lock contention: monitors and java.util.concurrent locks,

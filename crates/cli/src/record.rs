@@ -15,7 +15,7 @@ use crate::agent;
 #[derive(Args, Debug, Clone)]
 #[command(
     about = "Run a Java program with the profiler and write a profile when it exits",
-    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)\n  oxprof record --event lock --lock 1ms -o locks.html -- java -jar app.jar   (lock contention)"
+    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --event cpu --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)\n  oxprof record --event lock --lock 1ms -o locks.html -- java -jar app.jar   (lock contention)"
 )]
 pub struct RecordArgs {
     #[command(flatten)]
@@ -76,16 +76,10 @@ pub fn agent_options(args: &RecordArgs, output: &Path, log: &Path, status: &Path
     if args.total {
         opts.push("total".into());
     }
-    // The default interval is the CPU's (10ms), or the wall clock's (50ms);
-    // for `--event lock` alone `--lock` sets the mean waiting time instead.
-    let interval = match (args.interval.as_deref(), args.sample.event.as_deref()) {
-        (Some(i), _) => Some(i),
-        (None, Some("wall")) => Some("50ms"),
-        (None, Some("lock")) => None,
-        (None, _) if args.sample.ttsp => Some("1ms"),
-        (None, _) => Some("10ms"),
-    };
-    opts.extend(interval.map(|i| format!("interval={i}")));
+    // Only the user's: the agent's defaults are the CPU's (10ms), the wall
+    // clock's (50ms) for `--event wall`, 1ms with `--ttsp`, and an interval
+    // beside `--alloc`, `--wall` or `--lock` alone asks for CPU sampling too.
+    opts.extend(args.interval.as_deref().map(|i| format!("interval={i}")));
     opts.extend([
         format!("file={}", output.display()),
         format!("jstackdepth={}", args.jstackdepth),
@@ -339,21 +333,24 @@ mod tests {
     fn allocation_flags() {
         let a = args(&["--alloc", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,alloc,interval="), "{o}");
+        assert!(o.starts_with("start,alloc,file="), "{o}");
         let a = args(&["--event", "itimer", "--alloc", "1m", "--alloc-threads", "w-*", "--total", "--", "java"]);
         let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,interval="), "{o}");
+        assert!(o.starts_with("start,event=itimer,alloc=1m,alloc_threads=w-*,total,file="), "{o}");
         let a = args(&["--live", "--gc-roots", "-o", "leaks.txt", "--", "java"]);
         let o = agent_options(&a, Path::new("/leaks.txt"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,interval="), "{o}");
+        assert!(o.starts_with("start,alloc=512k,live,gcroots=5s,file="), "{o}");
+        let a = args(&["--interval", "2ms", "--alloc", "--", "java"]);
+        let o = agent_options(&a, Path::new("/p.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.starts_with("start,alloc,interval=2ms,"), "CPU too, at 2ms: {o}");
     }
 
     #[test]
     fn wall_clock_flags() {
         let o = |a: &[&str]| agent_options(&args(a), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap();
-        assert!(o(&["--event", "wall", "--threads", "--", "java"]).starts_with("start,event=wall,interval=50ms,"));
+        assert!(o(&["--event", "wall", "--threads", "--", "java"]).starts_with("start,event=wall,file="));
         assert!(o(&["--event", "wall", "--interval", "20ms", "--", "java"]).starts_with("start,event=wall,interval=20ms,"));
-        assert!(o(&["--wall", "--", "java"]).starts_with("start,wall,interval=10ms,"));
+        assert!(o(&["--wall", "--", "java"]).starts_with("start,wall,file="));
         assert!(o(&["--event", "cpu", "--wall", "50ms", "--state", "--alloc", "--", "java"]).starts_with("start,event=cpu,wall=50ms,alloc,state,"));
         #[derive(clap::Parser)]
         struct T {
@@ -362,13 +359,11 @@ mod tests {
         }
         use clap::Parser;
         assert!(o(&["--event", "lock", "--", "java"]).starts_with("start,event=lock,file=/w.html,"));
-        assert!(o(&["--lock", "0", "--", "java"]).starts_with("start,lock=0,interval=10ms,"));
-        assert!(o(&["--ttsp", "--", "java"]).starts_with("start,event=cpu,ttsp,interval=1ms,"));
+        assert!(o(&["--lock", "0", "--", "java"]).starts_with("start,lock=0,file="));
+        assert!(o(&["--ttsp", "--", "java"]).starts_with("start,event=cpu,ttsp,file="));
         let e = agent_options(&args(&["--begin", "f(int, long)", "--", "java"]), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
         assert!(e.contains("--begin function") && e.contains("comma"), "{e}");
-        assert!(
-            o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,interval=10ms,")
-        );
+        assert!(o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,file="));
         assert!(o(&["--event", "cpu", "--wall", "--lock", "--", "java"]).starts_with("start,event=cpu,lock,wall,"));
         let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");

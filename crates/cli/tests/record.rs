@@ -204,3 +204,37 @@ fn record_checks_stack_depth_and_title_itself() {
         std::fs::remove_file(s.path("p.collapsed")).unwrap();
     }
 }
+
+/// `--alloc` or `--wall` alone records that alone (as async-profiler), but
+/// a CPU interval beside them asks for CPU samples too; the wall clock
+/// alone keeps its own 50ms default.
+#[test]
+fn an_interval_beside_other_events_keeps_cpu_sampling() {
+    let s = Scratch::new("record-events");
+    compile(&s.0, &["Hot.java"]);
+    let run = |args: &[&str], out: &std::path::Path| {
+        let o = oxprof_cmd()
+            .arg("record")
+            .args(args)
+            .args(["-o", out.to_str().unwrap(), "--", java().to_str().unwrap(), "-cp", s.0.to_str().unwrap(), "Hot", "1"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let both = s.path("both.collapsed");
+    let err = run(&["--interval", "2ms", "--alloc"], &both);
+    let java_samples: u64 = summary(&err).get("java_samples").and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!(java_samples > 200, "CPU at 2ms: about 500 samples a CPU second: {err}");
+    assert!(samples_with(&read_collapsed(&both), "Hot.sqrtSin") > 100, "{err}");
+    assert!(s.path("both.alloc.collapsed").exists(), "{err}");
+    let alone = s.path("alone.collapsed");
+    let err = run(&["--alloc"], &alone);
+    assert!(!err.contains("[oxprof] summary:") && err.contains("[oxprof] alloc summary:"), "allocations alone: {err}");
+    let wall = s.path("wall.collapsed");
+    let err = run(&["--wall"], &wall);
+    assert!(!err.contains("[oxprof] summary:"), "the wall clock alone: {err}");
+    // About a second of run: some 25 ticks at 50ms, not 100 or more at 10ms.
+    let ticks: u64 = summary_fields(&err, "[oxprof] wall summary:").get("ticks").and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!((5..60).contains(&ticks), "the wall clock's default is 50ms: {ticks} ticks\n{err}");
+}
