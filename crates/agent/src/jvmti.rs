@@ -733,6 +733,39 @@ impl Jni {
         unsafe { self.delete_local(cls) };
     }
 
+    /// `System.getProperty(name)`: what Java code sees, including the
+    /// properties the class library sets itself (`java.runtime.name`),
+    /// which JVMTI's `GetSystemProperty` does not list. `None` if unset or
+    /// if the call failed (exception cleared). Call in the live phase.
+    pub fn java_system_property(self, name: &str) -> Option<String> {
+        if !self.push_frame(4) {
+            self.clear_exception();
+            return None;
+        }
+        let value = (|| {
+            let cls = self.find_class(c"java/lang/System");
+            if cls.is_null() {
+                return None;
+            }
+            // SAFETY: `cls` is the live local reference to System just found.
+            let mid = unsafe { self.static_method_id(cls, c"getProperty", c"(Ljava/lang/String;)Ljava/lang/String;") };
+            let key = self.new_string(name);
+            if mid.is_null() || key.is_null() {
+                return None;
+            }
+            let v = jni_call!(self.0, CallStaticObjectMethod, ptr::null_mut(), cls, mid, key);
+            if self.exception_pending() {
+                return None;
+            }
+            // SAFETY: `v` is null or the String getProperty returned.
+            unsafe { self.string(v) }
+        })();
+        self.clear_exception();
+        // Frees every local reference made above.
+        self.pop_frame();
+        value
+    }
+
     /// Calls a static no-argument method returning an object, e.g.
     /// `ClassLoader.getSystemClassLoader()`. Returns a local reference or null.
     pub fn call_static_object(self, class: &CStr, name: &CStr, sig: &CStr) -> jobject {

@@ -415,7 +415,9 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
     if intervals::is_active() {
         return Err("continuous profiling (loop=) is already running; stop it first".into());
     }
-    let first_interval = intervals::prepare(&config, &runtime_facts(agent.jvmti))?;
+    let runtime = runtime_facts(agent.jvmti, Some(jni));
+    intervals::note_runtime(&runtime);
+    let first_interval = intervals::prepare(&config, &runtime)?;
     let jfr = jfr_stream::wanted(&config);
     if jfr {
         // With loop=, the recording streams to the first interval's file.
@@ -458,7 +460,7 @@ fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>,
 /// What a profile store is told about this JVM: the default service name
 /// (the main class, or the jar's name, from `sun.java.command`), the
 /// runtime's name and version.
-fn runtime_facts(jvmti: Jvmti) -> intervals::Runtime {
+fn runtime_facts(jvmti: Jvmti, jni: Option<Jni>) -> intervals::Runtime {
     let prop = |name: &CStr| jvmti.system_property(name).unwrap_or_default();
     let command = prop(c"sun.java.command");
     let main = command.split_whitespace().next().unwrap_or("java");
@@ -466,9 +468,18 @@ fn runtime_facts(jvmti: Jvmti) -> intervals::Runtime {
         Some(jar) => std::path::Path::new(jar).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| jar.to_string()),
         None => main.to_string(),
     };
-    // The VM's own properties: JVMTI is told those at start (the class
-    // library sets java.runtime.* later).
-    intervals::Runtime { service, name: prop(c"java.vm.name"), version: prop(c"java.vm.version") }
+    // The runtime as OpenTelemetry names it (`java.runtime.name`, "OpenJDK
+    // Runtime Environment"), which the class library sets: read through
+    // Java; the VM's own properties, which JVMTI lists from the start, when
+    // Java cannot be asked.
+    let java = |name: &str| jni.and_then(|j| j.java_system_property(name)).filter(|v| !v.is_empty());
+    let vm = format!("{} {} {}", prop(c"java.vm.vendor"), prop(c"java.vm.name"), prop(c"java.vm.version"));
+    intervals::Runtime {
+        service,
+        name: java("java.runtime.name").unwrap_or_else(|| prop(c"java.vm.name")),
+        version: java("java.runtime.version").unwrap_or_else(|| prop(c"java.vm.version")),
+        description: vm.trim().to_string(),
+    }
 }
 
 /// Prepares frame types and the own Java stack walk (see `hotspot`); when

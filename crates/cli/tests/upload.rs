@@ -127,6 +127,9 @@ fn otlp_intervals_reach_the_collector_with_their_resource_and_one_profile_per_ki
         assert_eq!((r["env"].as_str(), r["zone"].as_str()), (Some("prod"), Some("b")), "{r}");
         assert_eq!(r["process.pid"].as_i64(), Some(pid), "{r}");
         assert!(r["host.name"].is_string() && r["process.runtime.version"].is_string(), "{r}");
+        // OpenTelemetry's names: the runtime's (java.runtime.name), the VM in the description.
+        assert_eq!(r["process.runtime.name"], "OpenJDK Runtime Environment", "{r}");
+        assert!(r["process.runtime.description"].as_str().is_some_and(|d| d.contains("VM")), "{r}");
         let profiles = d["profiles"].as_array().unwrap();
         let types: Vec<&str> = profiles.iter().map(|p| p["sample_type"].as_str().unwrap()).collect();
         // One CPU and one allocation profile per interval (each as its
@@ -151,6 +154,32 @@ fn otlp_intervals_reach_the_collector_with_their_resource_and_one_profile_per_ki
     }
     assert!(with_burn + 1 >= reqs.len(), "Matrix.burn in {with_burn} of {} CPU profiles", reqs.len());
     assert!(err.contains("upload summary:"), "{err}");
+}
+
+/// Without `service=`, uploads are filed as OpenTelemetry's variables say,
+/// as the same run's OTLP files are, and else under the main class.
+#[test]
+fn uploads_and_files_take_the_service_from_opentelemetry_variables() {
+    let s = Scratch::new("upload-service");
+    compile(&s.0, &["Matrix.java"]);
+    for (env, want) in [(Some("from-env"), "from-env"), (None, "Matrix")] {
+        let store = Store::start(&s.path(&format!("store-{want}")), None);
+        let file = s.path(&format!("{want}-%n.otlp.pb"));
+        let opts = format!("start,event=cpu,interval=5ms,loop=1s,file={},upload={},format=otlp", file.display(), store.url());
+        let mut cmd = Command::new(java());
+        cmd.current_dir(&s.0).env_remove("OTEL_SERVICE_NAME").env_remove("OTEL_RESOURCE_ATTRIBUTES");
+        if let Some(name) = env {
+            cmd.env("OTEL_SERVICE_NAME", name);
+        }
+        let o = cmd.arg(format!("-agentpath:{}={opts}", agent().display())).arg("-cp").arg(&s.0).args(["Matrix", "2"]).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let reqs = store.requests();
+        assert!(!reqs.is_empty(), "{}", text(&o.stderr));
+        for (_, body) in &reqs {
+            assert_eq!(decode_otlp(body)["resource"]["service.name"], want, "upload");
+        }
+        assert_eq!(decode_otlp(&s.path(&format!("{want}-0.otlp.pb")))["resource"]["service.name"], want, "file");
+    }
 }
 
 #[test]

@@ -78,6 +78,8 @@ pub struct Runtime {
     pub service: String,
     pub name: String,
     pub version: String,
+    /// The VM's vendor, name and version (`process.runtime.description`).
+    pub description: String,
 }
 
 struct State {
@@ -238,19 +240,12 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
 }
 
 fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Runtime) -> Result<Push, String> {
-    let cfg = opts.clone().finish(&runtime.service)?.ok_or("upload: needs upload=URL")?;
-    let mut resource = oxprof_profile::otlp::Resource::from_env("java");
+    // The service: `service=`, else OpenTelemetry's variables, else the
+    // main class or jar (as in files written with `format=otlp`).
+    let default_service = resource(runtime).service;
+    let cfg = opts.clone().finish(&default_service)?.ok_or("upload: needs upload=URL")?;
+    let mut resource = resource(runtime);
     resource.service = cfg.service.clone();
-    resource = resource.with("process.pid", std::process::id() as i64);
-    if let Some(host) = hostname() {
-        resource = resource.with("host.name", host);
-    }
-    if !runtime.name.is_empty() {
-        resource = resource.with("process.runtime.name", runtime.name.clone());
-    }
-    if !runtime.version.is_empty() {
-        resource = resource.with("process.runtime.version", runtime.version.clone());
-    }
     for (k, v) in &cfg.labels {
         resource = resource.with(k.clone(), v.clone());
     }
@@ -263,6 +258,42 @@ fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Ru
     });
     let uploader = oxprof_upload::Uploader::start(cfg, log_fn)?;
     Ok(Push { uploader, kind, resource, files: config.file.is_some() })
+}
+
+/// The JVM's facts, noted when profiling first starts (see [`resource`]).
+static RUNTIME: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
+
+/// Notes the JVM's facts for the OTLP resource. Call when profiling starts.
+pub fn note_runtime(runtime: &Runtime) {
+    let _ = RUNTIME.set(runtime.clone());
+}
+
+/// What an OTLP request says produced it, in files and uploads alike:
+/// OpenTelemetry's variables (`OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_SERVICE_NAME`), else the main class or jar as the service; the
+/// process id, host name and runtime.
+pub fn resource(runtime: &Runtime) -> oxprof_profile::otlp::Resource {
+    let mut resource = oxprof_profile::otlp::Resource::from_env("java");
+    if resource.service.starts_with("unknown_service:") && !runtime.service.is_empty() {
+        resource.service = runtime.service.clone();
+    }
+    resource = resource.with("process.pid", std::process::id() as i64);
+    if let Some(host) = hostname() {
+        resource = resource.with("host.name", host);
+    }
+    for (key, value) in
+        [("process.runtime.name", &runtime.name), ("process.runtime.version", &runtime.version), ("process.runtime.description", &runtime.description)]
+    {
+        if !value.is_empty() {
+            resource = resource.with(key, value.clone());
+        }
+    }
+    resource
+}
+
+/// [`resource`] with the facts noted when profiling started (none before).
+pub fn file_resource() -> oxprof_profile::otlp::Resource {
+    resource(RUNTIME.get().unwrap_or(&Runtime::default()))
 }
 
 fn hostname() -> Option<String> {

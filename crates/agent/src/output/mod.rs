@@ -69,7 +69,7 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
         },
         // One OTLP request holds every profile (one shared dictionary).
         OutputFormat::Otlp => {
-            let resource = otlp::Resource::from_env("java").with("process.pid", std::process::id());
+            let resource = intervals::file_resource();
             otlp::write(&built.iter().map(|b| &b.profile).collect::<Vec<_>>(), &resource, out)
         }
         // A recording that streams JFR writes it in `jfr_stream`; this is a
