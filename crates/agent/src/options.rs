@@ -569,6 +569,14 @@ impl Config {
             if c.loop_ns.is_none() && c.start {
                 return Err(err("upload", "upload=URL pushes each interval of continuous profiling: add loop=DURATION, e.g. loop=15s"));
             }
+            if c.start {
+                // Read now, so a missing credential refuses the start like
+                // any bad option rather than failing every upload later.
+                upload.check_credential().map_err(|p| match p.split_once(": ") {
+                    Some((option, problem)) => err(option, problem),
+                    None => err("auth", p),
+                })?;
+            }
             c.upload = Some(upload);
         }
         if c.live.enabled && c.loop_ns.is_some() && !live_gc_given {

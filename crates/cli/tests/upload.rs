@@ -182,6 +182,25 @@ fn uploads_and_files_take_the_service_from_opentelemetry_variables() {
     }
 }
 
+/// A credential the JVM cannot read, or upload options without a store,
+/// refuse the start like any bad option: the JVM does not run unprofiled.
+#[test]
+fn a_credential_the_jvm_cannot_read_refuses_the_start() {
+    let s = Scratch::new("upload-auth");
+    compile(&s.0, &["Hot.java"]);
+    let base = "start,event=cpu,loop=1s,upload=http://127.0.0.1:9,format=otlp";
+    for (opts, expected) in [
+        (
+            format!("{base},auth=env:OXPROF_SURELY_UNSET"),
+            "invalid agent option 'auth=env:OXPROF_SURELY_UNSET': the variable is not set in the JVM's environment",
+        ),
+        (format!("{base},auth=file:{}", s.path("missing").display()), "cannot read it: no such file"),
+        ("start,event=cpu,loop=1s,labels=a=b".to_string(), "invalid agent option 'labels': needs upload=URL"),
+    ] {
+        assert_refused(&run_java(&s.0, &opts, &[], &s.0, &["Hot", "0.1"]), &opts, expected);
+    }
+}
+
 #[test]
 fn pyroscope_gets_each_interval_as_jfr_read_by_jfr_and_oxprof() {
     let s = Scratch::new("upload-pyroscope");

@@ -91,7 +91,11 @@ impl CredentialSource {
             None => CredentialSource::None,
             Some(AuthSource::Env(name)) => CredentialSource::Fixed(match std::env::var(name) {
                 Ok(v) => Ok(Credential::from_text(&v).map_err(|e| format!("auth=env:{name}: the credential {e}"))?),
-                Err(_) => return Err(format!("auth=env:{name}: the variable is not set (or not UTF-8)")),
+                Err(_) => {
+                    return Err(format!(
+                        "auth=env:{name}: the variable is not set in the JVM's environment (or not UTF-8); a JVM already running cannot be given one: use auth=file:PATH"
+                    ))
+                }
             }),
             Some(AuthSource::File(path)) => CredentialSource::File(path.clone()),
         })
@@ -105,7 +109,14 @@ impl CredentialSource {
             CredentialSource::Fixed(Ok(c)) => Ok(Some(Credential { header: c.header.clone(), secrets: c.secrets.clone() })),
             CredentialSource::Fixed(Err(e)) => Err(e.clone()),
             CredentialSource::File(path) => {
-                let text = std::fs::read(path).map_err(|e| format!("auth=file:{}: cannot read: {}", path.display(), e.kind()))?;
+                let text = std::fs::read(path).map_err(|e| {
+                    let why = match e.kind() {
+                        std::io::ErrorKind::NotFound => "no such file".to_string(),
+                        std::io::ErrorKind::PermissionDenied => "permission denied (the JVM's user must be able to read it)".to_string(),
+                        _ => e.to_string(),
+                    };
+                    format!("auth=file:{}: cannot read it: {why}", path.display())
+                })?;
                 if text.len() > 64 * 1024 {
                     return Err(format!("auth=file:{}: larger than 64 KiB", path.display()));
                 }

@@ -405,13 +405,44 @@ impl UploadOptions {
             || self.extra_roots.is_some()
     }
 
+    /// The first upload option given, by its key.
+    fn first_given(&self) -> Option<&'static str> {
+        [
+            ("service", self.service.is_some()),
+            ("labels", self.labels.is_some()),
+            ("auth", self.auth.is_some()),
+            ("upload_tenant", self.tenant.is_some()),
+            ("upload_queue", self.queue_payloads.is_some()),
+            ("upload_queue_bytes", self.queue_bytes.is_some()),
+            ("upload_connect_timeout", self.connect_timeout.is_some()),
+            ("upload_timeout", self.request_timeout.is_some()),
+            ("upload_retries", self.max_attempts.is_some()),
+            ("upload_max_age", self.max_age.is_some()),
+            ("upload_ca", self.extra_roots.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(key, given)| given.then_some(key))
+    }
+
+    /// Reads the credential `auth=` names now, in this process (the JVM):
+    /// an unset variable, or a file that is missing, unreadable or holds no
+    /// credential, is an error naming the option (never the content).
+    pub fn check_credential(&self) -> Result<(), String> {
+        match &self.auth {
+            None => Ok(()),
+            Some(auth) => crate::auth::CredentialSource::new(Some(auth))?.get().map(|_| ()),
+        }
+    }
+
     /// The configuration, `None` when no `upload=` was given (an error if
     /// other upload options were). `default_service` (e.g. the main class)
     /// is sanitized with [`sanitize_service`] when `service=` is absent.
     pub fn finish(self, default_service: &str) -> Result<Option<UploadConfig>, String> {
         let Some(endpoint) = self.endpoint.clone() else {
-            if self.any() {
-                return Err(format!("upload: {OPTION_KEYS} need upload=URL"));
+            if let Some(key) = self.first_given() {
+                return Err(format!(
+                    "{key}: needs upload=URL (service, labels, auth and the upload_* options describe the profile store that intervals are pushed to)"
+                ));
             }
             return Ok(None);
         };
@@ -507,7 +538,23 @@ mod tests {
         assert!(o.clone().finish("x").unwrap_err().contains("format=otlp or format=pyroscope"));
         let mut o2 = UploadOptions::default();
         o2.accept("labels", Some("a=b")).unwrap();
-        assert!(o2.finish("x").unwrap_err().contains("need upload=URL"));
+        assert!(o2.finish("x").unwrap_err().starts_with("labels: needs upload=URL"));
+
+        // The credential is read in this process: a missing variable or
+        // file is named, its content never.
+        let mut o3 = UploadOptions::default();
+        o3.accept("auth", Some("env:OXPROF_TEST_SURELY_UNSET")).unwrap();
+        let e = o3.check_credential().unwrap_err();
+        assert!(e.starts_with("auth=env:OXPROF_TEST_SURELY_UNSET: ") && e.contains("JVM's environment"), "{e}");
+        let mut o4 = UploadOptions::default();
+        o4.accept("auth", Some("file:/nonexistent/token")).unwrap();
+        assert_eq!(o4.check_credential().unwrap_err(), "auth=file:/nonexistent/token: cannot read it: no such file");
+        let token = std::env::temp_dir().join(format!("oxprof-token-{}", std::process::id()));
+        std::fs::write(&token, "Bearer s3cr3t-token\n").unwrap();
+        let mut o5 = UploadOptions::default();
+        o5.accept("auth", Some(&format!("file:{}", token.display()))).unwrap();
+        assert_eq!(o5.check_credential(), Ok(()));
+        let _ = std::fs::remove_file(&token);
         for (k, v) in [("upload_queue", "0"), ("upload_timeout", "forever"), ("upload_retries", "x"), ("upload_queue_bytes", "1g"), ("upload", "")] {
             let e = o.accept(k, Some(v)).unwrap_err();
             assert!(e.starts_with(k) && !e.contains('\n'), "{e}");
