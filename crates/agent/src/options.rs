@@ -292,6 +292,18 @@ impl fmt::Display for Escaped<'_> {
 
 impl std::error::Error for OptionError {}
 
+/// An option item with the user:password of a URL in it left out, so that
+/// an error about it never shows a password.
+fn without_userinfo(item: &str) -> String {
+    let Some(scheme_end) = item.find("://") else { return item.to_string() };
+    let rest = &item[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}://…@{}", &item[..scheme_end], &rest[at + 1..]),
+        None => item.to_string(),
+    }
+}
+
 fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
@@ -435,10 +447,12 @@ impl Config {
                 }
                 "format" => {
                     let v = need(OutputFormat::WORDS)?;
-                    c.format = Some(OutputFormat::from_word(v).ok_or_else(|| err(item, format!("unknown format '{v}'; accepted: {}", OutputFormat::WORDS)))?);
+                    c.format = Some(OutputFormat::from_word(v).ok_or_else(|| {
+                        err(item, format!("unknown format '{v}'; accepted: {} (with upload=URL, the kind of store: otlp or pyroscope)", OutputFormat::WORDS))
+                    })?);
                 }
                 "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" | "otlp" if value.is_none() => c.format = OutputFormat::from_word(key),
-                _ if upload.accept(key, value).map_err(|p| err(item, p))? => profiling_option |= key == "upload",
+                _ if upload.accept(key, value).map_err(|p| err(&without_userinfo(item), p))? => profiling_option |= key == "upload",
                 "threads" => c.threads = parse_flag(item, value)?,
                 "begin" | "end" => {
                     let v = need("a native function, e.g. SafepointSynchronize::begin or a mangled or C symbol")?.trim().to_string();
@@ -458,6 +472,9 @@ impl Config {
                 }
                 "loop" => {
                     let v = need("an interval such as 60s, 5m or 1h")?;
+                    if v.trim().parse::<f64>().is_ok_and(|n| n == 0.0) {
+                        return Err(err(item, "the loop interval must be at least 1s, e.g. loop=60s"));
+                    }
                     let ns = parse_wall_duration_ns(v).map_err(|p| err(item, format!("{p}; loop=DURATION cuts the recording into files of that length")))?;
                     if ns < MIN_LOOP_NS {
                         return Err(err(item, "the loop interval must be at least 1s"));
@@ -687,6 +704,14 @@ mod tests {
         assert!(e.contains("at least 100us"), "{e}");
         let e = Config::parse("event=bogus").unwrap_err().to_string();
         assert!(e.contains("accepted: cpu, itimer, ctimer, alloc, wall, lock"), "{e}");
+        let e = Config::parse("format=pyro").unwrap_err().to_string();
+        assert!(e.contains("otlp or pyroscope"), "{e}");
+        let e = Config::parse("start,loop=0").unwrap_err().to_string();
+        assert!(e.contains("at least 1s"), "{e}");
+        let e = Config::parse("start,loop=1s,format=otlp,upload=http://admin:PASSW0RD@host:4318/x").unwrap_err().to_string();
+        assert!(!e.contains("PASSW0RD") && !e.contains("admin") && e.contains("credentials in the URL"), "{e}");
+        assert_eq!(without_userinfo("upload=https://u:p@h:1/a@b"), "upload=https://…@h:1/a@b");
+        assert_eq!(without_userinfo("upload=http://h/p"), "upload=http://h/p");
     }
 
     #[test]

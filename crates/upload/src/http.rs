@@ -116,8 +116,11 @@ fn failure(e: ureq::Error, timeout: Duration, connect_timeout: Duration) -> Answ
     use ureq::Error as E;
     let (kind, message) = match e {
         E::Timeout(t) => {
-            let limit = if matches!(t, ureq::Timeout::Connect) { connect_timeout.min(timeout) } else { timeout };
-            ("timeout", format!("no answer within {} ms ({t:?})", limit.as_millis()))
+            if matches!(t, ureq::Timeout::Connect) {
+                ("timeout", format!("no connection within {} ms", connect_timeout.min(timeout).as_millis()))
+            } else {
+                ("timeout", format!("no answer within {} ms", timeout.as_millis()))
+            }
         }
         E::HostNotFound => ("connect", "host not found".to_string()),
         E::ConnectionFailed => ("connect", "connection failed".to_string()),
