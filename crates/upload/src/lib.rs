@@ -71,6 +71,9 @@ pub struct Status {
     pub last_success: Option<SystemTime>,
     /// The sender thread is running.
     pub running: bool,
+    /// Payloads still queued or being sent when shutdown's deadline passed
+    /// (counted in `dropped` too): lost, since the JVM ends.
+    pub unsent_at_shutdown: u64,
 }
 
 fn ago(t: SystemTime) -> String {
@@ -103,6 +106,9 @@ impl fmt::Display for Status {
         }
         if let Some(e) = &self.last_error {
             write!(f, ", last error {}: {}", ago(e.at), e.message)?;
+        }
+        if self.unsent_at_shutdown > 0 {
+            write!(f, ", {} not sent by the shutdown deadline (the store did not take them in time)", self.unsent_at_shutdown)?;
         }
         if !self.running {
             f.write_str(", stopped")?;
@@ -238,6 +244,18 @@ impl Uploader {
             if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 let _ = h.join();
             }
+        } else {
+            // The thread is still inside a request: what it holds and what
+            // waits behind it will not be sent. Counted as dropped now, so
+            // that the last status says what was lost.
+            let mut st = self.shared.lock();
+            let left = st.queue.len() as u64 + st.status.sending as u64;
+            st.queue.clear();
+            st.queued_bytes = 0;
+            st.status.queued = 0;
+            st.status.queued_bytes = 0;
+            st.status.dropped += left;
+            st.status.unsent_at_shutdown += left;
         }
         self.status()
     }

@@ -120,6 +120,7 @@ impl Sender {
             st.status.queued = 0;
             st.status.queued_bytes = 0;
             st.status.dropped += left;
+            st.status.unsent_at_shutdown += left;
             (left, st.status.uploaded, st.status.failed, st.status.dropped)
         };
         let suppressed = self.log.suppressed();
@@ -183,6 +184,7 @@ impl Sender {
         let queued_at = entry.queued_at;
         drop(entry);
         let mut attempt: u32 = 0;
+        let mut last_try = false;
         loop {
             attempt += 1;
             let now = Instant::now();
@@ -221,8 +223,16 @@ impl Sender {
             );
             self.shared.lock().status.retries += 1;
             if !self.wait(delay) {
-                return self
-                    .give_up("shutdown", &format!("upload: a payload of {size} bytes was not sent before the shutdown deadline (its retry was due later)"));
+                // Shutdown comes before the retry: the backoff is cut short
+                // for one last attempt in the time left (the store may be
+                // back), but a store that asked for a later retry is obeyed.
+                if retry_after.is_some() || last_try {
+                    return self.give_up(
+                        "shutdown",
+                        &format!("upload: a payload of {size} bytes was not sent before the shutdown deadline (its retry was due later)"),
+                    );
+                }
+                last_try = true;
             }
         }
     }
