@@ -19,13 +19,14 @@ use crate::report;
 /// Convert a recording: JFR/pprof/collapsed in, flame graph/collapsed/pprof/OTLP/text out
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n  oxprof convert rec.jfr --label endpoint=\"GET /orders\" -o orders.html\n  oxprof convert rec.jfr --by endpoint -o by-endpoint.html\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.\n\n-o - writes to stdout: collapsed stacks unless --format says otherwise. Stdout holds\none collapsed or pprof profile: when the input has several kinds, pick one with\n--cpu, --wall, --alloc, --live or --lock (or write to a file).\n  oxprof convert rec.jfr --wall -o - | grep Worker"
+    after_help = "Examples:\n  oxprof convert rec.jfr -o cpu.html --cpu\n  oxprof convert rec.jfr -o mem.pb.gz --alloc\n  OTEL_SERVICE_NAME=shop oxprof convert rec.jfr -o rec.otlp.pb --cpu --alloc --threads\n  oxprof convert rec.jfr -o sleep.collapsed --wall --state sleeping,parked\n  oxprof convert rec.jfr -o hot.collapsed --from 10s --to 20s --include 'com\\.example'\n  oxprof convert rec.jfr --label endpoint=\"GET /orders\" -o orders.html\n  oxprof convert rec.jfr --by endpoint -o by-endpoint.html\n  oxprof convert rec.jfr -o summary.txt                (the text summary `oxprof report` prints)\n\nCollapsed and pprof output hold one profile per file: with several kinds the\nsecond and later go beside the first (out.alloc.pb.gz); in pprof, live objects\njoin the allocations as Go's heap profiles have them. HTML shows all as tabs; OTLP\n(an uncompressed ExportProfilesServiceRequest) holds all in one request, its resource\nfrom OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.\n\n-o - writes to stdout: collapsed stacks unless --format says otherwise. Stdout holds\none collapsed or pprof profile: when the input has several kinds, pick one with\n--cpu, --wall, --alloc, --live or --lock (or write to a file).\n  oxprof convert rec.jfr --wall -o - | grep Worker"
 )]
 pub struct ConvertArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub input: PathBuf,
-    /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .otlp.pb);
-    /// - for stdout (collapsed stacks unless --format is given)
+    /// Output file; the format follows the extension (.html flame graph, .collapsed stacks,
+    /// .txt text summary, .pb.gz/.pprof pprof, .otlp.pb OTLP); - for stdout (collapsed stacks
+    /// unless --format is given)
     #[arg(short, long)]
     pub output: PathBuf,
     /// Output format, overriding the extension
@@ -51,9 +52,15 @@ fn target(args: &ConvertArgs) -> Result<Target, String> {
         Some(w) => OutputFormat::from_word(w).map(Target::Format).ok_or_else(|| format!("unknown format '{w}'")),
         // Stdout: collapsed stacks, the format pipes take.
         None if args.output == Path::new("-") => Ok(Target::Format(OutputFormat::Collapsed)),
-        None => OutputFormat::from_path(&args.output)
-            .map(Target::Format)
-            .ok_or_else(|| format!("cannot tell the format from '{}'; use .html, .collapsed, .pb.gz, .pprof or .otlp.pb, or --format", args.output.display())),
+        // `.txt` is the text summary, as the agent's `.txt` is its text
+        // leak report (the profile crate reads `.txt` as collapsed stacks).
+        None if args.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("txt")) => Ok(Target::Text),
+        None => OutputFormat::from_path(&args.output).map(Target::Format).ok_or_else(|| {
+            format!(
+                "cannot tell the format from '{}': use .html, .collapsed, .txt (text summary), .pb.gz, .pprof or .otlp.pb, or --format {{flamegraph,collapsed,pprof,otlp,text}}",
+                args.output.display()
+            )
+        }),
     }
 }
 
@@ -78,7 +85,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
         p => p?,
     };
     if profiles.iter().all(|(_, p)| p.is_empty()) && !shows_safepoints {
-        return Err("no samples left after filtering (check --from/--to, --include/--exclude, --state, --label and --threads)".into());
+        return Err(selection.nothing_left());
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };
@@ -176,11 +183,15 @@ fn one_on_stdout(files: usize, profiles: &[(&str, Profile)]) -> Result<(), Strin
     ))
 }
 
-/// Writes to a file, or stdout for `-`.
+/// Writes to a file, or stdout for `-`. Stdout closed by its reader (`| head`)
+/// ends the output quietly, as other command-line tools do.
 pub fn emit(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
     let res = if path == Path::new("-") {
         let mut out = std::io::stdout().lock();
-        f(&mut out).and_then(|()| out.flush())
+        match f(&mut out).and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r,
+        }
     } else {
         let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         let mut w = BufWriter::new(file);

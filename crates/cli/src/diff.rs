@@ -3,7 +3,7 @@
 //! `difffolded.pl` writes) of one kind of profile from two files.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -16,12 +16,13 @@ use crate::input::{self, Selection};
 /// Differential flame graph of two recordings (red grew, blue shrank)
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n  oxprof diff before.jfr after.jfr -o blocked.html --wall --state blocked,waiting,parked\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after."
+    after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n  oxprof diff before.jfr after.jfr -o blocked.html --wall --state blocked,waiting,parked\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after.\n\n-o - writes the collapsed form to stdout (as convert -o - writes collapsed stacks).\n  oxprof diff before.jfr after.jfr -o - --cpu | grep Worker"
 )]
 pub struct DiffArgs {
     pub before: PathBuf,
     pub after: PathBuf,
-    /// Output file: .html (flame graph) or .collapsed/.txt (two counts per line)
+    /// Output file: .html (flame graph) or .collapsed/.folded/.txt (two counts per line);
+    /// - for stdout (two counts per line)
     #[arg(short, long)]
     pub output: PathBuf,
     /// Compare estimated totals (CPU time, bytes) instead of sample counts
@@ -32,7 +33,9 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
-    let format = OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph);
+    let stdout = args.output == Path::new("-");
+    // Stdout gets the collapsed form, the one pipes take (as for convert).
+    let format = if stdout { OutputFormat::Collapsed } else { OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph) };
     if matches!(format, OutputFormat::Pprof | OutputFormat::Jfr | OutputFormat::Otlp) {
         return Err("diff writes .html or .collapsed; pprof, JFR and OTLP have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }
@@ -50,7 +53,9 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
         OutputFormat::FlameGraph => emit(&args.output, |w| flamegraph::write_html_diff(&before_p, &after_p, counter, &HtmlOptions::default(), w))?,
         _ => emit(&args.output, |w| write_collapsed_diff(&before_p, &after_p, counter, w))?,
     }
-    eprintln!("oxprof: wrote {}", args.output.display());
+    if !stdout {
+        eprintln!("oxprof: wrote {}", args.output.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

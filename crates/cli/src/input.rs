@@ -24,6 +24,15 @@ pub enum Input {
 }
 
 impl Input {
+    /// Whether any sample of the input has context labels (before any
+    /// selection).
+    pub fn has_labels(&self) -> bool {
+        match self {
+            Input::Jfr(rec) => rec.label_sets.iter().any(|set| !set.is_empty()),
+            Input::Profiles(ps) => ps.iter().any(labels::any),
+        }
+    }
+
     /// When the recording started, ns since the epoch (0 when unknown).
     pub fn start_ns(&self) -> u64 {
         match self {
@@ -120,15 +129,22 @@ pub fn load(path: &Path) -> Result<Input, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
+        // Gunzipped once, so that a cut-off stream is said once.
+        let data = pprof::decompressed(&bytes).map_err(|e| format!("{}: {e}: not a readable pprof or OTLP file", path.display()))?;
         // pprof and OTLP are both protobuf: whichever reads it.
-        let pprof_error = match pprof::read_all(&bytes) {
+        let pprof_error = match pprof::read_all(&data) {
             Ok(ps) => return Ok(Input::Profiles(ps)),
             Err(e) => e,
         };
-        return match otlp::read(&bytes) {
+        return match otlp::read(&data) {
             Ok(d) if !d.profiles.is_empty() => Ok(Input::Profiles(d.profiles)),
             Ok(_) => Err(format!("{}: an OTLP profiles request with no profile in it", path.display())),
-            Err(e) => Err(format!("{}: not a JFR file, {pprof_error}, and {e}", path.display())),
+            Err(e) => Err(format!(
+                "{}: not a JFR file, nor a pprof or OTLP one (as pprof: {}; as OTLP: {})",
+                path.display(),
+                decode_error(&pprof_error),
+                decode_error(&e)
+            )),
         };
     }
     let text = String::from_utf8_lossy(&bytes);
@@ -143,6 +159,20 @@ pub fn load(path: &Path) -> Result<Input, String> {
     collapsed::read(&text, meta)
         .map(|p| Input::Profiles(vec![p]))
         .map_err(|e| format!("{} is neither JFR, pprof, OTLP nor collapsed stacks ({e})", path.display()))
+}
+
+/// A protobuf reader's error, short: without the prefixes that say what
+/// was being read, at most 60 characters.
+fn decode_error(e: &str) -> String {
+    let mut e = e;
+    for prefix in ["not a pprof profile: ", "not an OTLP ExportProfilesServiceRequest: ", "failed to decode Protobuf message: "] {
+        e = e.strip_prefix(prefix).unwrap_or(e);
+    }
+    if e.chars().count() > 60 {
+        e.chars().take(59).chain(['…']).collect()
+    } else {
+        e.to_string()
+    }
 }
 
 fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> {
@@ -183,10 +213,11 @@ impl Selection {
     /// selections applied: `--label` filters, `--by` groups, `--no-labels`.
     pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
         let wanted = self.labels()?;
-        let mut profiles = self.kinds(input)?;
-        if (!wanted.is_empty() || self.by.is_some()) && !profiles.iter().any(|(_, p)| labels::any(p)) {
+        // Whether the input has labels at all: the filters may leave none.
+        if (!wanted.is_empty() || self.by.is_some()) && !input.has_labels() {
             return Err("--label and --by need context labels, and this input has none (set them with OxProfiler.context, see docs/labels.md)".into());
         }
+        let mut profiles = self.kinds(input)?;
         for (_, p) in &mut profiles {
             labels::retain(p, &wanted);
             if let Some(key) = &self.by {
@@ -195,7 +226,27 @@ impl Selection {
                 *p = labels::without(p);
             }
         }
+        if profiles.iter().all(|(_, p)| p.is_empty()) {
+            return Err(self.nothing_left());
+        }
         Ok(profiles)
+    }
+
+    /// The error when the selection leaves no samples: the filters given,
+    /// and which options to check.
+    pub fn nothing_left(&self) -> String {
+        let quoted = |flag: &str, v: &str| format!("{flag} {}", if v.contains([' ', '\'', '"']) || v.is_empty() { format!("{v:?}") } else { v.to_string() });
+        let mut given: Vec<String> = Vec::new();
+        for (flag, v) in [("--from", &self.from), ("--to", &self.to), ("--include", &self.include), ("--exclude", &self.exclude), ("--state", &self.state)] {
+            if let Some(v) = v {
+                given.push(quoted(flag, v));
+            }
+        }
+        given.extend(self.label.iter().map(|l| quoted("--label", l)));
+        if given.is_empty() {
+            return "no samples in this input of the kinds asked for".into();
+        }
+        format!("no samples left after filtering with {} (check --from/--to, --include/--exclude, --state and --label)", given.join(", "))
     }
 
     /// The profiles of an input, one per kind asked for (all kinds present

@@ -2,8 +2,9 @@
 //! methods by self and total time (CPU, wall clock), where wall time went
 //! by thread state (and per thread), top allocation sites (class and the
 //! frame that allocated it), leak suspects (ranked as the agent's text leak
-//! report when the recording has oxprof's `oxprof.LiveSite` events, else
-//! live-object samples by site), and
+//! report when the recording has oxprof's `oxprof.LiveSite` events, with
+//! their paths to GC roots when recorded, else live-object samples by
+//! site), and
 //! the safepoints: their times to safepoint, the slowest, and the methods
 //! sampled while threads were being stopped. The same tables are
 //! `convert`'s `text` format.
@@ -516,7 +517,8 @@ fn leak_suspects(leak: &LeakFacts, top: usize, out: &mut dyn Write) -> std::io::
             writeln!(out, "paths to GC roots: {note}")?;
         }
     }
-    report.write_table(top, &mut *out)
+    report.write_table(top, &mut *out)?;
+    report.write_paths(top, &mut *out)
 }
 
 /// Rows of (allocated class, allocating frame): samples and total. Rows

@@ -305,7 +305,7 @@ fn jfr_to_pprof_live_and_html_and_filters_and_report() {
     let html = s.path("all.html");
     oxprof_ok(&["convert", r, "-o", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
-    for tab in [">CPU (samples)</button>", ">Allocations (samples)</button>", ">live (samples)</button>"] {
+    for tab in [">CPU (samples)</button>", ">Allocations (samples)</button>", ">Live objects (samples)</button>"] {
         assert!(page.contains(tab), "missing tab {tab}");
     }
 

@@ -126,9 +126,22 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
     }
     if opts.live && !rec.live.is_empty() {
         let mut p = Profile::new(meta("Live objects", "live", "JFR jdk.OldObjectSample", 0, "bytes"));
+        // oxprof writes one jdk.OldObjectSample per site of each leak report,
+        // beside its oxprof.LiveSite: the last report before `to` is the
+        // heap then, and each site weighs the tracked objects behind it
+        // (its `samples`), as the agent's own live profile has it. The
+        // JDK's own events are one sampled object each.
+        let last_report = rec.live_sites.iter().map(|s| s.time).filter(|&t| opts.to_ns.is_none_or(|to| t < to)).max();
+        let tracked: std::collections::HashMap<(i64, u32, u32), u64> =
+            rec.live_sites.iter().filter(|s| Some(s.time) == last_report).map(|s| ((s.time, s.stack, s.class), s.samples)).collect();
         let mut agg = Aggregate::default();
         for s in rec.live.iter().filter(|s| in_range(s.allocated)) {
-            agg.add((s.thread, s.stack, s.class, NO_STATE, 0), 1, s.bytes);
+            let samples = match last_report {
+                Some(last) if s.time != last => continue,
+                Some(_) => tracked.get(&(s.time, s.stack, s.class)).copied().unwrap_or(1),
+                None => 1,
+            };
+            agg.add((s.thread, s.stack, s.class, NO_STATE, 0), samples, s.bytes);
         }
         b.flush(&mut p, agg);
         out.push(("live", p));

@@ -264,13 +264,16 @@ impl LeakReport {
             )?;
             writeln!(
                 out,
-                "   mean age {:.1} s, mean GCs survived {:.1}, old {:.0}%; recent growth {}/s (R^2 {:.2}); {} points: {}",
+                "   mean age {:.1} s, mean GCs survived {:.1}, old {:.0}%; recent growth {}/s (R^2 {:.2}); {}: {}",
                 s.mean_age_secs,
                 s.mean_gcs_survived,
                 100.0 * s.old_share,
                 fmt_signed_bytes(t.slope),
                 t.r2,
-                s.series.len(),
+                match s.series.len() {
+                    n if n > 8 => format!("{n} points, 8 shown from first to last"),
+                    n => format!("{n} points"),
+                },
                 series_summary(&s.series)
             )?;
             writeln!(out, "   allocated at:")?;
@@ -331,6 +334,38 @@ impl LeakReport {
         if self.sites.len() > top {
             let rest: f64 = self.sites.iter().skip(top).map(|s| s.live_bytes).sum();
             writeln!(out, "  ... {} more sites holding {}", self.sites.len() - top, fmt_bytes(rest))?;
+        }
+        Ok(())
+    }
+}
+
+impl LeakReport {
+    /// The paths from a GC root to one instance of the first `top` ranked
+    /// sites that have one (`gcroots`), as the text report shows them under
+    /// each site: a blank line and a heading, then per site its rank, class
+    /// and allocating frame, and the path root first, one step a line (a
+    /// path of more than 12 steps shortened to its first 3 and last 8).
+    /// Nothing when no site has a path.
+    pub fn write_paths<W: Write>(&self, top: usize, mut out: W) -> io::Result<()> {
+        let with_path: Vec<(usize, &Site, &Vec<String>)> =
+            self.sites.iter().take(top).enumerate().filter_map(|(i, s)| s.path_to_root.as_ref().filter(|p| !p.is_empty()).map(|p| (i, s, p))).collect();
+        if with_path.is_empty() {
+            return Ok(());
+        }
+        writeln!(out, "\nPaths from a GC root to one instance")?;
+        for (i, s, path) in with_path {
+            let site = s.frames.iter().rev().nth(1).map_or("[no stack]", |f| f.name.as_str());
+            writeln!(out, "  #{} {}  <-  {site}", i + 1, s.class())?;
+            let (head, tail) = if path.len() > 12 { (3, 8) } else { (path.len(), 0) };
+            for (d, step) in path.iter().enumerate().take(head) {
+                writeln!(out, "     {}{}", if d == 0 { "" } else { "  " }, step)?;
+            }
+            if tail > 0 {
+                writeln!(out, "       ... {} more steps ...", path.len() - head - tail)?;
+                for step in &path[path.len() - tail..] {
+                    writeln!(out, "       {step}")?;
+                }
+            }
         }
         Ok(())
     }
@@ -454,6 +489,31 @@ mod tests {
         assert_eq!(parse_series(&encode_series(&s)), s);
         assert!(parse_series("").is_empty());
         assert_eq!(parse_series("1:2;bad;3:x;4:5"), [Point { secs: 1.0, bytes: 2.0 }, Point { secs: 4.0, bytes: 5.0 }]);
+    }
+
+    #[test]
+    fn paths_show_under_their_rank_and_long_ones_are_shortened() {
+        let mut none = LeakReport { sites: vec![site("A", 1e6, 1.0, &[])], ..LeakReport::default() };
+        let mut out = Vec::new();
+        none.write_paths(10, &mut out).unwrap();
+        assert!(out.is_empty());
+        let long: Vec<String> = (0..20).map(|i| format!("step {i}")).collect();
+        none.sites.push(Site {
+            path_to_root: Some(vec!["GC root: class A".into(), "static field A.LIST -> java.util.ArrayList".into()]),
+            ..site("B", 1e5, 1.0, &[])
+        });
+        none.sites.push(Site { path_to_root: Some(long), ..site("C", 1e4, 1.0, &[]) });
+        none.write_paths(10, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("\nPaths from a GC root to one instance\n  #2 byte[]  <-  B.run\n     GC root: class A\n       static field A.LIST"),
+            "{text}"
+        );
+        assert!(text.contains("  #3 byte[]  <-  C.run\n     step 0\n       step 1\n       step 2\n       ... 9 more steps ...\n       step 12\n"), "{text}");
+        assert!(text.ends_with("       step 19\n") && !text.contains("#1 "), "{text}");
+        let mut top1 = Vec::new();
+        none.write_paths(1, &mut top1).unwrap();
+        assert!(top1.is_empty());
     }
 
     #[test]

@@ -298,7 +298,7 @@ impl Expansion {
 
 /// `bytes` decompressed when gzipped (see [`gunzip`], at most
 /// [`MAX_DECOMPRESSED`]), else as they are.
-pub(crate) fn decompressed(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+pub fn decompressed(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     if is_gzip(bytes) {
         gunzip(bytes, MAX_DECOMPRESSED).map(std::borrow::Cow::Owned)
     } else {
@@ -309,7 +309,7 @@ pub(crate) fn decompressed(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, S
 /// Decompresses a gzip stream of at most `max` bytes.
 fn gunzip(bytes: &[u8], max: u64) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
-    GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("not a valid gzip stream: {e}"))?;
+    GzDecoder::new(bytes).take(max + 1).read_to_end(&mut raw).map_err(|e| format!("the gzip stream is truncated or corrupt ({e})"))?;
     if raw.len() as u64 > max {
         return Err(format!("the gzip stream decompresses to more than {} MiB", max >> 20));
     }
