@@ -14,7 +14,10 @@
 //! lines come back as the method's string, an error as a Java exception with
 //! the agent's one-line message: `IllegalArgumentException` for options the
 //! agent does not accept, `IllegalStateException` for commands that cannot
-//! run now.
+//! run now, and for commands that ran but did not do all that was asked
+//! ([`not_done`]: a profile not written where asked; the message, one line,
+//! ends with the whole reply, what the command did do), which attach's
+//! user reads in the reply but a program would not.
 //!
 //! Context labels (`one.oxprof.ThreadLabels`, docs/labels.md): a thread
 //! registers once and gets a direct buffer over its slot
@@ -162,7 +165,33 @@ fn execute(jni: Jni, command: Option<String>) -> Result<jstring, Thrown> {
         let _one = COMMANDS.lock().unwrap_or_else(|e| e.into_inner());
         commands::run(agent, config, jni).map_err(|e| (ILLEGAL_STATE, e))?
     };
+    let failed = not_done(&lines, crate::output::files::in_private_dir);
+    if !failed.is_empty() {
+        return Err((ILLEGAL_STATE, format!("{} (the agent's reply: {})", failed.join("; "), lines.join(" | "))));
+    }
     Ok(jni.new_string(&lines.join("\n")))
+}
+
+/// The reply lines of a command that ran but did not do what was asked, as
+/// what went wrong: the profile not written to the file asked for while a
+/// JFR recording streams to another (`note: ... was not written`), a failed
+/// JFR stream (`warning: ...`), a profile written to a fallback file
+/// (`profile written to` a file in the private directory, `is_fallback`)
+/// because the file asked for could not be.
+fn not_done(lines: &[String], is_fallback: impl Fn(&std::path::Path) -> bool) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            if let Some(w) = l.strip_prefix("warning: ") {
+                return Some(w.to_string());
+            }
+            if let Some(n) = l.strip_prefix("note: ").filter(|n| n.ends_with(" was not written")) {
+                return Some(n.to_string());
+            }
+            let written = l.strip_prefix("profile written to ").map(std::path::Path::new)?;
+            is_fallback(written).then(|| format!("the profile could not be written where asked and went to {} (the agent's log says why)", written.display()))
+        })
+        .collect()
 }
 
 /// `ThreadLabels.activeFlag0()`: a direct buffer over two words: 1 while a
@@ -222,13 +251,15 @@ pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_intern0(env: *mut JNI
     }
 }
 
-/// `ThreadLabels.stats0()`: the label sets named so far and the limit.
+/// `ThreadLabels.stats0(refusedOpens)`: the label sets named so far, the
+/// limit, and the contexts Java opened with the over-limit set (it counts
+/// them: past the limit it stops asking the agent).
 ///
 /// # Safety
 /// As the JVM calls a static native method: `env` is the thread's JNIEnv.
 #[no_mangle]
-pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_stats0(env: *mut JNIEnv, _class: jclass) -> jstring {
-    guard("ThreadLabels.stats0", std::ptr::null_mut(), || Jni(env).new_string(&crate::labels::stats()))
+pub unsafe extern "system" fn Java_one_oxprof_ThreadLabels_stats0(env: *mut JNIEnv, _class: jclass, refused_opens: jlong) -> jstring {
+    guard("ThreadLabels.stats0", std::ptr::null_mut(), || Jni(env).new_string(&crate::labels::stats(refused_opens.max(0) as u64)))
 }
 
 /// `OxProfiler.span0(start, end, tag)`: queues a span the calling thread
@@ -249,4 +280,25 @@ pub unsafe extern "system" fn Java_one_oxprof_OxProfiler_span0(env: *mut JNIEnv,
         let labels = crate::sampling::label_slots::current(tid);
         crate::spans::record(crate::spans::Span { start_ticks: start.max(0) as u64, end_ticks: end.max(start).max(0) as u64, tid, tag, labels });
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_that_did_not_do_what_was_asked_are_told() {
+        let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let fallback = |p: &std::path::Path| p.starts_with("/private");
+        let ok =
+            lines(&["summary: samples=3", "jfr summary: chunks=1", "profile written to /tmp/p.html", "note: this recording was not started with a .jfr file"]);
+        assert!(not_done(&ok, fallback).is_empty());
+        let streamed = lines(&["jfr summary: chunks=2", "note: a JFR recording streams to the file chosen at start; /tmp/o.jfr was not written"]);
+        assert_eq!(not_done(&streamed, fallback), ["a JFR recording streams to the file chosen at start; /tmp/o.jfr was not written"]);
+        let moved = lines(&["summary: samples=3", "warning: disk full", "profile written to /private/x.html"]);
+        let failed = not_done(&moved, fallback);
+        assert_eq!(failed.len(), 2);
+        assert_eq!(failed[0], "disk full");
+        assert!(failed[1].contains("/private/x.html"), "{failed:?}");
+    }
 }

@@ -343,3 +343,82 @@ fn a_dump_to_jfr_of_a_recording_started_without_a_file_is_a_jfr_recording() {
     let stacks = read_collapsed(&orders);
     assert!(samples_with(&stacks, "ApiUser.apiHot") >= 50, "{stacks:?}");
 }
+
+/// Null arguments get an exception naming the argument, whether or not a
+/// recording runs: context labels an `IllegalArgumentException` with the
+/// accepted form (as a bad key), commands a `NullPointerException`; a
+/// null value is the text `null`; `start(null)` starts nothing.
+#[test]
+fn null_arguments_are_refused_by_name() {
+    let s = Scratch::new("api-nulls");
+    compile_with_jar(&s.0, &["ApiNulls.java"]);
+    let rec = s.path("n.collapsed");
+    let o = Command::new(java())
+        .current_dir(&s.0)
+        .env_remove("LD_LIBRARY_PATH")
+        .arg(library_property())
+        .args(["-cp", &with_jar(&s.0), "ApiNulls"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    eprintln!("{out}");
+    let case = |name: &str| -> String {
+        out.lines().find_map(|l| l.strip_prefix(&format!("CASE {name} "))).unwrap_or_else(|| panic!("no case {name}:\n{out}")).to_string()
+    };
+    let key_form = "keys are 1 to 64 of A-Z a-z 0-9 _ . : / - (and not 'oxprof')";
+    for when in ["idle", "running"] {
+        for name in ["null-key", "null-key2", "null-in-array"] {
+            assert_eq!(case(&format!("{when}-{name}")), format!("EXC java.lang.IllegalArgumentException a label key is null: {key_form}"), "{when}-{name}");
+        }
+        assert_eq!(case(&format!("{when}-null-array")), "EXC java.lang.IllegalArgumentException the labels array is null: give key, value pairs");
+        assert_eq!(case(&format!("{when}-null-value")), "OK");
+    }
+    assert_eq!(case("execute-null"), "EXC java.lang.NullPointerException command is null");
+    expect(&case("start-null"), "EXC java.lang.NullPointerException options is null");
+    expect(&case("dump-null"), "EXC java.lang.NullPointerException file is null");
+    expect(&case("dump-null-running"), "EXC java.lang.NullPointerException file is null");
+    assert!(out.contains("STATUS idle: profiling is not running"), "start(null) started nothing:\n{out}");
+    assert_eq!(case("start"), "OK");
+    assert_eq!(case("stop"), "OK");
+    assert!(rec.is_file());
+}
+
+/// A command that ran but did not write what was asked throws with the
+/// agent's message: a dump, and a stop, to another `.jfr` file than the one
+/// a JFR recording streams to (the recording goes on, and is stopped).
+#[test]
+fn a_dump_that_did_not_write_the_file_asked_for_throws() {
+    let s = Scratch::new("api-dump-other");
+    compile_with_jar(&s.0, &["ApiUser.java"]);
+    let (rec, other, html) = (s.path("rec.jfr"), s.path("other.jfr"), s.path("d.html"));
+    let o = api_user(
+        &java(),
+        &s.0,
+        &[library_property()],
+        &with_jar(&s.0),
+        &[
+            &format!("start,event=cpu,interval=2ms,file={}", rec.display()),
+            "burn:0.5",
+            &format!("dump,file={}", other.display()),
+            &format!("dump,file={}", html.display()),
+            "dump",
+            "status",
+            &format!("stop,file={}", other.display()),
+            "status",
+        ],
+    );
+    let st = steps(&text(&o.stdout));
+    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let not_written = format!("EXC java.lang.IllegalStateException a JFR recording streams to the file chosen at start; {} was not written", other.display());
+    expect(&st.replies[1], &not_written);
+    assert!(st.replies[1].contains("the agent's reply:"), "{}", st.replies[1]);
+    assert!(st.replies[2].starts_with("OK ") && st.replies[2].contains(&format!("profile written to {}", html.display())), "{}", st.replies[2]);
+    assert!(st.replies[3].starts_with("OK ") && st.replies[3].contains("jfr summary:"), "{}", st.replies[3]);
+    expect(&st.replies[4], "OK running: cpu");
+    expect(&st.replies[5], &not_written);
+    assert!(st.replies[5].contains(&format!("profile written to {}", rec.display())), "the stop's reply says where the recording went: {}", st.replies[5]);
+    expect(&st.replies[6], "OK idle");
+    assert!(!other.exists() && rec.is_file() && html.is_file());
+}

@@ -310,6 +310,26 @@ fn distinct_label_sets_are_bounded_and_the_rest_is_over_limit() {
     assert!(all >= 100 && ok as f64 >= 0.95 * all as f64, "overWork: {ok} of {all} samples over limit");
 }
 
+/// `labelStats()` counts every context opened past the limit, including
+/// repeated opens of a set refused before (the Java side stops asking the
+/// agent once the table is full, so it counts them itself).
+#[test]
+fn every_context_refused_past_the_limit_is_counted() {
+    let s = compiled("labels-refused");
+    let o = labelled(&s.0, "start,event=cpu,interval=10ms", &["many", "5000", "7"]);
+    let stdout = text(&o.stdout);
+    let stat = |line: &str, key: &str| -> u64 {
+        line.split_whitespace().find_map(|kv| kv.strip_prefix(&format!("{key}="))).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {line}"))
+    };
+    let lines: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("STATS ")).collect();
+    eprintln!("{lines:?}");
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(stat(lines[0], "label_sets"), 4096);
+    // 5000 values: 4096 named, 904 refused, then 7 more opens of a refused one.
+    assert_eq!(stat(lines[0], "refused"), 5000 - 4096 + 7, "{}", lines[0]);
+    assert_eq!(stat(lines[1], "refused"), 5000 - 4096 + 7 + 1, "one more refused context: {}", lines[1]);
+}
+
 #[test]
 fn bad_keys_are_refused_with_the_accepted_form() {
     let s = compiled("labels-bad");

@@ -109,6 +109,7 @@ pub fn default_label(profile: &Profile, counter: Counter) -> String {
         "alloc" => "Allocations".to_string(),
         "wall" => "Wall clock".to_string(),
         "lock" => "Locks".to_string(),
+        "live" => "Live objects".to_string(),
         "" if !meta.title.trim().is_empty() => meta.title.trim().to_string(),
         "" => "Profile".to_string(),
         event => event.to_string(),
@@ -274,6 +275,12 @@ impl<'p> Page<'p> {
         push_json_string(&mut json, views.first().map_or("samples", |v| v.unit()));
         json.push_str(",\"kinds\":");
         push_json_string(&mut json, &kinds);
+        // Kinds whose names are Java methods: a box too narrow for the name
+        // shows it without its package first.
+        let java: String =
+            [FrameKind::Interpreted, FrameKind::Jit, FrameKind::Inlined, FrameKind::Java, FrameKind::Native].iter().map(|k| kind_letter(k.index())).collect();
+        json.push_str(",\"javaKinds\":");
+        push_json_string(&mut json, &java);
         json.push_str(",\"palette\":[");
         for kind in FrameKind::ALL {
             let (h, s, l) = palette(kind);
@@ -354,12 +361,33 @@ fn write_tabs<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
     out.write_all(b"</nav>")
 }
 
-/// One metadata line per view; only the first view's shows.
+/// A metadata item longer than this (a sentence, such as the allocation
+/// accuracy verdict) is folded under the line, in a `<details>` block
+/// whose summary names it: the header stays a line or two on a small
+/// screen.
+const LONG_ITEM_CHARS: usize = 90;
+
+/// One metadata line per view; only the first view's shows. Long items
+/// ([`LONG_ITEM_CHARS`]) follow in a block that opens on a click.
 fn write_subtitles<W: Write>(out: &mut W, views: &[View], opts: &HtmlOptions) -> io::Result<()> {
     for (i, view) in views.iter().enumerate() {
         let hidden = if i == 0 { "" } else { " hidden" };
         write!(out, "<div class=\"sub\" data-view=\"{i}\"{hidden}>")?;
-        write_escaped_html(out, &subtitle(view.profile, view.counter, opts))?;
+        let (long, short): (Vec<String>, Vec<String>) =
+            subtitle_parts(view.profile, view.counter, opts).into_iter().partition(|p| p.chars().count() > LONG_ITEM_CHARS);
+        write_escaped_html(out, &short.join(" · "))?;
+        if !long.is_empty() {
+            let keys: Vec<&str> = long.iter().map(|p| p.split_once(": ").map_or(p.as_str(), |(k, _)| k)).collect();
+            out.write_all(b"<details class=\"more\"><summary>")?;
+            write_escaped_html(out, &keys.join(" · "))?;
+            out.write_all(b"</summary>")?;
+            for p in &long {
+                out.write_all(b"<div>")?;
+                write_escaped_html(out, p)?;
+                out.write_all(b"</div>")?;
+            }
+            out.write_all(b"</details>")?;
+        }
         out.write_all(b"</div>")?;
     }
     Ok(())
@@ -609,9 +637,15 @@ fn page_title(views: &[View], opts: &HtmlOptions) -> String {
 }
 
 /// The metadata line: `opts.subtitle`, or one derived from `profile.meta`.
+#[cfg(test)]
 fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
+    subtitle_parts(profile, counter, opts).join(" · ")
+}
+
+/// The items of the metadata line ([`subtitle`]).
+fn subtitle_parts(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> Vec<String> {
     if !opts.subtitle.is_empty() {
-        return opts.subtitle.clone();
+        return vec![opts.subtitle.clone()];
     }
     let meta = &profile.meta;
     let has = |key: &str| meta.extra.iter().any(|(k, _)| k == key);
@@ -642,7 +676,7 @@ fn subtitle(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> String {
     }
     // "samples" and "mean interval" are shown above already.
     parts.extend(meta.extra.iter().filter(|(k, _)| k != "samples" && k != "mean interval").map(|(k, v)| format!("{k}: {v}")));
-    parts.join(" · ")
+    parts
 }
 
 /// Formats a quantity for people: ns as ns/µs/ms/s, bytes as B/KiB/MiB/GiB.
@@ -995,6 +1029,35 @@ mod tests {
         // Frame kinds by letter, the root's last (one past the kinds).
         let kinds = format!("bi{}", kind_letter(FrameKind::ALL.len()));
         assert!(script_body(&page, "fg-config").starts_with(&format!(r#"{{"unit":"ns","kinds":"{kinds}","#)));
+    }
+
+    /// A sentence in the metadata (the allocation accuracy verdict) is
+    /// folded under the metadata line, named in a summary that opens it;
+    /// short items stay on the line.
+    #[test]
+    fn long_metadata_items_are_folded_under_the_line() {
+        let verdict = "good: a sentence about how far per-site figures can be trusted, long enough to take lines of the header on a small screen";
+        let meta = Meta {
+            event: "alloc".into(),
+            total_unit: "bytes".into(),
+            extra: vec![("dropped".into(), "0".into()), ("allocation accuracy".into(), verdict.into())],
+            ..Meta::default()
+        };
+        let mut p = Profile::new(meta);
+        p.add_frames([Frame::new("A.a".to_string(), FrameKind::Jit)], 1, 100);
+        let page = html(&p, &HtmlOptions::default());
+        let sub = page.split("<div class=\"sub\" data-view=\"0\">").nth(1).and_then(|r| r.split("</details></div>").next()).expect("the folded block");
+        let (line, folded) = sub.split_once("<details class=\"more\">").unwrap();
+        assert!(line.contains("dropped: 0") && !line.contains("allocation accuracy"), "{line}");
+        assert_eq!(folded, format!("<summary>allocation accuracy</summary><div>allocation accuracy: {verdict}</div>"));
+    }
+
+    /// A live-objects profile's tab reads as the agent's page names it.
+    #[test]
+    fn live_objects_are_named_as_on_the_agents_page() {
+        let p = Profile::new(Meta { title: "Live objects".into(), event: "live".into(), total_unit: "bytes".into(), ..Meta::default() });
+        assert_eq!(default_label(&p, Counter::Samples), "Live objects (samples)");
+        assert_eq!(default_label(&p, Counter::Total), "Live objects (bytes)");
     }
 
     /// What the agent's metadata says itself (samples, mean interval,

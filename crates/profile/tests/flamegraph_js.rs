@@ -85,3 +85,83 @@ fn one_box_per_method_coloured_by_its_main_type() {
     assert_eq!(split.iter().filter(|l| l.contains(" Main.work ")).count(), 3, "{stdout}");
     assert_eq!(split.iter().filter(|l| l.contains(" Main.hash ")).count(), 2, "{stdout}");
 }
+
+/// Node script: reads the page on stdin and prints, per line of
+/// `name|room|java`, the label `FG.fitLabel` gives a box `room` characters
+/// wide (one unit per character), and the Java kinds' letters of the page.
+const FIT_DRIVER: &str = r#"
+const fs = require('fs');
+const vm = require('vm');
+const page = fs.readFileSync(0, 'utf8');
+const block = (id) => page.match(new RegExp('<script[^>]*id="' + id + '"[^>]*>([\\s\\S]*?)</script>'))[1];
+const FG = vm.runInNewContext(block('fg-lib') + '; FG', {});
+const cfg = JSON.parse(block('fg-config'));
+const names = JSON.parse(block('fg-names'));
+const cases = JSON.parse(process.argv[1]);
+const out = cases.map(([name, room, java]) => FG.fitLabel(name, room, (s) => s.length, java));
+const java = names.map((n, f) => n + '=' + (cfg.javaKinds || '').includes(cfg.kinds[f]));
+console.log(JSON.stringify({ out, java }));
+"#;
+
+/// A Java method's box too narrow for its name drops the package first,
+/// then the class, then cuts the method's name; other names are cut from
+/// the right as before. The page marks which frames are Java methods.
+#[test]
+fn narrow_java_boxes_drop_the_package_before_the_method() {
+    let mut p = Profile::new(Meta { event: "cpu".into(), total_unit: "ns".into(), ..Meta::default() });
+    p.add_frames([frame("com.sun.tools.javac.comp.Attr.visitMethodDef", FrameKind::Jit), frame("JavaThread::run", FrameKind::Cpp)], 1, 1);
+    let mut page = Vec::new();
+    write_html(&p, &HtmlOptions::default(), &mut page).unwrap();
+    let long = "com.sun.tools.javac.comp.Attr.visitMethodDef";
+    let cases = serde_json_cases(&[
+        (long, 44, true),
+        (long, 43, true),
+        (long, 19, true),
+        (long, 18, true),
+        (long, 15, true),
+        (long, 14, true),
+        (long, 8, true),
+        (long, 2, true),
+        ("a.b.C.m(Ljava/lang/String;)V", 6, true),
+        ("libc.so.6", 5, true),
+        (long, 20, false),
+    ]);
+    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
+    let mut child = Command::new(&node)
+        .arg("-e")
+        .arg(FIT_DRIVER)
+        .arg(&cases)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {node:?} (Node.js; scripts/test.sh installs it): {e}"));
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&page).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    let expected = [
+        long,
+        "Attr.visitMethodDef",
+        "Attr.visitMethodDef",
+        "\u{2026}visitMethodDef",
+        "\u{2026}visitMethodDef",
+        "visitMethodDe\u{2026}",
+        "visitMe\u{2026}",
+        "",
+        "C.m",
+        "libc\u{2026}",
+        "com.sun.tools.javac\u{2026}",
+    ];
+    let got = stdout.split("\"out\":[").nth(1).and_then(|r| r.split(']').next()).unwrap_or_default().to_string();
+    let want = expected.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(",");
+    assert_eq!(got, want, "{stdout}");
+    assert!(stdout.contains("\"com.sun.tools.javac.comp.Attr.visitMethodDef=true\"") && stdout.contains("\"JavaThread::run=false\""), "{stdout}");
+}
+
+/// `[[name, room, java], ...]` as JSON (names without quotes or backslashes).
+fn serde_json_cases(cases: &[(&str, u32, bool)]) -> String {
+    let items: Vec<String> = cases.iter().map(|(n, r, j)| format!("[\"{n}\",{r},{j}]")).collect();
+    format!("[{}]", items.join(","))
+}

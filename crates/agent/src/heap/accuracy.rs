@@ -271,23 +271,25 @@ impl Summary {
 
     /// One sentence for the summary, the header and `report`.
     pub fn verdict(&self) -> String {
-        let pct = |x: f64| format!("{:.0}%", 100.0 * x);
+        // A share that rounds to 0% but is not nothing reads "under 1%".
+        let pct = |x: f64| if x > 0.0 && x < 0.005 { "under 1%".to_string() } else { format!("{:.0}%", 100.0 * x) };
         match self.level() {
             Level::Unknown => "not measured (this JVM's TLABs could not be read)".into(),
             Level::Exact => format!("exact: per-site estimates are unbiased on JDK {} (its sampler counts every byte; JDK-8356372)", self.jdk),
             level => {
                 let m = self.misattributed();
+                let up_to = if m < 0.005 { "under 1%".to_string() } else { format!("up to {}", pct(m)) };
                 let mut s = format!(
-                    "{}: up to {} of the estimate may be credited to the wrong site ({} landed on objects that refilled a TLAB, standing for bytes \
+                    "{}: {up_to} of the estimate may be credited to the wrong site ({} landed on objects that refilled a TLAB, standing for bytes \
                      allocated earlier in it",
                     level.name(),
-                    pct(m),
                     pct(self.share(Path::Refill))
                 );
                 if let Some(r) = self.clock_ratio().filter(|r| (r - 1.0).abs() >= 0.01) {
                     s.push_str(&format!("; the sampler counted {r:.2}× the bytes the threads allocated"));
                 }
-                let which = if 2.0 * m >= 1.0 { "any site".to_string() } else { format!("sites under {} of the total", pct(2.0 * m)) };
+                let which =
+                    if 2.0 * m >= 1.0 { "any site".to_string() } else { format!("sites under {} of the total", pct(2.0 * m).trim_start_matches("under ")) };
                 s.push_str(&format!(
                     "); {which} can be off by half or more, small objects over-estimated and large ones under-estimated \
                      (HotSpot's sampler on JDK 11–24, JDK-8356372)"

@@ -24,9 +24,9 @@ import one.oxprof.OxProfiler;
  * (quotes, ;, =, comma, backslash, non-ASCII, emoji), Labelled.longWork
  * under a 10,000-character value.
  *
- * "many N": N distinct values of one key (request=0..N-1), each set and
- * cleared, then prints labelStats; the over-limit ones burn in
- * Labelled.overWork.
+ * "many N [R]": N distinct values of one key (request=0..N-1), each set and
+ * cleared, then R more opens of one of the last values (default 0), then
+ * prints labelStats; the over-limit ones burn in Labelled.overWork.
  *
  * "bad": prints what an invalid key throws.
  */
@@ -124,6 +124,12 @@ public class Labelled {
             int n = Integer.parseInt(args[1]);
             for (int i = 0; i < n; i++) {
                 try (OxProfiler.Context c = OxProfiler.context("request", Integer.toString(i))) {
+                    sink += burn(100);
+                }
+            }
+            int again = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+            for (int i = 0; i < again; i++) {
+                try (OxProfiler.Context c = OxProfiler.context("request", Integer.toString(n - 1))) {
                     sink += burn(100);
                 }
             }

@@ -34,7 +34,10 @@ import java.util.List;
  * <p>Errors are exceptions with the agent's one-line message: a bad option is
  * an {@link IllegalArgumentException} naming the option and what is accepted,
  * a command that cannot run now (stop while idle, a second start) an
- * {@link IllegalStateException}. The JVM keeps running either way.
+ * {@link IllegalStateException}, and so is a command that ran but did not do
+ * all that was asked (a dump to another file than the JFR file a recording
+ * streams to; a profile written to a fallback file). A null argument is a
+ * {@link NullPointerException} naming it. The JVM keeps running either way.
  *
  * <p>Load this class in one class loader only (the application class path):
  * the JVM binds a native library to a single class loader.
@@ -82,19 +85,30 @@ public final class OxProfiler {
      *     profile was written, the status line)
      * @throws IllegalArgumentException for an option the agent does not
      *     accept, with its message naming the option
-     * @throws IllegalStateException when the command cannot run now, with
-     *     the agent's message
+     * @throws IllegalStateException when the command cannot run now, or
+     *     ran but did not do all that was asked (a profile not written
+     *     where asked), with the agent's message and, after it, the whole
+     *     reply (what the command did do: a stop has stopped)
+     * @throws NullPointerException when {@code command} is null
      */
     public String execute(String command) {
         if (command == null) {
-            throw new NullPointerException("command");
+            throw new NullPointerException("command is null");
         }
         return execute0(command);
     }
 
-    /** {@code execute("start," + options)}. */
+    /**
+     * {@code execute("start," + options)}; {@code start("")} starts with the
+     * defaults (CPU, to {@code oxprof-<pid>.html}).
+     *
+     * @throws NullPointerException when {@code options} is null
+     */
     public String start(String options) {
-        return execute(options == null || options.isEmpty() ? "start" : "start," + options);
+        if (options == null) {
+            throw new NullPointerException("options is null (start(\"\") starts with the defaults)");
+        }
+        return execute(options.isEmpty() ? "start" : "start," + options);
     }
 
     /** Stops profiling and writes the profile where the start said. */
@@ -102,9 +116,25 @@ public final class OxProfiler {
         return execute("stop");
     }
 
-    /** Writes what was gathered so far to {@code file}, and keeps profiling. */
+    /**
+     * Writes what was gathered so far to {@code file}, and keeps profiling.
+     *
+     * @throws NullPointerException when {@code file} is null ({@link #dump()}
+     *     writes where the start said)
+     * @throws IllegalStateException when the profile was not written to
+     *     {@code file} (e.g. another {@code .jfr} file than the one a JFR
+     *     recording streams to)
+     */
     public String dump(String file) {
-        return execute(file == null ? "dump" : "dump,file=" + file);
+        if (file == null) {
+            throw new NullPointerException("file is null (dump() writes where the start said)");
+        }
+        return execute("dump,file=" + file);
+    }
+
+    /** Writes what was gathered so far where the start said (flushes a JFR recording), and keeps profiling. */
+    public String dump() {
+        return execute("dump");
     }
 
     /** One line: what runs, since when, how many samples. */
@@ -151,9 +181,15 @@ public final class OxProfiler {
      * it cannot be loaded, contexts do nothing. On virtual threads contexts
      * do nothing (their samples are taken on carrier threads).
      *
-     * @throws IllegalArgumentException for a key that is not valid
+     * <p>A null value is the text {@code null}. A null key throws whether or
+     * not a recording runs; other invalid keys are refused when the agent
+     * first names a set (while a recording runs).
+     *
+     * @throws IllegalArgumentException for a key that is not valid (null
+     *     included), naming it and the accepted form
      */
     public static Context context(String key, String value) {
+        ThreadLabels.requireKey(key);
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
@@ -162,6 +198,8 @@ public final class OxProfiler {
 
     /** {@link #context(String, String)} with two labels. */
     public static Context context(String key1, String value1, String key2, String value2) {
+        ThreadLabels.requireKey(key1);
+        ThreadLabels.requireKey(key2);
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
@@ -172,8 +210,12 @@ public final class OxProfiler {
      * {@link #context(String, String)} with any number of labels: key,
      * value, key, value... (the array costs an allocation per call; the one-
      * and two-label forms do not).
+     *
+     * @throws IllegalArgumentException for a null array, an odd number of
+     *     strings, or a key that is not valid (null included)
      */
     public static Context context(String... keysAndValues) {
+        ThreadLabels.requirePairs(keysAndValues);
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
@@ -181,8 +223,10 @@ public final class OxProfiler {
     }
 
     /**
-     * The label sets the agent has named so far, its limit, how many were
-     * refused past it, and how many this side has cached, e.g.
+     * The label sets the agent has named so far, its limit, how many
+     * contexts were opened with a set refused past it (each open counts,
+     * also of a set refused before), and how many sets this side has
+     * cached, e.g.
      * {@code label_sets=12 limit=4096 refused=0 recycled=0 generation=0 cached=12}.
      */
     public static String labelStats() {

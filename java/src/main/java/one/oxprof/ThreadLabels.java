@@ -6,6 +6,7 @@ import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * One thread's context labels (see {@link OxProfiler#context(String, String)}
@@ -40,6 +41,9 @@ final class ThreadLabels {
     private static volatile int idsGeneration;
     /** The generation in which the agent refused a set (it holds MAX_SETS: every new set is over the limit until it recycles). */
     private static volatile int fullGeneration = -1;
+
+    /** Contexts opened with the over-limit set (labelStats' refused=). */
+    private static final LongAdder REFUSED = new LongAdder();
 
     static final ThreadLocal<ThreadLabels> CURRENT = ThreadLocal.withInitial(ThreadLabels::new);
 
@@ -82,7 +86,7 @@ final class ThreadLabels {
         if (ACTIVE == null) {
             return "labels unavailable: " + UNAVAILABLE;
         }
-        return stats0() + " cached=" + IDS.size();
+        return stats0(REFUSED.sum()) + " cached=" + IDS.size();
     }
 
     private final ByteBuffer slot;
@@ -154,9 +158,6 @@ final class ThreadLabels {
 
     /** Opens a context with any number of labels (key, value, key, value...). */
     OxProfiler.Context push(String[] keysAndValues) {
-        if ((keysAndValues.length & 1) != 0) {
-            throw new IllegalArgumentException("labels come in key, value pairs; got " + keysAndValues.length + " strings");
-        }
         if (slot == null || keysAndValues.length == 0) {
             return OxProfiler.Context.NONE;
         }
@@ -235,6 +236,9 @@ final class ThreadLabels {
         c.more = more;
         c.open = true;
         depth++;
+        if (id == OVER_LIMIT) {
+            REFUSED.increment();
+        }
         set(id);
         return c;
     }
@@ -360,18 +364,37 @@ final class ThreadLabels {
         return v.substring(0, v.offsetByCodePoints(0, MAX_VALUE_CHARS)) + "\u2026";
     }
 
-    static void checkKey(String k) {
+    private static final String KEY_FORM = "1 to " + MAX_KEY_CHARS + " of A-Z a-z 0-9 _ . : / - (and not '" + RESERVED_KEY + "')";
+
+    /** Throws IllegalArgumentException for a null key (checked on every call: a null compare). */
+    static void requireKey(String k) {
         if (k == null) {
-            throw new NullPointerException("label key");
+            throw new IllegalArgumentException("a label key is null: keys are " + KEY_FORM);
         }
+    }
+
+    /** Throws IllegalArgumentException unless `keysAndValues` is key, value pairs with no null key. */
+    static void requirePairs(String[] keysAndValues) {
+        if (keysAndValues == null) {
+            throw new IllegalArgumentException("the labels array is null: give key, value pairs");
+        }
+        if ((keysAndValues.length & 1) != 0) {
+            throw new IllegalArgumentException("labels come in key, value pairs; got " + keysAndValues.length + " strings");
+        }
+        for (int i = 0; i < keysAndValues.length; i += 2) {
+            requireKey(keysAndValues[i]);
+        }
+    }
+
+    static void checkKey(String k) {
+        requireKey(k);
         boolean ok = !k.isEmpty() && k.length() <= MAX_KEY_CHARS && !k.equals(RESERVED_KEY);
         for (int i = 0; ok && i < k.length(); i++) {
             char c = k.charAt(i);
             ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "_.:/-".indexOf(c) >= 0;
         }
         if (!ok) {
-            throw new IllegalArgumentException("'" + k + "' is not a label key: 1 to " + MAX_KEY_CHARS
-                    + " of A-Z a-z 0-9 _ . : / - (and not '" + RESERVED_KEY + "')");
+            throw new IllegalArgumentException("'" + k + "' is not a label key: " + KEY_FORM);
         }
     }
 
@@ -381,5 +404,5 @@ final class ThreadLabels {
 
     private static native int intern0(int parent, String[] keysAndValues);
 
-    private static native String stats0();
+    private static native String stats0(long refusedOpens);
 }
