@@ -143,6 +143,18 @@ impl Recording {
 }
 
 impl BuildContext<'_> {
+    /// Whether CPU and wall stacks get state frames in this build: when
+    /// option `state` asks, and always when the profile is written as
+    /// pprof or OTLP, where they become the samples' `state` label or
+    /// attribute rather than frames. The format is that of the file this
+    /// build is for: the `dump`/`stop` command's own output when it names
+    /// one, else the recording's.
+    pub fn with_state(&self) -> bool {
+        let own_output = self.command.file.is_some() || self.command.format.is_some();
+        let written = if own_output { self.command } else { &self.rec.config };
+        self.rec.config.state || matches!(written.output_format(), oxprof_profile::OutputFormat::Pprof | oxprof_profile::OutputFormat::Otlp)
+    }
+
     /// The root frame of a thread (option `threads`).
     pub fn thread_root(&self, tid: u32) -> Frame {
         let name = self.threads.name(tid).unwrap_or_else(|| "thread".into());

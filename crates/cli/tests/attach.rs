@@ -57,6 +57,35 @@ fn threads_running_before_the_attach_keep_their_java_names() {
     assert!(spin > 0, "the spinner's samples lack its Java frames: {stacks:?}");
 }
 
+/// A recording started to pprof (where thread states are a label) and
+/// stopped to collapsed stacks gets no state frames nobody asked for; one
+/// started to collapsed stacks and dumped to pprof gets the state label.
+#[test]
+fn the_format_written_decides_state_frames_not_the_one_started_with() {
+    let s = Scratch::new("attach-states");
+    compile(&s.0, &["Spin.java"]);
+    let jvm = spin(&s.0);
+    let pid = jvm.pid();
+    let o = attach(pid, &["start", "--interval", "2ms", "-o", s.path("start.pb.gz").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    wait_for_cpu(pid, process_cpu_ms(pid), 400, "pprof recording");
+    let collapsed = s.path("stop.collapsed");
+    let o = attach(pid, &["stop", "-o", collapsed.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stacks = read_collapsed(&collapsed);
+    assert!(samples_with(&stacks, "Spin.loop") > 50, "{stacks:?}");
+    assert!(!stacks.iter().any(|(st, _)| st[0].starts_with("[running") || st[0].starts_with("[sleeping")), "state frames: {stacks:?}");
+    let o = attach(pid, &["start", "--interval", "2ms", "-o", s.path("start.collapsed").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    wait_for_cpu(pid, process_cpu_ms(pid), 400, "collapsed recording");
+    let pprof = s.path("dump.pb.gz");
+    let o = attach(pid, &["stop", "-o", pprof.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tags = std::process::Command::new("go").args(["tool", "pprof", "-tags"]).arg(&pprof).output().unwrap();
+    let tags = text(&tags.stdout);
+    assert!(tags.contains("state:") && tags.contains("running"), "no state label in the pprof file: {tags}");
+}
+
 #[test]
 fn start_status_dump_stop_in_separate_invocations() {
     let s = Scratch::new("attach-cmds");

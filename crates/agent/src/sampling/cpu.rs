@@ -319,7 +319,7 @@ impl CpuSource {
             for t in &traces {
                 summary.samples += t.samples;
                 ids.clear();
-                trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut *memo), &mut ids, summary);
+                trace_frames(t, (config.threads, cx.with_state()), cx, (&mut profile, &mut *memo), &mut ids, summary);
                 profile.add(ids.clone(), t.samples, t.total);
             }
             profile
@@ -356,15 +356,9 @@ pub fn refine_state(t: &StoredTrace, cx: &BuildContext, memo: &mut FrameMemo) ->
     ThreadState::from_u8(t.state).refine(leaf_java.and_then(|n| n.rsplit_once('.')))
 }
 
-/// Whether CPU and wall profiles get state frames: when option `state`
-/// asks, and always for pprof and OTLP output, where they become the
-/// samples' `state` label or attribute rather than frames.
-pub fn with_state(config: &crate::options::Config) -> bool {
-    config.state || matches!(config.output_format(), oxprof_profile::OutputFormat::Pprof | oxprof_profile::OutputFormat::Otlp)
-}
-
 /// Appends the frame ids of one stored CPU or wall trace to `out` (root
-/// first): its context labels, its state when `with_state`, then its frames.
+/// first): its context labels, its state when `with_state` (see
+/// `BuildContext::with_state`), then its frames.
 pub fn trace_frames(
     t: &StoredTrace,
     (per_thread, with_state): (bool, bool),

@@ -34,7 +34,7 @@ use oxprof_profile::Profile;
 use crate::log;
 use crate::native::unwind as native_unwind;
 use crate::output::Built;
-use crate::sampling::cpu::{trace_frames, with_state, Summary};
+use crate::sampling::cpu::{trace_frames, Summary};
 use crate::sampling::cputime::thread_cpu_ns;
 use crate::sampling::signal::{self, monotonic_ns, SignalContext, WALL_COOKIE, WALL_SIGNAL};
 use crate::sampling::store::SampleStore;
@@ -382,7 +382,7 @@ impl WallSource {
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
-            trace_frames(t, (config.threads, with_state(config)), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
+            trace_frames(t, (config.threads, cx.with_state()), cx, (&mut profile, &mut memo), &mut ids, &mut summary);
             // A sample weighs the time since the thread's previous one: it
             // counts as that many intervals, as ticks of a wall clock.
             let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));
