@@ -182,6 +182,22 @@ fn uploads_and_files_take_the_service_from_opentelemetry_variables() {
     }
 }
 
+/// `status` of a recording that only pushes its intervals names no file.
+#[test]
+fn status_of_an_upload_only_loop_names_no_file() {
+    let s = Scratch::new("upload-status");
+    compile(&s.0, &["Spin.java"]);
+    let store = Store::start(&s.path("store"), None);
+    let opts = format!("start,event=cpu,loop=1s,upload={},format=otlp", store.url());
+    let cmd = java_cmd([format!("-agentpath:{}={opts}", agent().display()), "-cp".into(), s.0.display().to_string(), "Spin".into(), "forever".into()]);
+    let jvm = RunningJvm::spawn(cmd, &s.0, "ready");
+    let o = oxprof_cmd().args(["attach", &jvm.pid().to_string(), "status"]).output().unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.contains("pushed only, no file= given") && out.contains("output none"), "{out}");
+    assert!(!out.contains("working directory") && !out.contains(".html"), "a file that is never written: {out}");
+}
+
 /// A credential the JVM cannot read, or upload options without a store,
 /// refuse the start like any bad option: the JVM does not run unprofiled.
 #[test]

@@ -499,11 +499,11 @@ pub fn status() -> Option<String> {
     let l = current()?;
     let st = lock(&l.state);
     let c = &st.counts;
+    let to = if uploads_only(&l) { "pushed only, no file= given".to_string() } else { format!("to {}", st.path.display()) };
     let mut s = format!(
-        "loop={}s: interval {} to {} (ended={} files_written={} deleted={} left={} fallbacks={} failed={}",
+        "loop={}s: interval {} {to} (ended={} files_written={} deleted={} left={} fallbacks={} failed={}",
         l.every.as_secs_f64(),
         st.seq,
-        st.path.display(),
         c.intervals,
         c.written,
         c.deleted,
@@ -522,6 +522,17 @@ pub fn status() -> Option<String> {
         s.push_str(&format!("; upload to {}: {}", p.kind.name(), p.uploader.status()));
     }
     Some(s)
+}
+
+/// Whether intervals are only pushed to a store (`upload=` without `file=`).
+fn uploads_only(l: &Loop) -> bool {
+    l.push.as_ref().is_some_and(|p| !p.files)
+}
+
+/// Whether the continuous recording in progress writes no files, only
+/// pushes its intervals (`upload=` without `file=`).
+pub fn is_upload_only() -> bool {
+    current().is_some_and(|l| uploads_only(&l))
 }
 
 /// What ends an interval: writes it and starts the next (`commands::write_interval`).
