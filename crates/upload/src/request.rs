@@ -143,7 +143,11 @@ pub(crate) fn prepare(config: &UploadConfig, p: &Payload, seed: u64) -> Result<P
                 // server derives the real units from the JFR events.
                 url.push_str("&units=samples&aggregationType=sum");
             }
-            url.push_str(&format!("&from={}&until={}&spyName={}", unix_seconds(p.start), unix_seconds(p.end), query_escape(&config.spy_name)));
+            // Whole seconds: an interval inside one second still spans one,
+            // since Pyroscope takes `until` = `from` for an empty range.
+            let from = unix_seconds(p.start);
+            let until = unix_seconds(p.end).max(from + 1);
+            url.push_str(&format!("&from={from}&until={until}&spyName={}", query_escape(&config.spy_name)));
             if let Some(hz) = p.sample_rate_hz {
                 url.push_str(&format!("&sampleRate={hz}"));
             }
@@ -181,6 +185,9 @@ mod tests {
         );
         assert!(r.content_type.starts_with("multipart/form-data; boundary=oxprof-"));
         assert_eq!(r.content_encoding, None);
+        // An interval within one second still spans one.
+        let short = Payload::new(PayloadFormat::Jfr, b"JFR".to_vec(), t0 + Duration::from_millis(100), t0 + Duration::from_millis(600));
+        assert!(prepare(&c, &short, 7).unwrap().url.contains("&from=1700000000&until=1700000001&"));
     }
 
     #[test]
