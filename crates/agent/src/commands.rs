@@ -190,7 +190,9 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
     let looping = output::intervals::is_active();
     let ends_interval = looping && cut != Cut::Dump;
     let ended_at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0), std::time::Instant::now());
+    rec.set_cut(Some(ended_at.1));
     let built = agent.profiler.build(rec, command, &agent.symbols, agent.vm_structs.as_ref(), agent.jvmti, jni, ends_interval);
+    rec.set_cut(None);
     let interval = (rec.interval_start().0, ended_at.0);
     if ends_interval {
         rec.next_interval(ended_at.0, ended_at.1);

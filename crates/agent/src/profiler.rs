@@ -78,6 +78,9 @@ impl Profiler {
         let mut sources = Vec::new();
         let mut lines = Vec::new();
         let start_wall_ns = now_ns();
+        // The same moment on the monotonic clock: the first interval's
+        // length counts from it (samples come while the sources start).
+        let start_instant = Instant::now();
         // Triggers are armed first: no sample is kept before they say so.
         let gate = if config.ttsp || config.begin.is_some() || config.end.is_some() {
             crate::sampling::signal::install_trap().map_err(|e| format!("cannot install the SIGTRAP handler the triggers need: {e}"))?;
@@ -114,7 +117,15 @@ impl Profiler {
         }
         crate::sampling::interval::forget();
         let started = Instant::now();
-        *rec = Some(Recording { config, started, start_wall_ns, sources, gate, interval_start: Mutex::new((start_wall_ns, started)) });
+        *rec = Some(Recording {
+            config,
+            started,
+            start_wall_ns,
+            sources,
+            gate,
+            interval_start: Mutex::new((start_wall_ns, start_instant)),
+            cut_at: Mutex::new(None),
+        });
         crate::sampling::label_slots::set_active(true);
         Ok(lines)
     }

@@ -109,6 +109,10 @@ pub struct Recording {
     /// When the current interval began (`loop=`; the recording's start
     /// until the first interval ends): wall-clock ns and the same instant.
     pub interval_start: std::sync::Mutex<(u64, Instant)>,
+    /// When the profiles being built end (taken when a dump, stop or
+    /// interval's end began, so that one interval's end is the next one's
+    /// start); `None`: now.
+    pub cut_at: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Recording {
@@ -120,6 +124,11 @@ impl Recording {
     /// The current interval ends now; the next begins.
     pub fn next_interval(&self, wall_ns: u64, at: Instant) {
         *self.interval_start.lock().unwrap_or_else(|e| e.into_inner()) = (wall_ns, at);
+    }
+
+    /// The profiles built next end at `at` (`None`: when built).
+    pub fn set_cut(&self, at: Option<Instant>) {
+        *self.cut_at.lock().unwrap_or_else(|e| e.into_inner()) = at;
     }
 
     /// The running source with this key.
@@ -136,7 +145,10 @@ impl Recording {
             interval,
             total_unit: unit.to_string(),
             start_ns: self.interval_start().0,
-            duration_ns: self.interval_start().1.elapsed().as_nanos() as u64,
+            duration_ns: {
+                let end = self.cut_at.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or_else(Instant::now);
+                end.saturating_duration_since(self.interval_start().1).as_nanos() as u64
+            },
             extra: Vec::new(),
         }
     }
