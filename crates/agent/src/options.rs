@@ -589,7 +589,7 @@ impl Config {
             if c.start {
                 // Read now, so a missing credential refuses the start like
                 // any bad option rather than failing every upload later.
-                upload.check_credential().map_err(|p| match p.split_once(": ") {
+                oxprof_upload::check_credential(&upload).map_err(|p| match p.split_once(": ") {
                     Some((option, problem)) => err(option, problem),
                     None => err("auth", p),
                 })?;

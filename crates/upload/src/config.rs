@@ -424,14 +424,9 @@ impl UploadOptions {
         .find_map(|(key, given)| given.then_some(key))
     }
 
-    /// Reads the credential `auth=` names now, in this process (the JVM):
-    /// an unset variable, or a file that is missing, unreadable or holds no
-    /// credential, is an error naming the option (never the content).
-    pub fn check_credential(&self) -> Result<(), String> {
-        match &self.auth {
-            None => Ok(()),
-            Some(auth) => crate::auth::CredentialSource::new(Some(auth))?.get().map(|_| ()),
-        }
+    /// Where `auth=` says the credential is (see `crate::check_credential`).
+    pub fn auth_source(&self) -> Option<&AuthSource> {
+        self.auth.as_ref()
     }
 
     /// The configuration, `None` when no `upload=` was given (an error if
@@ -540,21 +535,6 @@ mod tests {
         o2.accept("labels", Some("a=b")).unwrap();
         assert!(o2.finish("x").unwrap_err().starts_with("labels: needs upload=URL"));
 
-        // The credential is read in this process: a missing variable or
-        // file is named, its content never.
-        let mut o3 = UploadOptions::default();
-        o3.accept("auth", Some("env:OXPROF_TEST_SURELY_UNSET")).unwrap();
-        let e = o3.check_credential().unwrap_err();
-        assert!(e.starts_with("auth=env:OXPROF_TEST_SURELY_UNSET: ") && e.contains("JVM's environment"), "{e}");
-        let mut o4 = UploadOptions::default();
-        o4.accept("auth", Some("file:/nonexistent/token")).unwrap();
-        assert_eq!(o4.check_credential().unwrap_err(), "auth=file:/nonexistent/token: cannot read it: no such file");
-        let token = std::env::temp_dir().join(format!("oxprof-token-{}", std::process::id()));
-        std::fs::write(&token, "Bearer s3cr3t-token\n").unwrap();
-        let mut o5 = UploadOptions::default();
-        o5.accept("auth", Some(&format!("file:{}", token.display()))).unwrap();
-        assert_eq!(o5.check_credential(), Ok(()));
-        let _ = std::fs::remove_file(&token);
         for (k, v) in [("upload_queue", "0"), ("upload_timeout", "forever"), ("upload_retries", "x"), ("upload_queue_bytes", "1g"), ("upload", "")] {
             let e = o.accept(k, Some(v)).unwrap_err();
             assert!(e.starts_with(k) && !e.contains('\n'), "{e}");

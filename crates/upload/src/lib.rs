@@ -36,6 +36,16 @@ pub use request::{Payload, PayloadFormat};
 
 use sender::{Entry, Shared, State};
 
+/// Reads the credential `auth=` names now, in this process (the JVM): an
+/// unset variable, or a file that is missing, unreadable or holds no
+/// credential, is an error naming the option (never the content).
+pub fn check_credential(options: &UploadOptions) -> Result<(), String> {
+    match options.auth_source() {
+        None => Ok(()),
+        Some(auth) => auth::CredentialSource::new(Some(auth))?.get().map(|_| ()),
+    }
+}
+
 /// The last failure: when, and what (never holding the credential).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LastError {
@@ -267,5 +277,29 @@ impl Drop for Uploader {
         let now = Instant::now();
         st.stop_at = Some(st.stop_at.map_or(now, |s| s.min(now)));
         self.shared.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::*;
+
+    /// The credential is read in this process: a missing variable or file
+    /// is named, its content never.
+    #[test]
+    fn credentials_are_checked_where_they_are_read() {
+        let mut o3 = UploadOptions::default();
+        o3.accept("auth", Some("env:OXPROF_TEST_SURELY_UNSET")).unwrap();
+        let e = check_credential(&o3).unwrap_err();
+        assert!(e.starts_with("auth=env:OXPROF_TEST_SURELY_UNSET: ") && e.contains("JVM's environment"), "{e}");
+        let mut o4 = UploadOptions::default();
+        o4.accept("auth", Some("file:/nonexistent/token")).unwrap();
+        assert_eq!(check_credential(&o4).unwrap_err(), "auth=file:/nonexistent/token: cannot read it: no such file");
+        let token = std::env::temp_dir().join(format!("oxprof-token-{}", std::process::id()));
+        std::fs::write(&token, "Bearer s3cr3t-token\n").unwrap();
+        let mut o5 = UploadOptions::default();
+        o5.accept("auth", Some(&format!("file:{}", token.display()))).unwrap();
+        assert_eq!(check_credential(&o5), Ok(()));
+        let _ = std::fs::remove_file(&token);
     }
 }
