@@ -188,15 +188,25 @@ fn open_existing_with(path: &Path, append: bool, truncate: bool) -> io::Result<F
 /// a write that fails half way (a full disk, a quota) leaves the previous
 /// file whole. A character device (`/dev/null`) is written as it is.
 /// Returns whether something was there before, and which file was written
-/// (see [`FileId`]); on an error nothing of this write is left behind
-/// except, for a new file, what fitted.
+/// (see [`FileId`]); on an error nothing of this write is left behind: a
+/// new file that could not be written whole (a full disk) is removed, so
+/// that no empty or cut-off file is left under the name.
 pub fn write_chosen(path: &Path, may_replace: MayReplace<'_>, write: impl Fn(File) -> io::Result<()>) -> io::Result<(bool, Option<FileId>)> {
     let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
     let mut last = None;
     // Between the two opens the file can vanish or appear: try again.
     for _ in 0..3 {
         match open_raw(path, create) {
-            Ok(f) => return write_probed(f, &write).map(|id| (false, id)),
+            Ok(f) => {
+                let probe = f.try_clone().ok();
+                return match write(f) {
+                    Ok(()) => Ok((false, FileId::of_open(&probe))),
+                    Err(e) => {
+                        let _ = remove_if_still(path, &probe);
+                        Err(e)
+                    }
+                };
+            }
             Err(e) if is_errno(&e, libc::EEXIST) => {}
             Err(e) => return Err(e),
         }
@@ -238,6 +248,27 @@ pub fn write_probed(f: File, write: impl Fn(File) -> io::Result<()>) -> io::Resu
     let probe = f.try_clone().ok();
     write(f)?;
     Ok(FileId::of_open(&probe))
+}
+
+/// Removes `path` if it still names the open file `probe` (not a file or
+/// a link put in its place since). Returns whether it did.
+pub fn remove_if_still(path: &Path, probe: &Option<File>) -> io::Result<bool> {
+    let Some(id) = FileId::of_open(probe) else { return Ok(false) };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() && id.is(&m) => std::fs::remove_file(path).map(|()| true),
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The fallback name of an interval's file `wanted` that holds `ext`: its
+/// own name less the extension (`iv-7.jfr` → `iv-7`), so that the interval's
+/// number stays in the name.
+pub fn interval_stem(wanted: &Path, ext: &str) -> Option<String> {
+    let name = wanted.file_name()?.to_string_lossy().into_owned();
+    let stem = name.strip_suffix(&format!(".{ext}")).unwrap_or(&name);
+    (!stem.is_empty()).then(|| stem.to_string())
 }
 
 /// Opens a path the user chose (`file=`, the default output name, `log=`):
@@ -502,6 +533,30 @@ mod tests {
         symlink(&target, &link).unwrap();
         assert!(write_chosen(&link, &any_file, |mut f| f.write_all(b"x")).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    /// A new file that could not be written whole (a full disk) is not
+    /// left behind, empty or cut off.
+    #[test]
+    fn a_new_file_that_fails_to_write_is_removed() {
+        let s = Scratch::new("new-fail");
+        let p = s.0.join("iv-3.html");
+        let e = write_chosen(&p, &any_file, |mut f| {
+            f.write_all(b"<html>half of a pro")?;
+            Err(io::Error::from_raw_os_error(libc::ENOSPC))
+        })
+        .unwrap_err();
+        assert!(is_errno(&e, libc::ENOSPC), "{e}");
+        assert!(std::fs::symlink_metadata(&p).is_err(), "the failed file was left behind");
+        assert_eq!(interval_stem(&p, "html").as_deref(), Some("iv-3"));
+        assert_eq!(interval_stem(Path::new("/x/iv-4.alloc.pb.gz"), "pb.gz").as_deref(), Some("iv-4.alloc"));
+        // A file put in its place is another file, and stays.
+        let (f, _) = open_chosen(&p, false).unwrap();
+        let probe = f.try_clone().ok();
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, "the user's\n").unwrap();
+        assert!(!remove_if_still(&p, &probe).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "the user's\n");
     }
 
     /// A write that may replace only certain files (an interval's) leaves

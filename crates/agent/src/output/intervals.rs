@@ -11,7 +11,11 @@
 //! the private fallback, and the log says so), and `keep=` deletes a file
 //! only while it is still the one the recording wrote there (same device and
 //! inode, not a symbolic link): a link or a file put in its place since is
-//! left, with a line in the log.
+//! left, with a line in the log. A fallback keeps the interval's file name
+//! (so its number), and an interval that hits a full disk goes there too: a
+//! JFR interval's chunk, its file cut back to its whole chunks
+//! (`jfr_stream`), other formats' files whole (`files::write_chosen` leaves
+//! no cut-off file behind). `%n` counts intervals whatever failed.
 //!
 //! How an interval holds each sample once: the sample stores only add to
 //! counters while profiling runs, and each interval's profile is what they
@@ -93,6 +97,9 @@ struct State {
     /// interval's end replaces).
     dumps: Vec<Written>,
     counts: Counts,
+    /// The next [`advance`] keeps the interval in progress: it was begun
+    /// already (see [`next_advance_keeps`]).
+    keep_next: bool,
 }
 
 /// The continuous recording in progress.
@@ -220,7 +227,7 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
     if push.as_ref().is_none_or(|p| p.files) {
         crate::output::check_writable(&path)?;
     }
-    let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), dumps: Vec::new(), counts: Counts::default() };
+    let state = State { seq: 0, path: path.clone(), files: VecDeque::new(), dumps: Vec::new(), counts: Counts::default(), keep_next: false };
     // Every interval names mostly the frames of the one before: keep the
     // symbol tables and the names made from them.
     crate::native::symbols::keep_between_builds(true);
@@ -393,6 +400,9 @@ pub fn current_path() -> Option<PathBuf> {
 pub fn advance() -> Option<PathBuf> {
     let l = current()?;
     let mut st = lock(&l.state);
+    if std::mem::take(&mut st.keep_next) {
+        return Some(st.path.clone());
+    }
     st.seq += 1;
     st.counts.intervals += 1;
     let mut path = expand(&l.pattern, st.seq, now_secs());
@@ -409,6 +419,15 @@ pub fn advance() -> Option<PathBuf> {
     st.path = path;
     st.dumps.clear();
     Some(st.path.clone())
+}
+
+/// The JFR stream began the next interval but could not write the one that
+/// ended, whose profiles the cut then writes another way before ending the
+/// interval again: that second [`advance`] keeps the interval begun, so
+/// that `%n` goes on counting intervals. Forgotten when the cut is over.
+pub fn next_advance_keeps() {
+    let Some(l) = current() else { return };
+    lock(&l.state).keep_next = true;
 }
 
 /// Whether an interval file may replace the existing regular file `meta`:
@@ -569,6 +588,7 @@ pub fn begin(agent: &'static Agent, cut: Cut) {
             }
             let started = Instant::now();
             let result = agent.profiler.with_recording(|rec| rec.map(|rec| cut(agent, rec, jni)));
+            lock(&me.state).keep_next = false;
             me.cutting.store(false, Ordering::SeqCst);
             match result {
                 None => break, // the recording stopped

@@ -183,6 +183,9 @@ struct Inner {
     replaces: Option<PathBuf>,
     /// A write error; the recording stops writing and reports it.
     failed: Option<String>,
+    /// The chunks and bytes the file holds that its writer did not write:
+    /// a chunk moved to a fallback file (see `Inner::rescue`).
+    rescued: (u64, u64),
 }
 
 struct Stream {
@@ -282,6 +285,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         file: (path, probe),
         replaces,
         failed: None,
+        rescued: (0, 0),
     };
     *slot = Some(Arc::new(Stream {
         inner: Mutex::new(inner),
@@ -303,18 +307,29 @@ fn create(wanted: &Path) -> Result<(PathBuf, File), String> {
         Ok(f) => return Ok((wanted.to_path_buf(), f)),
         Err(e) => e,
     };
-    fallback(&format!("cannot create {}: {first_error}", wanted.display()))
+    fallback(wanted, &format!("cannot create {}: {first_error}", wanted.display()))
         .ok_or_else(|| format!("cannot create the JFR recording {} ({first_error}), nor a fallback file in the working or temp directory", wanted.display()))
 }
 
-/// A new fallback file in a private directory under the working or temp
-/// directory, said in the log after `why`; `None` when neither takes one.
-fn fallback(why: &str) -> Option<(PathBuf, File)> {
+/// A new fallback file for `wanted` in a private directory under the
+/// working or temp directory, said in the log after `why`; `None` when
+/// neither takes one.
+fn fallback(wanted: &Path, why: &str) -> Option<(PathBuf, File)> {
     use crate::output::files;
-    let stem = format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000);
+    let stem = fallback_stem(wanted);
     let (p, f) = files::fallback_bases().iter().find_map(|base| files::open_fallback(base, &stem, "jfr").ok())?;
     log::warn(&format!("{why}; writing the JFR recording to {} instead", p.display()));
     Some((p, f))
+}
+
+/// The name of a fallback file for `wanted`: an interval's own name (its
+/// number stays in it) under continuous profiling, else
+/// `oxprof-<pid>-<time>`.
+fn fallback_stem(wanted: &Path) -> String {
+    match crate::output::intervals::is_active().then(|| crate::output::files::interval_stem(wanted, "jfr")).flatten() {
+        Some(stem) => stem,
+        None => format!("oxprof-{}-{}", std::process::id(), wall_ns() / 1_000_000_000),
+    }
 }
 
 /// The recording's first file. An existing regular file the user named is
@@ -331,7 +346,7 @@ fn create_beside(wanted: &Path) -> Result<(PathBuf, File, Option<PathBuf>), Stri
     }
     match files::open_beside(wanted) {
         Ok((p, f)) => Ok((p, f, Some(wanted.to_path_buf()))),
-        Err(e) => fallback(&format!("cannot write a new recording beside {} ({e}), which is kept", wanted.display()))
+        Err(e) => fallback(wanted, &format!("cannot write a new recording beside {} ({e}), which is kept", wanted.display()))
             .map(|(p, f)| (p, f, None))
             .ok_or_else(|| format!("cannot create the JFR recording beside {} ({e}), nor a fallback file in the working or temp directory", wanted.display())),
     }
@@ -517,6 +532,16 @@ pub fn before_store_reset(agent: &Agent, jni: Jni) {
 /// ended and the file; an error when it could not be written whole (the
 /// next file is opened all the same).
 pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), String> {
+    let result = cut_to(agent, jni, next);
+    if result.is_err() {
+        // The caller writes the ended interval's profiles another way and
+        // then ends the interval again: `next` is already the one begun.
+        crate::output::intervals::next_advance_keeps();
+    }
+    result
+}
+
+fn cut_to(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), String> {
     let stream = current().ok_or("no JFR recording is running")?;
     let mut inner = lock(&stream.inner);
     inner.drain(agent, jni);
@@ -530,6 +555,7 @@ pub fn cut(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), St
         Ok((path, file)) => {
             let probe = file.try_clone().ok();
             inner.writer = JfrWriter::new(file);
+            inner.rescued = (0, 0);
             inner.counts = Counts::default();
             inner.destination = path.display().to_string();
             inner.file = (path, probe);
@@ -564,8 +590,8 @@ impl Inner {
             c.live,
             dropped,
             c.missing,
-            stats.chunks,
-            stats.bytes,
+            stats.chunks + self.rescued.0,
+            stats.bytes + self.rescued.1,
             thread_cpu_ns.map(|ns| format!(" writer_cpu_ms={}", ns / 1_000_000)).unwrap_or_default(),
             path.display()
         )
@@ -592,6 +618,56 @@ impl Inner {
                 target.display()
             )),
         }
+    }
+
+    /// Continuous profiling: the chunk just ended could not be written to
+    /// the interval's file (a full disk, a quota). The file is cut back to
+    /// its whole chunks, or removed if it holds none, so that no file under
+    /// an interval's name is left that readers cannot open; the chunk goes
+    /// to a file of the interval's name in the private fallback directory,
+    /// where the interval goes on (the next starts at its own name again),
+    /// and the log says where. Returns whether a fallback took it.
+    fn rescue(&mut self, e: &std::io::Error) -> bool {
+        use crate::output::files;
+        use std::io::Write;
+        let chunk = self.writer.take_unwritten();
+        if chunk.is_empty() || !crate::output::intervals::is_active() || self.replaces.is_some() {
+            return false;
+        }
+        let wanted = self.file.0.clone();
+        // What the file holds whole: the writer's chunks, after any moved
+        // here by an earlier rescue.
+        let (chunks, bytes) = (self.writer.stats().chunks + self.rescued.0, self.writer.stats().bytes + self.rescued.1);
+        let left = if chunks > 0 {
+            match self.file.1.as_ref().map(|f| f.set_len(bytes)) {
+                Some(Ok(())) => format!("cut it back to its whole chunks ({bytes} bytes)"),
+                Some(Err(e)) => format!("could not cut it back to its whole chunks ({e})"),
+                None => "could not cut it back to its whole chunks".to_string(),
+            }
+        } else {
+            match files::remove_if_still(&wanted, &self.file.1) {
+                Ok(true) => "removed it (no whole chunk)".to_string(),
+                Ok(false) => "left what is now at its name".to_string(),
+                Err(e) => format!("could not remove it ({e})"),
+            }
+        };
+        let stem = fallback_stem(&wanted);
+        for base in files::fallback_bases() {
+            let Ok((path, mut file)) = files::open_fallback(&base, &stem, "jfr") else { continue };
+            if file.write_all(&chunk).is_err() {
+                files::discard_fallback(&path);
+                continue;
+            }
+            log::warn(&format!("cannot write the JFR recording to {}: {e}; {left}; writing the JFR recording to {} instead", wanted.display(), path.display()));
+            let probe = file.try_clone().ok();
+            self.writer = JfrWriter::new(file);
+            self.rescued = (1, chunk.len() as u64);
+            self.destination = path.display().to_string();
+            self.file = (path, probe);
+            return true;
+        }
+        log::error(&format!("cannot write the JFR recording to {} ({e}; {left}), nor to a fallback file in the working or temp directory", wanted.display()));
+        false
     }
 
     fn fail(&mut self, e: std::io::Error) {
@@ -641,7 +717,9 @@ impl Inner {
             self.name_thread(agent, tid as u32);
         }
         if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
-            self.fail(e);
+            if !self.rescue(&e) {
+                self.fail(e);
+            }
         }
         if self.failed.is_none() {
             self.take_place();

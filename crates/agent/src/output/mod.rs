@@ -120,7 +120,13 @@ fn write_with_fallback(
     Err(first_error)
 }
 
-fn fallback_stem(what: &str) -> String {
+/// The name of the fallback file for `wanted` (holding `what`, written as
+/// `ext`): an interval's own name, which carries its number (`%n`, `%t`),
+/// under continuous profiling; else `oxprof-<pid>-<time>-<what>`.
+fn fallback_stem(wanted: &Path, ext: &str, what: &str) -> String {
+    if let Some(stem) = intervals::is_active().then(|| files::interval_stem(wanted, ext)).flatten() {
+        return stem;
+    }
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     format!("oxprof-{}-{stamp}-{what}", std::process::id())
 }
@@ -214,7 +220,7 @@ pub fn write_profiles(built: &[Built], config: &Config, may_replace: MayReplace<
 }
 
 fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFormat, may_replace: MayReplace<'_>) -> Result<Written, String> {
-    let stem = fallback_stem(built.first().map(|b| b.key).unwrap_or("profile"));
+    let stem = fallback_stem(wanted, format.extension(), built.first().map(|b| b.key).unwrap_or("profile"));
     match write_with_fallback(wanted, may_replace, &stem, format.extension(), |file| write_to(file, built, config, format)) {
         Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
@@ -235,7 +241,7 @@ fn write_leak_report(wanted: &Path, live: &Built, may_replace: MayReplace<'_>) -
         report.write_text(REPORT_SITES, &mut w)?;
         finish(w)
     };
-    match write_with_fallback(wanted, may_replace, &fallback_stem("leaks"), "txt", write) {
+    match write_with_fallback(wanted, may_replace, &fallback_stem(wanted, "txt", "leaks"), "txt", write) {
         Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
             log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));

@@ -308,6 +308,9 @@ pub struct JfrWriter<W: Write> {
     body: Buf,
     pools: Pools,
     stats: WriterStats,
+    /// The last chunk, complete, when writing it failed (see
+    /// [`JfrWriter::take_unwritten`]).
+    unwritten: Vec<u8>,
 }
 
 impl<W: Write> JfrWriter<W> {
@@ -322,7 +325,16 @@ impl<W: Write> JfrWriter<W> {
             body: Buf::new(),
             pools: Pools::default(),
             stats: WriterStats::default(),
+            unwritten: Vec::new(),
         }
+    }
+
+    /// The chunk [`JfrWriter::end_chunk`] could not write (a full disk),
+    /// whole, so that it can be written elsewhere; empty if none. What
+    /// `out` holds of it is incomplete: the chunks before it end at
+    /// [`WriterStats::bytes`].
+    pub fn take_unwritten(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.unwritten)
     }
 
     pub fn stats(&self) -> WriterStats {
@@ -825,6 +837,9 @@ impl<W: Write> JfrWriter<W> {
         let ids = std::mem::take(&mut self.pools.ids);
         self.pools = Pools { ids, ..Pools::default() };
         let written = self.out.write_all(&self.chunk.bytes).and_then(|()| self.out.flush());
+        if written.is_err() {
+            self.unwritten = std::mem::take(&mut self.chunk.bytes);
+        }
         self.chunk.clear();
         if self.chunk.bytes.capacity() > 1 << 20 {
             self.chunk.bytes.shrink_to(1 << 20);
@@ -847,4 +862,57 @@ pub mod event_type {
         EXECUTE_VM_OPERATION, EXECUTION_SAMPLE, JAVA_MONITOR_ENTER, LIVE_REPORT, LIVE_SITE, NATIVE_METHOD_SAMPLE, OBJECT_ALLOCATION_SAMPLE, OLD_OBJECT_SAMPLE,
         SAFEPOINT_BEGIN, SAFEPOINT_END, SAFEPOINT_STATE_SYNCHRONIZATION, SPAN, THREAD_PARK, WALL_CLOCK_SAMPLE,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes `room` bytes, then fails as a full disk does.
+    struct Full {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.room - self.got.len());
+            if n == 0 {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A chunk that could not be written is kept whole, and reads back.
+    #[test]
+    fn a_chunk_that_does_not_fit_is_kept_whole() {
+        let mut w = JfrWriter::new(Full { got: Vec::new(), room: 1 << 20 });
+        let frames = [JfrFrame { class: "Main".into(), method: "spin".into(), descriptor: "()V".into(), line: 3, bci: 1, kind: FrameType::Jit }];
+        let chunk = |w: &mut JfrWriter<Full>, t: i64| {
+            w.begin_chunk(t, 1_700_000_000_000_000_000 + t).unwrap();
+            w.thread(7, "main", Some("main"));
+            w.stack(1, &frames, false);
+            w.execution_sample(t + 10, 7, 1, ThreadState::Running, 0).unwrap();
+            w.end_chunk(t + 20, false)
+        };
+        chunk(&mut w, 0).unwrap();
+        assert!(w.take_unwritten().is_empty());
+        let whole = w.stats().bytes as usize;
+        w.out.room = whole + 100;
+        assert!(chunk(&mut w, 1000).is_err());
+        assert_eq!(w.stats().chunks, 1);
+        let kept = w.take_unwritten();
+        assert!(kept.starts_with(MAGIC) && kept.len() > 100);
+        assert_eq!(&kept[..100], &w.out.got[whole..], "the kept chunk is not the one that was being written");
+        assert_eq!(u64::from_be_bytes(kept[8..16].try_into().unwrap()), kept.len() as u64, "the kept chunk is not whole");
+        let read = crate::jfr_read::read_from(&mut &kept[..], kept.len() as u64, &mut |_, _| {}).unwrap();
+        assert_eq!(read.cpu.len(), 1);
+        assert!(w.take_unwritten().is_empty(), "taken twice");
+    }
 }
