@@ -35,7 +35,16 @@ pub struct DiffArgs {
 pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     let stdout = args.output == Path::new("-");
     // Stdout gets the collapsed form, the one pipes take (as for convert).
-    let format = if stdout { OutputFormat::Collapsed } else { OutputFormat::from_path(&args.output).unwrap_or(OutputFormat::FlameGraph) };
+    let format = match (stdout, OutputFormat::from_path(&args.output)) {
+        (true, _) => OutputFormat::Collapsed,
+        (false, Some(f)) => f,
+        (false, None) => {
+            return Err(format!(
+                "-o {}: diff writes .html (a flame graph) or .collapsed, .folded or .txt (two counts per line), or - for stdout",
+                args.output.display()
+            ))
+        }
+    };
     if matches!(format, OutputFormat::Pprof | OutputFormat::Jfr | OutputFormat::Otlp) {
         return Err("diff writes .html or .collapsed; pprof, JFR and OTLP have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }

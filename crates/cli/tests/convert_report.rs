@@ -188,6 +188,17 @@ fn a_selection_that_leaves_nothing_is_an_error_naming_the_filters() {
     assert!(!page.exists(), "diff wrote a page of nothing");
 }
 
+/// `diff` to a file whose extension names no diff form is refused, naming
+/// the forms, before anything is read or written.
+#[test]
+fn diff_to_an_unknown_extension_is_refused() {
+    let s = Scratch::new("diff-ext");
+    let out = s.path("d.png");
+    let o = run(&["diff", "/nonexistent/a.jfr", "/nonexistent/b.jfr", "-o", out.to_str().unwrap()]);
+    assert_one_line_error(&o, &["-o ", "d.png", ".html", ".collapsed"]);
+    assert!(!out.exists());
+}
+
 /// `convert -o x.txt` writes the text summary (as `--format text`), in one
 /// file; an extension it does not know is refused naming `.txt` with the
 /// others.
