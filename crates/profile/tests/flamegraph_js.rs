@@ -50,20 +50,7 @@ fn one_box_per_method_coloured_by_its_main_type() {
     p.add_frames([main.clone(), frame("Main.other", FrameKind::Jit)], 5, 5);
     let mut page = Vec::new();
     write_html(&p, &HtmlOptions::default(), &mut page).unwrap();
-    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
-    let mut child = Command::new(&node)
-        .arg("-e")
-        .arg(DRIVER)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {node:?} (Node.js; scripts/test.sh installs it): {e}"));
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(&page).unwrap();
-    let o = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    let stdout = node(DRIVER, &[], &page);
     let section = |name: &str| -> Vec<String> {
         stdout.split(&format!("# {name}\n")).nth(1).unwrap().lines().take_while(|l| !l.starts_with('#')).map(str::to_string).collect()
     };
@@ -126,21 +113,7 @@ fn narrow_java_boxes_drop_the_package_before_the_method() {
         ("libc.so.6", 5, true),
         (long, 20, false),
     ]);
-    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
-    let mut child = Command::new(&node)
-        .arg("-e")
-        .arg(FIT_DRIVER)
-        .arg(&cases)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {node:?} (Node.js; scripts/test.sh installs it): {e}"));
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(&page).unwrap();
-    let o = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    let stdout = node(FIT_DRIVER, &[&cases], &page);
     let expected = [
         long,
         "Attr.visitMethodDef",
@@ -164,4 +137,25 @@ fn narrow_java_boxes_drop_the_package_before_the_method() {
 fn serde_json_cases(cases: &[(&str, u32, bool)]) -> String {
     let items: Vec<String> = cases.iter().map(|(n, r, j)| format!("[\"{n}\",{r},{j}]")).collect();
     format!("[{}]", items.join(","))
+}
+
+/// Runs `driver` in Node.js with `args`, the page on its standard input;
+/// its standard output, once it has succeeded.
+fn node(driver: &str, args: &[&str], page: &[u8]) -> String {
+    use std::io::Write;
+    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
+    let mut child = Command::new(&node)
+        .arg("-e")
+        .arg(driver)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {node:?} (Node.js; scripts/test.sh installs it): {e}"));
+    child.stdin.take().unwrap().write_all(page).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    stdout
 }

@@ -391,18 +391,7 @@ impl UploadOptions {
 
     /// Whether any upload option was given.
     pub fn any(&self) -> bool {
-        self.endpoint.is_some()
-            || self.service.is_some()
-            || self.labels.is_some()
-            || self.auth.is_some()
-            || self.tenant.is_some()
-            || self.queue_payloads.is_some()
-            || self.queue_bytes.is_some()
-            || self.connect_timeout.is_some()
-            || self.request_timeout.is_some()
-            || self.max_attempts.is_some()
-            || self.max_age.is_some()
-            || self.extra_roots.is_some()
+        self.endpoint.is_some() || self.first_given().is_some()
     }
 
     /// The first upload option given, by its key.

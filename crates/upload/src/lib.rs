@@ -259,13 +259,8 @@ impl Uploader {
             // waits behind it will not be sent. Counted as dropped now, so
             // that the last status says what was lost.
             let mut st = self.shared.lock();
-            let left = st.queue.len() as u64 + st.status.sending as u64;
-            st.queue.clear();
-            st.queued_bytes = 0;
-            st.status.queued = 0;
-            st.status.queued_bytes = 0;
-            st.status.dropped += left;
-            st.status.unsent_at_shutdown += left;
+            let sending = st.status.sending;
+            st.drop_unsent(sending);
         }
         self.status()
     }

@@ -36,6 +36,22 @@ pub(crate) struct State {
     pub drops_to_log: u64,
 }
 
+impl State {
+    /// Shutdown's end: what is queued (and, with `in_flight`, the payload
+    /// being sent) will not be sent. Empties the queue and counts those
+    /// payloads as dropped and unsent; returns how many.
+    pub(crate) fn drop_unsent(&mut self, in_flight: bool) -> u64 {
+        let left = self.queue.len() as u64 + u64::from(in_flight);
+        self.queue.clear();
+        self.queued_bytes = 0;
+        self.status.queued = 0;
+        self.status.queued_bytes = 0;
+        self.status.dropped += left;
+        self.status.unsent_at_shutdown += left;
+        left
+    }
+}
+
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     /// The sender waits here for work, the end of a retry wait, or shutdown.
@@ -114,13 +130,7 @@ impl Sender {
         }
         let (left, uploaded, failed, dropped) = {
             let mut st = self.shared.lock();
-            let left = st.queue.len() as u64;
-            st.queue.clear();
-            st.queued_bytes = 0;
-            st.status.queued = 0;
-            st.status.queued_bytes = 0;
-            st.status.dropped += left;
-            st.status.unsent_at_shutdown += left;
+            let left = st.drop_unsent(false);
             (left, st.status.uploaded, st.status.failed, st.status.dropped)
         };
         let suppressed = self.log.suppressed();

@@ -249,14 +249,13 @@ pub fn prepare(config: &Config, runtime: &Runtime) -> Result<Option<PathBuf>, St
 fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Runtime) -> Result<Push, String> {
     // The service: `service=`, else OpenTelemetry's variables, else the
     // main class or jar (as in files written with `format=otlp`).
-    let default_service = resource(runtime).service;
-    let mut cfg = opts.clone().finish(&default_service)?.ok_or("upload: needs upload=URL")?;
+    let mut resource = resource(runtime);
+    let mut cfg = opts.clone().finish(&resource.service)?.ok_or("upload: needs upload=URL")?;
     // Retries wait at most about one interval (5 s at least, 30 s at most):
     // after an outage uploads resume within that, rather than 30 s later
     // while each new interval waits behind the oldest.
     let every = Duration::from_nanos(config.loop_ns.unwrap_or(0));
     cfg.backoff_cap = cfg.backoff_cap.min(every.max(Duration::from_secs(5)));
-    let mut resource = resource(runtime);
     resource.service = cfg.service.clone();
     for (k, v) in &cfg.labels {
         resource = resource.with(k.clone(), v.clone());
