@@ -50,13 +50,12 @@ fn status_line(rec: Option<&Recording>) -> String {
     if let Some(l) = output::intervals::status() {
         parts.push(l);
     }
-    parts.push(crate::memory::describe());
     let output = match rec.config.file.as_deref() {
         Some(p) => p.display().to_string(),
         None if output::intervals::is_upload_only() => "none: intervals are pushed to the store (no file= given)".to_string(),
         None => format!("{} in the JVM's working directory", crate::output::default_path(rec.config.output_format()).display()),
     };
-    format!("running: {} for {:.1} s, output {output}", parts.join(" + "), rec.started.elapsed().as_secs_f64())
+    format!("running: {} for {:.1} s, output {output}; {}", parts.join(" + "), rec.started.elapsed().as_secs_f64(), crate::memory::describe())
 }
 
 /// Builds and writes a recording's profiles. A command's `file=`/format

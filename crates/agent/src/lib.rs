@@ -253,7 +253,17 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
 pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     guard("Agent_OnLoad", JNI_ERR, || {
         LOADED_AT_STARTUP.store(true, std::sync::atomic::Ordering::Relaxed);
-        match configure(&options_string(options)).and_then(|config| init(vm, config)) {
+        let raw = options_string(options);
+        if let Some(agent) = AGENT.get() {
+            return load_again(agent, &raw);
+        }
+        if let Some(path) = other_copy() {
+            // Two copies would each arm timers and take each other's
+            // signals: this one stays inert, and the JVM starts.
+            eprintln!("oxprof: already loaded in this JVM from {path}; this copy stays inactive and its options are ignored");
+            return JNI_OK as jint;
+        }
+        match configure(&raw).and_then(|config| init(vm, config)) {
             Ok(_) => JNI_OK as jint,
             Err(e) => {
                 // The JVM refuses to start; say why on the console, in one line.
@@ -262,6 +272,45 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _re
             }
         }
     })
+}
+
+/// Options of a second `-agentpath` load of this library, to start with at
+/// VMInit when the first load was idle (e.g. an idle agent installed for a
+/// whole fleet through `JAVA_TOOL_OPTIONS`, then `oxprof record`).
+static LATE_START: std::sync::Mutex<Option<Config>> = std::sync::Mutex::new(None);
+
+/// This library loaded a second time at startup. Bad options refuse the
+/// start as on a first load; otherwise the JVM starts, profiling with the
+/// second load's options when the first started nothing, else with the
+/// first's, and one line says which.
+fn load_again(agent: &Agent, raw: &str) -> jint {
+    let config = match Config::parse(raw) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("oxprof: {e}");
+            return JNI_ERR;
+        }
+    };
+    if !config.start {
+        eprintln!("oxprof: loaded twice; the second load starts nothing and is ignored");
+        return JNI_OK as jint;
+    }
+    let mut late = LATE_START.lock().unwrap_or_else(|e| e.into_inner());
+    if agent.config.start || late.is_some() {
+        eprintln!("oxprof: loaded twice, both times with profiling options; profiling runs with the first load's, these are ignored: {raw}");
+        return JNI_OK as jint;
+    }
+    if let Err(e) = configure(raw) {
+        eprintln!("oxprof: {e}");
+        return JNI_ERR;
+    }
+    if let Some(interval) = config.alloc {
+        // As at a first load: before any Java thread runs.
+        let _ = agent.jvmti.set_heap_sampling_interval(interval.min(i32::MAX as u64) as jint);
+    }
+    eprintln!("oxprof: loaded twice; the first load was idle, profiling starts with the second's options");
+    *late = Some(config);
+    JNI_OK as jint
 }
 
 /// The `reply=` path of a raw option string, found before full parsing so
@@ -643,8 +692,10 @@ unsafe extern "C" fn on_vm_init(jvmti_env: *mut jvmtiEnv, jni: *mut JNIEnv, thre
         let n = agent.symbols.prepare_loaded_classes(jvmti, jni);
         log::debug(&format!("prepared {n} classes loaded before VMInit"));
         replay_code_events(jvmti);
-        if agent.config.start {
-            if let Err(e) = start(agent, agent.config.clone(), jni) {
+        let late = LATE_START.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let config = late.unwrap_or_else(|| agent.config.clone());
+        if config.start {
+            if let Err(e) = start(agent, config, jni) {
                 log::error(&e);
             }
             // JDK 11 does not list the main thread in GetAllThreads yet.

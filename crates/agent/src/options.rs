@@ -308,7 +308,7 @@ fn err(option: &str, problem: impl Into<String>) -> OptionError {
     OptionError { option: option.to_string(), problem: problem.into() }
 }
 
-const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, begin, end, ttsp, loop, keep, live, livemem, nogc, live_gc, gcroots, file, collapsed, flamegraph, leaks, jfr, format, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status";
+const KEYS: &str = "start, stop, dump, status, event, interval, alloc, alloc_threads, wall, state, lock, begin, end, ttsp, loop, keep, live, livemem, nogc, live_gc, gcroots, file, format, collapsed, folded, flamegraph, html, pprof, jfr, otlp, leaks, threads, jstackdepth, cstack, title, samples, total, ann, log, loglevel, status=FILE";
 
 impl Config {
     /// Parses an option string such as `start,event=cpu,interval=10ms,file=p.html`.
@@ -317,6 +317,9 @@ impl Config {
         let mut profiling_option = false;
         let mut cpu_asked = false;
         let mut wall_event = false;
+        // `event=wall` / `event=lock`: `interval=` is then that event's.
+        let mut wall_named = false;
+        let mut lock_named = false;
         let mut wall_given: Option<u64> = None;
         let mut interval_given = false;
         let mut interval_item = String::new();
@@ -354,8 +357,10 @@ impl Config {
                         c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
                     } else if v == "wall" {
                         wall_event = true;
+                        wall_named = true;
                     } else if v == "lock" {
                         lock_event = true;
+                        lock_named = true;
                     } else {
                         c.cpu = Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {EVENT_WORDS}")))?);
                         cpu_asked = true;
@@ -510,7 +515,7 @@ impl Config {
                     let v = need(LogLevel::WORDS)?;
                     c.loglevel = LogLevel::parse(v).ok_or_else(|| err(item, format!("unknown log level '{v}'; accepted: {}", LogLevel::WORDS)))?;
                 }
-                _ => return Err(err(item, format!("unknown option '{key}'; accepted: {KEYS}"))),
+                _ => return Err(err(item, format!("unknown option '{key}'; accepted: {KEYS}, {}", oxprof_upload::config::OPTION_KEYS))),
             }
         }
         if profiling_option && c.command.is_none() {
@@ -521,21 +526,21 @@ impl Config {
         }
         if wall_event {
             // `event=wall,interval=20ms`: the interval is the wall clock's.
-            let ns = wall_given.unwrap_or(if interval_given && !cpu_asked { c.interval_ns } else { DEFAULT_WALL_INTERVAL_NS });
+            let ns = wall_given.unwrap_or(if interval_given && !cpu_asked && wall_named { c.interval_ns } else { DEFAULT_WALL_INTERVAL_NS });
             if ns < MIN_WALL_INTERVAL_NS {
                 return Err(err("interval", "the wall-clock interval must be at least 100us"));
             }
             c.wall = Some(ns);
         }
         if lock_event {
-            c.lock = Some(lock_given.unwrap_or(if interval_given && !cpu_asked && !wall_event { c.interval_ns } else { DEFAULT_LOCK_INTERVAL_NS }));
+            c.lock =
+                Some(lock_given.unwrap_or(if interval_given && !cpu_asked && lock_named && !wall_named { c.interval_ns } else { DEFAULT_LOCK_INTERVAL_NS }));
         }
         // As async-profiler: CPU sampling unless only other events are named
-        // (`alloc`, `wall`, `lock`), but an `interval=` that is not the wall
-        // or lock sampling's (theirs when they have no interval of their
-        // own) asks for CPU sampling beside them, unless `event=` named
-        // another event.
-        let interval_is_other = (wall_event && wall_given.is_none()) || (lock_event && lock_given.is_none() && !wall_event);
+        // (`alloc`, `wall`, `lock`), but an `interval=` asks for CPU sampling
+        // beside them, unless `event=` named another event (`event=wall`
+        // and `event=lock` take `interval=` as their own).
+        let interval_is_other = (wall_named && wall_given.is_none()) || (lock_named && lock_given.is_none() && !wall_named);
         let cpu_implied = interval_given && !interval_is_other && !other_event_named;
         if (c.alloc.is_some() || c.wall.is_some() || c.lock.is_some()) && !cpu_asked && !cpu_implied {
             c.cpu = None;
@@ -692,9 +697,15 @@ mod tests {
         assert_eq!((c.cpu, c.interval_ns, c.wall), (Some(Event::Cpu), 2_000_000, Some(50_000_000)));
         let c = Config::parse("start,interval=2ms,alloc").unwrap();
         assert_eq!((c.cpu, c.alloc), (Some(Event::Cpu), Some(DEFAULT_ALLOC_INTERVAL)));
-        assert_eq!(Config::parse("wall,interval=20ms").unwrap().cpu, None, "the wall clock's interval");
+        let c = Config::parse("wall,interval=20ms").unwrap();
+        assert_eq!((c.cpu, c.interval_ns, c.wall), (Some(Event::Cpu), 20_000_000, Some(DEFAULT_WALL_INTERVAL_NS)), "a bare wall keeps its own interval");
+        let c = Config::parse("event=wall,interval=20ms").unwrap();
+        assert_eq!((c.cpu, c.wall), (None, Some(20_000_000)), "event=wall takes the interval");
         assert_eq!(Config::parse("event=alloc,interval=2ms").unwrap().cpu, None, "event= names allocations alone");
-        assert_eq!(Config::parse("lock,interval=2ms").unwrap().cpu, None, "the lock interval");
+        let c = Config::parse("lock,interval=2ms").unwrap();
+        assert_eq!((c.cpu, c.lock), (Some(Event::Cpu), Some(DEFAULT_LOCK_INTERVAL_NS)), "a bare lock keeps its own interval");
+        let c = Config::parse("event=lock,interval=2ms").unwrap();
+        assert_eq!((c.cpu, c.lock), (None, Some(2_000_000)), "event=lock takes the interval");
         assert_eq!(Config::parse("interval=2ms,lock=1ms").unwrap().cpu, Some(Event::Cpu));
         let e = Config::parse("wall=abc").unwrap_err().to_string();
         assert!(e.contains("'wall=abc'") && e.contains("wall-clock sampling interval"), "{e}");

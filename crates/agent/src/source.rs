@@ -555,6 +555,15 @@ impl Drop for FrameMemo {
     }
 }
 
+/// `1 sample`, `85 samples`: a source's count in a status line.
+pub fn fmt_samples(n: u64) -> String {
+    if n == 1 {
+        "1 sample".into()
+    } else {
+        format!("{n} samples")
+    }
+}
+
 /// An interval for people: `10ms`, `250us`, `2s`, `1234ns`.
 pub fn fmt_interval(ns: u64) -> String {
     if ns.is_multiple_of(1_000_000_000) {

@@ -136,8 +136,10 @@ pub fn start_options(
 pub struct SampleArgs {
     /// What to sample: cpu (perf_events, falls back to ctimer), itimer,
     /// ctimer, wall (every thread, on or off the CPU, at --interval, default
-    /// 50ms) or lock (waits for contended locks) [default: cpu, unless only
-    /// --alloc, --wall or --lock is given without --interval]
+    /// 50ms) or lock (waits for contended locks, one sample per --interval
+    /// of waiting, default 1ms) [default: cpu, unless only --alloc, --wall
+    /// or --lock is given without --interval; with --interval, --wall and
+    /// --lock keep their own intervals and CPU is sampled at --interval]
     #[arg(short, long, value_parser = ["cpu", "itimer", "ctimer", "wall", "lock"])]
     pub event: Option<String>,
     /// Also profile lock contention: monitors and java.util.concurrent locks,

@@ -52,7 +52,9 @@ pub struct AttachArgs {
     pub duration: Option<String>,
     #[command(flatten)]
     pub sample: SampleArgs,
-    /// Sampling interval, e.g. 10ms
+    /// Sampling interval of CPU time (of the wall clock with --event wall,
+    /// of lock waits with --event lock), e.g. 10ms [default: 10ms; wall 50ms;
+    /// lock 1ms]
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// One root frame per thread

@@ -23,8 +23,9 @@ pub struct RecordArgs {
     /// Show estimated totals (CPU time, allocated bytes) instead of sample counts
     #[arg(long)]
     pub total: bool,
-    /// Sampling interval, e.g. 10ms, 500us (a bare number is nanoseconds)
-    /// [default: 10ms; 50ms with --event wall]
+    /// Sampling interval of CPU time (of the wall clock with --event wall, of
+    /// lock waits with --event lock), e.g. 10ms, 500us (a bare number is
+    /// nanoseconds) [default: 10ms; 50ms with --event wall; 1ms with --event lock]
     #[arg(short, long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Output file; the format follows the extension (.html, .collapsed, .txt, .pb.gz, .pprof, .jfr, .otlp.pb)

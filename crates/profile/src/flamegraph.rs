@@ -78,9 +78,15 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// A view labelled by [`default_label`].
+    /// A view labelled by [`default_label`], weighed as [`shown_counter`] says.
     pub fn new(profile: &'a Profile, counter: Counter) -> View<'a> {
+        let counter = shown_counter(profile, counter);
         View { label: default_label(profile, counter), profile, counter }
+    }
+
+    /// A view with a label of its own, weighed as [`shown_counter`] says.
+    pub fn labelled(label: String, profile: &'a Profile, counter: Counter) -> View<'a> {
+        View { label, profile, counter: shown_counter(profile, counter) }
     }
 
     fn display_label(&self) -> String {
@@ -97,6 +103,19 @@ impl<'a> View<'a> {
             Counter::Samples => "samples",
             Counter::Total => &self.profile.meta.total_unit,
         }
+    }
+}
+
+/// The counter a page shows for `profile` when `asked` is asked for: a lock
+/// profile is always weighed by the time waited, since its sample counts
+/// are no count a reader can use (the agent's count waiting time in units of
+/// the lock interval, a JFR recording's count recorded waits, which
+/// duration-weighted sampling keeps long waits of more than short ones).
+pub fn shown_counter(profile: &Profile, asked: Counter) -> Counter {
+    if profile.meta.event == "lock" && !profile.meta.counts_only() {
+        Counter::Total
+    } else {
+        asked
     }
 }
 
@@ -175,6 +194,7 @@ fn render_page<W: Write>(out: W, title: &str, page: &Page, views: &[View], mut h
 /// shrank; both profiles normalised by their totals). Frames only in
 /// `before` have no width; the tooltip shows both values.
 pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Counter, opts: &HtmlOptions, out: W) -> io::Result<()> {
+    let counter = shown_counter(after, counter);
     let merged = merge_for_diff(before, after, counter);
     let view = View { label: default_label(after, counter), profile: &merged, counter };
     let views = [view];

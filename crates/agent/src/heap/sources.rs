@@ -37,7 +37,7 @@ impl EventSource for AllocSource {
 
     fn status(&self) -> String {
         let n = self.sampler.stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("alloc (mean interval {} bytes): {n} samples", self.interval)
+        format!("alloc (mean interval {} bytes): {}", self.interval, crate::source::fmt_samples(n))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

@@ -55,7 +55,7 @@ impl EventSource for LockSource {
 
     fn status(&self) -> String {
         let n = self.sampler.stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("lock (mean interval {}): {n} samples", fmt_interval(self.interval_ns))
+        format!("lock (mean interval {}): {}", fmt_interval(self.interval_ns), crate::source::fmt_samples(n))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

@@ -282,9 +282,19 @@ pub fn close_matches(query: &str, kind: Kind, n: usize) -> Vec<String> {
     // query's, so `Class::begn` suggests `Class::begin()` before other
     // classes' `begin`s; names much further away than a typo are left out
     // when closer ones exist.
+    // A query without a class (`begin`) is as close to every `X::begin` as
+    // to a free function of that name.
     let q = squash(without_params(query)).to_lowercase();
-    let mut ranked: Vec<(usize, String)> =
-        contains.into_iter().chain(near.into_iter().map(|(_, s)| s)).map(|s| (edit_distance(&squash(without_params(&s)), &q), s)).collect();
+    let unqualified = !query.contains("::");
+    let distance = |s: &str| {
+        let whole = edit_distance(&squash(without_params(s)), &q);
+        if unqualified {
+            whole.min(edit_distance(last_component(without_params(s)), &q))
+        } else {
+            whole
+        }
+    };
+    let mut ranked: Vec<(usize, String)> = contains.into_iter().chain(near.into_iter().map(|(_, s)| s)).map(|s| (distance(&s), s)).collect();
     ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.len().cmp(&b.1.len())).then(a.1.cmp(&b.1)));
     ranked.dedup_by(|a, b| a.1 == b.1);
     let typo = 2usize.max(q.len() / 3);

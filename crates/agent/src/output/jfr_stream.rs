@@ -174,6 +174,11 @@ struct Inner {
     chunk_began: std::time::Instant,
     start_wall_ms: i64,
     start_ticks: u64,
+    /// Where the next chunk starts, as ticks and nanoseconds since the
+    /// epoch read together: the recording's start, then each chunk's end,
+    /// so chunks meet and hold every event logged since (a chunk opens at
+    /// its first write, after events have waited in the log).
+    next_start: (i64, i64),
     destination: String,
     /// The file written now (a new one each interval with `loop=`), and a
     /// second descriptor of it, to tell which file it is once written.
@@ -265,6 +270,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(DEFAULT_CHUNK_AGE, |s| Duration::from_secs_f64(s.max(0.1)));
+    let (start_ticks, start_wall) = (now_ticks() as i64, wall_ns());
     let inner = Inner {
         writer: JfrWriter::new(file),
         cpu,
@@ -279,8 +285,9 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         chunk_limit,
         chunk_age,
         chunk_began: std::time::Instant::now(),
-        start_wall_ms: wall_ns() / 1_000_000,
-        start_ticks: now_ticks(),
+        start_wall_ms: start_wall / 1_000_000,
+        start_ticks: start_ticks as u64,
+        next_start: (start_ticks, start_wall),
         destination: path.display().to_string(),
         file: (path, probe),
         replaces,
@@ -681,8 +688,7 @@ impl Inner {
         if self.writer.in_chunk() {
             return;
         }
-        let ticks = now_ticks() as i64;
-        let wall = wall_ns();
+        let (ticks, wall) = self.next_start;
         self.chunk_began = std::time::Instant::now();
         if let Err(e) = self.writer.begin_chunk(ticks, wall) {
             return self.fail(e);
@@ -716,7 +722,9 @@ impl Inner {
         for tid in self.writer.unnamed_threads() {
             self.name_thread(agent, tid as u32);
         }
-        if let Err(e) = self.writer.end_chunk(now_ticks() as i64, last) {
+        let end = (now_ticks() as i64, wall_ns());
+        self.next_start = end;
+        if let Err(e) = self.writer.end_chunk(end.0, last) {
             if !self.rescue(&e) {
                 self.fail(e);
             }

@@ -54,7 +54,7 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             None => Ok(()),
         },
         OutputFormat::FlameGraph => {
-            let views: Vec<View<'_>> = built.iter().map(|b| View { label: b.label.clone(), profile: &b.profile, counter: config.counter }).collect();
+            let views: Vec<View<'_>> = built.iter().map(|b| View::labelled(b.label.clone(), &b.profile, config.counter)).collect();
             // `title=` set every profile's title; otherwise the page is
             // titled after all of its tabs, not the first one.
             let title = config.title.clone().unwrap_or_default();

@@ -235,7 +235,7 @@ impl EventSource for CpuSource {
 
     fn status(&self) -> String {
         let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("{} ({}, interval {}): {n} samples", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns))
+        format!("{} ({}, interval {}): {}", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns), crate::source::fmt_samples(n))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {

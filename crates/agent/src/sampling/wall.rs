@@ -308,7 +308,7 @@ impl EventSource for WallSource {
 
     fn status(&self) -> String {
         let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("wall (interval {}, {} threads): {n} samples", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed))
+        format!("wall (interval {}, {} threads): {}", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed), crate::source::fmt_samples(n))
     }
 
     /// Alone, wall samples are written as the JDK's `jdk.ExecutionSample`
