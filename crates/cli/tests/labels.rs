@@ -391,6 +391,13 @@ fn spans_are_jfr_events_and_report_lists_the_slowest() {
         assert_eq!(row.contains("endpoint=GET /orders"), tag == "slow", "{row}");
     }
     assert_eq!(rows.iter().filter(|r| r.contains(" fast ")).count(), 20);
+    // Every span began after the recording did (the agent was loaded with
+    // the JVM): starts count from the recording's start, none negative.
+    assert!(rows.iter().all(|r| r.split_whitespace().nth(2).is_some_and(|t| !t.starts_with('-'))), "a span before the start:\n{report}");
+    // The recording starts where its first chunk says: no sample before it.
+    let early = s.path("early.collapsed");
+    let o = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "--cpu", "--to", "0s", "-o", early.to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success() && text(&o.stderr).contains("no samples"), "samples before the recording's start: {}", text(&o.stderr));
     // --label selects spans as it selects samples.
     let o = oxprof_cmd().args(["report", rec.to_str().unwrap(), "--slowest-spans", "3", "--label", "endpoint=GET /orders"]).output().unwrap();
     let report = text(&o.stdout);
