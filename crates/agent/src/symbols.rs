@@ -115,6 +115,23 @@ fn strip_hidden_suffix(name: &str) -> String {
     name.to_string()
 }
 
+/// HotSpot's most local references a frame may plan for (`MaxJNILocalCapacity`).
+const MAX_LOCAL_CAPACITY: usize = 65_536;
+
+/// Tells the JVM the current local frame holds `n` more local references
+/// than JNI calls made (JVMTI functions that return arrays of references),
+/// so `-Xcheck:jni` does not warn. Harmless when refused.
+fn ensure_local_capacity(jni: Jni, n: usize) {
+    let n = n.min(MAX_LOCAL_CAPACITY) as jvmti_sys::jint;
+    // SAFETY: `jni.0` is the current thread's JNIEnv, whose function table
+    // lives as long as the VM; EnsureLocalCapacity only plans room.
+    unsafe {
+        if let Some(ensure) = (**jni.0).EnsureLocalCapacity {
+            ensure(jni.0, n);
+        }
+    }
+}
+
 /// Hidden and VM-anonymous classes carry an address (or, on JDK 11, an
 /// identity hash) in their name.
 fn is_hidden_signature(sig: &str) -> bool {
@@ -260,9 +277,14 @@ impl Symbols {
     }
 
     /// Prepares every class already loaded (at VMInit or attach).
+    /// GetLoadedClasses hands back a local reference per class at once (20,000
+    /// at an attach to a big application); room for them is asked for before
+    /// the next JNI call, so `-Xcheck:jni` does not warn that they exceed the
+    /// frame's capacity, and each is deleted once prepared.
     pub fn prepare_loaded_classes(&self, jvmti: Jvmti, jni: Jni) -> usize {
         let classes = jvmti.loaded_classes().unwrap_or_default();
         let n = classes.len();
+        ensure_local_capacity(jni, n);
         for class in classes {
             // SAFETY: `class` is a local reference GetLoadedClasses returned
             // in this frame, deleted only after its last use.

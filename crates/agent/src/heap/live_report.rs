@@ -1,7 +1,9 @@
 //! Glue between live-object tracking (`live.rs`) and a recording: starting
 //! it with its GC event, and turning a tracker snapshot into a
 //! [`LeakReport`] (ranked sites with resolved frames, and paths to GC roots
-//! for the top suspects) plus the live flame graph.
+//! for the top suspects) plus the live flame graph; whether a full GC can be
+//! forced before a report (not under Epsilon, not at exit under ZGC or
+//! Shenandoah), and the warning when it cannot.
 
 use std::time::Duration;
 
@@ -31,12 +33,49 @@ pub fn vm_dying() {
     VM_DYING.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Whether a full GC may be forced now. At VMDeath HotSpot has already
-/// stopped the concurrent GC threads (`before_exit` stops them before it
-/// posts VMDeath), and with ZGC or Shenandoah a forced GC waits for those
-/// threads forever: measured, the JVM hung at exit. So at exit a GC is
-/// forced only when the flags say the collector is a stop-the-world one.
+/// Why a report under Epsilon forces no GC (and keeps every object).
+const EPSILON: &str = "Epsilon never collects (UseEpsilonGC): every sampled object counts as live";
+
+/// Whether the JVM runs the Epsilon collector, which never collects:
+/// from its flag, or, when HotSpot's structures cannot be read, from the
+/// JVM's command line and option variables (the last `UseEpsilonGC` wins).
+fn uses_epsilon(vm_structs: Option<&VmStructs>) -> bool {
+    if let Some(p) = vm_structs.and_then(|vs| vs.bool_flag("UseEpsilonGC")) {
+        // SAFETY: the flag's storage is a plain bool global of libjvm, read only.
+        return unsafe { p.read_volatile() };
+    }
+    let mut words = Vec::new();
+    for var in ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"] {
+        if let Ok(v) = std::env::var(var) {
+            words.extend(v.split_whitespace().map(str::to_string));
+        }
+    }
+    if let Ok(cmdline) = std::fs::read("/proc/self/cmdline") {
+        words.extend(cmdline.split(|&b| b == 0).map(|w| String::from_utf8_lossy(w).into_owned()));
+    }
+    epsilon_in_options(&words)
+}
+
+/// Whether the last `-XX:±UseEpsilonGC` among `words` turns it on.
+fn epsilon_in_options(words: &[String]) -> bool {
+    words.iter().rev().find_map(|w| match w.as_str() {
+        "-XX:+UseEpsilonGC" => Some(true),
+        "-XX:-UseEpsilonGC" => Some(false),
+        _ => None,
+    }) == Some(true)
+}
+
+/// Why no full GC is forced before a report, if none is. Epsilon never
+/// collects: a forced GC does nothing, and every sampled object stays
+/// live. At VMDeath HotSpot has already stopped the concurrent GC threads
+/// (`before_exit` stops them before it posts VMDeath), and with ZGC or
+/// Shenandoah a forced GC waits for those threads forever: measured, the
+/// JVM hung at exit. So at exit a GC is forced only when the flags say the
+/// collector is a stop-the-world one.
 fn may_force_gc(vm_structs: Option<&VmStructs>) -> Result<(), String> {
+    if uses_epsilon(vm_structs) {
+        return Err(EPSILON.into());
+    }
     if !VM_DYING.load(std::sync::atomic::Ordering::SeqCst) {
         return Ok(());
     }
@@ -99,7 +138,12 @@ pub fn build(
     jni: Jni,
 ) -> Built {
     let framed = jni.push_frame(64);
-    let no_gc_why = if opts.force_gc { may_force_gc(vm_structs).err() } else { None };
+    let no_gc_why = if opts.force_gc {
+        may_force_gc(vm_structs).err()
+    } else {
+        // Asked for no GC (nogc): only Epsilon's notice is worth giving.
+        uses_epsilon(vm_structs).then(|| EPSILON.to_string())
+    };
     if let Some(why) = &no_gc_why {
         log::warn(&format!("live: no GC forced before the report: {why}"));
     }
@@ -226,4 +270,17 @@ fn merge(a: &mut Site, b: &Site) {
         }
     }
     a.series = merged;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_epsilon_option_wins() {
+        let w = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert!(epsilon_in_options(&w("java -XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -cp . Main")));
+        assert!(!epsilon_in_options(&w("java -XX:+UseEpsilonGC -XX:-UseEpsilonGC Main")));
+        assert!(!epsilon_in_options(&w("java -XX:+UseG1GC Main -XX:+UseEpsilonGCx")));
+    }
 }

@@ -3,10 +3,12 @@
 //! store into a profile (failed walks under their reason's frame, JVM
 //! threads under their kind's frame). Reading stored CPU stacks is here too,
 //! for every output that reads them (`split_cpu_stack`, `failure_name`).
-//! Runs outside the signal handler.
+//! When another component replaces the engine's signal handler during the
+//! recording (`taken`), the engine's timers are stopped and the summary says
+//! so (`signal_taken=`). Runs outside the signal handler.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use jvmti_sys::asgct::ticks;
@@ -23,6 +25,7 @@ use crate::options::{CStack, Event};
 use crate::output::Built;
 use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_OWN_WALK_DIFFERS, MARK_TRUNCATED};
 use crate::sampling::store::{RawFrame, SampleStore, StoredTrace};
+use crate::sampling::taken::{Taken, Watcher};
 use crate::sampling::threads::{self, Threads};
 use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
 
@@ -135,6 +138,48 @@ pub struct CpuSource {
     interval_ns: u64,
     cstack: CStack,
     threads: Arc<Threads>,
+    /// Whether another component took the engine's signal.
+    taken: Arc<Taken>,
+    /// The itimer engine's watch for that (per-thread engines look from
+    /// the thread registry's watcher).
+    watcher: Mutex<Option<Watcher>>,
+}
+
+/// The signal the engine's samples arrive with.
+fn engine_signal(engine: Engine) -> libc::c_int {
+    if engine == Engine::Perf && engine::perf::delivery() == engine::perf::Delivery::Trap {
+        libc::SIGTRAP
+    } else {
+        libc::SIGPROF
+    }
+}
+
+/// What the warning tells the user to do when the engine's signal is taken.
+fn taken_advice(engine: Engine, signo: libc::c_int, fallback: Option<&str>) -> String {
+    match (signo, engine, fallback) {
+        (libc::SIGTRAP, ..) => "use event=ctimer or stop the other component that handles SIGTRAP".into(),
+        (_, Engine::Perf, _) => "stop the other component that handles SIGPROF (perf_events signals with SIGTRAP on Linux 5.13 and later)".into(),
+        (_, _, Some(why)) => {
+            format!("stop the other profiler or component that handles SIGPROF (perf_events, which signals with SIGTRAP, is not available: {why})")
+        }
+        _ => "use event=cpu (perf_events, SIGTRAP) or stop the other profiler".into(),
+    }
+}
+
+/// Stops ITIMER_PROF if it still runs at oxprof's interval: a component
+/// that took SIGPROF may have armed it for itself.
+fn stop_itimer_if_ours(interval_ns: u64) {
+    // SAFETY: getitimer writes a plain itimerval.
+    let mut now: libc::itimerval = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::getitimer(libc::ITIMER_PROF, &mut now) } != 0 {
+        return;
+    }
+    let ns = interval_ns.max(1000);
+    let ours = now.it_interval.tv_sec as u64 == ns / 1_000_000_000 && now.it_interval.tv_usec as u64 == (ns % 1_000_000_000) / 1000;
+    if ours {
+        itimer::stop();
+    }
 }
 
 /// Starts CPU sampling when the options ask for it (`event=cpu|ctimer|itimer`).
@@ -183,13 +228,38 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     if gate.is_some() {
         cx.threads.set_paused(true);
     }
-    let mut source = CpuSource { event, engine, fallback, interval_ns: config.interval_ns, cstack: config.cstack, threads: cx.threads.clone() };
+    let signo = engine_signal(engine);
+    let taken = Arc::new(Taken::new(signo, "CPU samples", engine.short(), taken_advice(engine, signo, fallback.as_deref())));
+    let mut source = CpuSource {
+        event,
+        engine,
+        fallback,
+        interval_ns: config.interval_ns,
+        cstack: config.cstack,
+        threads: cx.threads.clone(),
+        taken: taken.clone(),
+        watcher: Mutex::new(None),
+    };
     let started = if engine.per_thread() {
         // The store's next pages are made resident ahead of the handler.
         store.prefault_ahead();
-        cx.threads.start(engine, config.interval_ns, move || store.prefault_ahead()).map(|n| format!("{n} threads"))
+        let (taken, registry) = (taken.clone(), cx.threads.clone());
+        // The watcher runs this every 100 ms: a taken signal stops every
+        // timer, and the watcher with them.
+        let upkeep = move || {
+            store.prefault_ahead();
+            if taken.check(true) {
+                registry.stop();
+            }
+        };
+        cx.threads.start(engine, config.interval_ns, upkeep).map(|n| format!("{n} threads"))
     } else {
-        itimer::start(config.interval_ns).map(|()| "process-wide".to_string())
+        itimer::start(config.interval_ns).and_then(|()| {
+            let (registry, interval) = (cx.threads.clone(), config.interval_ns);
+            let watcher = Watcher::start(taken.clone(), move || registry.exclude(threads::current_tid()), move || stop_itimer_if_ours(interval))?;
+            *source.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+            Ok("process-wide".to_string())
+        })
     };
     let how = match started {
         Ok(t) => t,
@@ -207,7 +277,7 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         let apply: crate::trigger::gate::Apply = Box::new(move |open| {
             if per_thread {
                 threads.set_paused(!open);
-            } else {
+            } else if !taken.is_taken() {
                 let _ = itimer::set_interval(if open { interval } else { 0 });
             }
         });
@@ -217,8 +287,10 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
             return Err(e);
         }
     }
+    // Why not perf_events goes into the line: attached, the log is not seen.
+    let instead = source.fallback.as_ref().map(|why| format!(" instead of perf_events [{why}]")).unwrap_or_default();
     let line = format!(
-        "started {} profiling: engine {} ({}), interval {}, {}",
+        "started {} profiling: engine {} ({}){instead}, interval {}, {}",
         event.name(),
         engine.describe(),
         engine.signal_name(),
@@ -235,7 +307,8 @@ impl EventSource for CpuSource {
 
     fn status(&self) -> String {
         let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("{} ({}, interval {}): {}", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns), crate::source::fmt_samples(n))
+        let taken = self.taken.note().map(|n| format!("; {n}")).unwrap_or_default();
+        format!("{} ({}, interval {}): {}{taken}", self.event.name(), self.engine.short(), fmt_interval(self.interval_ns), crate::source::fmt_samples(n))
     }
 
     fn jfr_settings(&self) -> Vec<(u64, &'static str, String)> {
@@ -259,6 +332,11 @@ impl EventSource for CpuSource {
 
     fn stop(&mut self, _env: Option<(crate::jvmti::Jvmti, crate::jvmti::Jni)>) {
         native_dwarf::stop_watcher();
+        // Taken since the last look: counted (and warned about) too.
+        self.taken.check(true);
+        if let Some(mut w) = self.watcher.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.stop();
+        }
         if self.engine.per_thread() {
             self.threads.stop();
         } else {
@@ -301,6 +379,7 @@ impl EventSource for CpuSource {
             let (checked, differed) = signal::checked_walks();
             summary_line.push_str(&format!(" walk_checked={checked} walk_differed={differed}"));
         }
+        summary_line.push_str(&self.taken.summary_field());
         Built { label: "CPU".into(), key: "cpu", profile, summary_line, leak: None }
     }
 }
@@ -344,6 +423,9 @@ impl CpuSource {
         m.extra.push(("native stacks".into(), format!("cstack={}, {} samples with native frames{cost}", config.cstack.name(), summary.native_samples)));
         if let Some(why) = &self.fallback {
             m.extra.push(("engine fallback".into(), why.clone()));
+        }
+        if let Some(note) = self.taken.note() {
+            m.extra.push(("signal taken".into(), note));
         }
         (profile, summary)
     }

@@ -268,6 +268,15 @@ static PREV_PROF: Previous = Previous::new();
 /// SIGPROF. Other SIGPROFs go to the handler found here; [`disarm`] gives
 /// SIGPROF back to it.
 pub fn install() -> std::io::Result<()> {
+    if !PROF_INSTALLED.load(Ordering::SeqCst) {
+        // Another component's handler (JFR's, an application's): said, as
+        // it may be one that replaced oxprof's in an earlier recording.
+        if let Ok(now) = current_action(libc::SIGPROF) {
+            if now.sa_sigaction != libc::SIG_DFL && now.sa_sigaction != libc::SIG_IGN {
+                crate::log::info("SIGPROF has another component's handler: oxprof's goes in front of it and hands it every SIGPROF that is not oxprof's");
+            }
+        }
+    }
     take_over_once(&PROF_INSTALLED, libc::SIGPROF, on_sigprof, &[libc::SIGTRAP, WALL_SIGNAL], &PREV_PROF)
 }
 
@@ -299,6 +308,30 @@ fn release_sigprof() {
     }
     PROF_INSTALLED.store(false, Ordering::SeqCst);
     itimer::forget();
+}
+
+/// Whether oxprof installed its handler for `signo` (SIGPROF, SIGTRAP or
+/// the wall signal) and another component has replaced it since: then
+/// oxprof's signals reach that component's handler, not oxprof's (see
+/// `taken`). False when the action cannot be read.
+pub fn handler_replaced(signo: libc::c_int) -> bool {
+    let (installed, ours) = match signo {
+        libc::SIGPROF => (&PROF_INSTALLED, on_sigprof as *const () as usize),
+        libc::SIGTRAP => (&TRAP_INSTALLED, on_sigtrap as *const () as usize),
+        WALL_SIGNAL => (&WALL_INSTALLED, on_wall_signal as *const () as usize),
+        _ => return false,
+    };
+    installed.load(Ordering::SeqCst) && current_action(signo).is_ok_and(|now| now.sa_sigaction != ours)
+}
+
+/// The name of one of the sampling signals.
+pub fn signal_name(signo: libc::c_int) -> &'static str {
+    match signo {
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGTRAP => "SIGTRAP",
+        WALL_SIGNAL => "SIGVTALRM",
+        _ => "signal",
+    }
 }
 
 /// Whether SIGPROF is pending for the process or any of its threads, from

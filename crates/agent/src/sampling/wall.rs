@@ -20,7 +20,13 @@
 //! signal merged with an earlier one) loses no time: each thread's samples
 //! sum to the time it was alive during the recording. Threads the JVM does
 //! not run Java on answer their first signal as such and are left alone
-//! afterwards. Runs outside the signal handler.
+//! afterwards.
+//!
+//! The sampler sleeps in steps of at most [`SLEEP_STEP_NS`], so a stop (the
+//! JVM exiting, `stop`) is noticed within 20 ms whatever the interval. It
+//! also checks every 100 ms that the wall signal's handler is still
+//! oxprof's (`taken`): when another component replaced it, the sampler
+//! warns once and stops signalling. Runs outside the signal handler.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +44,7 @@ use crate::sampling::cpu::{trace_frames, Summary};
 use crate::sampling::cputime::thread_cpu_ns;
 use crate::sampling::signal::{self, monotonic_ns, SignalContext, WALL_COOKIE, WALL_SIGNAL};
 use crate::sampling::store::SampleStore;
+use crate::sampling::taken::Taken;
 use crate::sampling::threads::{self, Threads};
 use crate::sampling::wall_table::{self, NOT_JAVA, NO_SLOT};
 use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
@@ -72,6 +79,8 @@ const THREAD_GROUP: usize = 8;
 const MAX_GROUPS: usize = 20;
 /// How often the thread list is read again, at most.
 const LIST_PERIOD_NS: u64 = 100_000_000;
+/// The sampler's longest sleep: how soon it notices a stop.
+const SLEEP_STEP_NS: u64 = 20_000_000;
 
 static STORE: OnceLock<&'static SampleStore> = OnceLock::new();
 
@@ -112,6 +121,8 @@ pub struct WallSource {
     stop: Arc<AtomicBool>,
     sampler: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<Stats>,
+    /// Whether another component took the wall signal.
+    taken: Arc<Taken>,
 }
 
 /// Starts wall-clock sampling when the options ask for it.
@@ -131,10 +142,12 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     signal::arm_wall(ctx);
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(Stats::default());
-    let (stop2, stats2, registry) = (stop.clone(), stats.clone(), cx.threads.clone());
+    let advice = "stop the other component that handles SIGVTALRM, or profile without event=wall".to_string();
+    let taken = Arc::new(Taken::new(WALL_SIGNAL, "wall-clock samples", "wall", advice));
+    let (stop2, stats2, registry, taken2) = (stop.clone(), stats.clone(), cx.threads.clone(), taken.clone());
     let spawned = std::thread::Builder::new().name("oxprof-wall".into()).spawn(move || {
         registry.exclude(threads::current_tid());
-        run(interval_ns, store, &stop2, &stats2, &registry);
+        run(interval_ns, store, (&stop2, &taken2), &stats2, &registry);
         stats2.sampler_ns.store(thread_cpu_ns(), Ordering::Relaxed);
     });
     let handle = match spawned {
@@ -149,7 +162,7 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         fmt_interval(interval_ns),
         signals_per_tick(interval_ns)
     );
-    let source = WallSource { interval_ns, with_cpu: config.cpu.is_some(), stop, sampler: Mutex::new(Some(handle)), stats };
+    let source = WallSource { interval_ns, with_cpu: config.cpu.is_some(), stop, sampler: Mutex::new(Some(handle)), stats, taken };
     Ok(Some((Box::new(source), line)))
 }
 
@@ -181,6 +194,29 @@ fn signal_thread(pid: i32, tid: u32) -> bool {
     unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as libc::pid_t, WALL_SIGNAL, &info as *const libc::siginfo_t) == 0 }
 }
 
+/// Sleeps until `monotonic_ns()` reaches `until`, in steps of at most
+/// [`SLEEP_STEP_NS`]; returns early (false) when `stop` is set or the wall
+/// signal was found taken (checked every 100 ms).
+fn sleep_until(until: u64, stop: &AtomicBool, taken: &Taken) -> bool {
+    loop {
+        if stop.load(Ordering::Acquire) || taken.check(false) {
+            return false;
+        }
+        let left = until.saturating_sub(monotonic_ns());
+        if left == 0 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(left.min(SLEEP_STEP_NS)));
+    }
+}
+
+/// When group `k` of `groups` is due in a tick of `interval_ns` that began
+/// at `tick_start` (no overflow, whatever the interval).
+fn group_due(tick_start: u64, interval_ns: u64, k: u64, groups: u64) -> u64 {
+    let offset = (interval_ns as u128 * k as u128 / groups.max(1) as u128).min(u64::MAX as u128) as u64;
+    tick_start.saturating_add(offset)
+}
+
 /// The sampler loop (see the module comment). Each tick goes through the
 /// threads in groups of [`THREAD_GROUP`] spread evenly over the interval, so
 /// every thread is looked at (counted again, or signalled) at the same
@@ -188,7 +224,7 @@ fn signal_thread(pid: i32, tid: u32) -> bool {
 /// signals wakes every waiting thread at once. (Sending a tick's signals in
 /// one burst made a saturated Jetty's 2 ms sleeps read 0.67–0.84 of their
 /// truth; spread out, 0.96, as async-profiler, which spreads them too.)
-fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: &Stats, registry: &Threads) {
+fn run(interval_ns: u64, store: &'static SampleStore, (stop, taken): (&AtomicBool, &Taken), stats: &Stats, registry: &Threads) {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
     let start = monotonic_ns();
@@ -203,7 +239,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
     let mut tick_start = start;
     let budget = signals_per_tick(interval_ns);
     let slack = std::env::var("OXPROF_WALL_SLACK_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(IDLE_SLACK_NS);
-    while !stop.load(Ordering::Acquire) {
+    while !stop.load(Ordering::Acquire) && !taken.check(false) {
         let now = monotonic_ns();
         if now >= next_list {
             // The store's next pages resident before the handler gets there.
@@ -218,7 +254,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
                 }
                 alive
             });
-            next_list = now + LIST_PERIOD_NS.max(interval_ns);
+            next_list = now.saturating_add(LIST_PERIOD_NS.max(interval_ns));
         }
         let count = tids.len();
         // Groups of THREAD_GROUP, but no more than MAX_GROUPS pauses a tick
@@ -227,13 +263,9 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
         let groups = count.div_ceil(group).max(1) as u64;
         let (mut sent, mut deferred) = (0usize, 0u64);
         for i in 0..count {
-            if i > 0 && i % group == 0 {
-                // This group's moment in the tick.
-                let due = tick_start + interval_ns * (i / group) as u64 / groups;
-                let wait = due.saturating_sub(monotonic_ns());
-                if wait > 0 && !stop.load(Ordering::Acquire) {
-                    std::thread::sleep(std::time::Duration::from_nanos(wait.min(interval_ns)));
-                }
+            // This group's moment in the tick.
+            if i > 0 && i % group == 0 && !sleep_until(group_due(tick_start, interval_ns, (i / group) as u64, groups), stop, taken) {
+                break;
             }
             let Some(&tid) = tids.get((rotation + i) % count) else { continue };
             let seen_at = monotonic_ns();
@@ -286,18 +318,12 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, stats: 
         stats.deferred.fetch_add(deferred, Ordering::Relaxed);
         stats.threads.store(count as u64, Ordering::Relaxed);
         stats.ticks.fetch_add(1, Ordering::Relaxed);
-        tick_start += interval_ns;
+        tick_start = tick_start.saturating_add(interval_ns);
         let now = monotonic_ns();
         if tick_start <= now {
             tick_start = now; // late: skip the missed ticks (the weights cover them)
         }
-        // Sleep in steps, so a stop is noticed within 20 ms.
-        let mut left = tick_start.saturating_sub(now);
-        while left > 0 && !stop.load(Ordering::Acquire) {
-            let step = left.min(20_000_000);
-            std::thread::sleep(std::time::Duration::from_nanos(step));
-            left -= step;
-        }
+        sleep_until(tick_start, stop, taken);
     }
 }
 
@@ -308,7 +334,13 @@ impl EventSource for WallSource {
 
     fn status(&self) -> String {
         let n = stored().map(|s| s.stats().recorded).unwrap_or(0);
-        format!("wall (interval {}, {} threads): {}", fmt_interval(self.interval_ns), self.stats.threads.load(Ordering::Relaxed), crate::source::fmt_samples(n))
+        let taken = self.taken.note().map(|n| format!("; {n}")).unwrap_or_default();
+        format!(
+            "wall (interval {}, {} threads): {}{taken}",
+            fmt_interval(self.interval_ns),
+            self.stats.threads.load(Ordering::Relaxed),
+            crate::source::fmt_samples(n)
+        )
     }
 
     /// Alone, wall samples are written as the JDK's `jdk.ExecutionSample`
@@ -338,6 +370,8 @@ impl EventSource for WallSource {
         if let Some(h) = self.sampler.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+        // Taken since the sampler last looked: counted (and warned about) too.
+        self.taken.check(true);
         drop(signal::disarm_wall());
     }
 
@@ -351,7 +385,7 @@ impl EventSource for WallSource {
             0 => None,
             ns => Some(ns),
         };
-        let summary_line = format!(
+        let mut summary_line = format!(
             "wall summary: samples={} signalled={signalled} reused={reused} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
             s.samples,
             st.deferred.load(Ordering::Relaxed),
@@ -364,6 +398,7 @@ impl EventSource for WallSource {
             signal::wall_handler_mean_ns().unwrap_or(0),
             sampler_ns.map_or("n/a".to_string(), |ns| (ns / (signalled + reused).max(1)).to_string()),
         );
+        summary_line.push_str(&self.taken.summary_field());
         log::debug(&format!("wall reuse test CPU deltas (log2 ns buckets): {:?}", DELTAS.iter().map(|a| a.load(Ordering::Relaxed)).collect::<Vec<_>>()));
         Built { label: "Wall clock".into(), key: "wall", profile, summary_line, leak: None }
     }
@@ -394,6 +429,9 @@ impl WallSource {
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
+        if let Some(note) = self.taken.note() {
+            m.extra.push(("signal taken".into(), note));
+        }
         (profile, summary)
     }
 }
@@ -408,5 +446,35 @@ mod tests {
         assert_eq!(signals_per_tick(10_000_000), 100);
         assert_eq!(signals_per_tick(100_000), 16);
         assert_eq!(signals_per_tick(1_000_000_000), 1024);
+    }
+
+    /// Groups are spread over the tick; an interval of years (the options
+    /// take up to u64 nanoseconds) neither overflows nor wraps around.
+    #[test]
+    fn group_moments_do_not_overflow() {
+        assert_eq!(group_due(1_000, 30_000_000, 1, 3), 10_001_000);
+        assert_eq!(group_due(1_000, 30_000_000, 2, 3), 20_001_000);
+        let huge = 999_999_999 * 1_000_000_000;
+        assert_eq!(group_due(5, huge, 19, 20), 5 + huge / 20 * 19);
+        assert_eq!(group_due(5, u64::MAX, 3, 3), u64::MAX);
+    }
+
+    /// A stop is noticed within a sleep step, whatever is left to sleep.
+    #[test]
+    fn sleeps_end_soon_after_a_stop() {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        // A signal oxprof never installs: never found taken.
+        let taken = Taken::new(libc::SIGUSR1, "wall-clock samples", "wall", String::new());
+        let stop2 = stop.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            stop2.store(true, Ordering::Release);
+        });
+        let started = Instant::now();
+        assert!(!sleep_until(monotonic_ns() + 3_600_000_000_000, &stop, &taken));
+        setter.join().unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        stop.store(false, Ordering::Release);
+        assert!(sleep_until(monotonic_ns() + 30_000_000, &stop, &taken));
     }
 }
