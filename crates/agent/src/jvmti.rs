@@ -474,6 +474,22 @@ impl Jni {
         jni_call!(self.0, NewLocalRef, ptr::null_mut(), obj)
     }
 
+    /// Tells the JVM the current local frame holds `n` more local references
+    /// than JNI calls made (JVMTI functions such as GetAllThreads and
+    /// GetLoadedClasses return arrays of them), so `-Xcheck:jni` does not
+    /// warn. Capped at HotSpot's `MaxJNILocalCapacity`; harmless when refused.
+    pub fn ensure_local_capacity(self, n: usize) {
+        const MAX_LOCAL_CAPACITY: usize = 65_536;
+        let n = n.min(MAX_LOCAL_CAPACITY) as jint;
+        // SAFETY: `self.0` is the current thread's JNIEnv, whose function
+        // table lives as long as the VM; EnsureLocalCapacity only plans room.
+        unsafe {
+            if let Some(ensure) = (**self.0).EnsureLocalCapacity {
+                ensure(self.0, n);
+            }
+        }
+    }
+
     /// # Safety
     /// `obj` must be null or a local reference of the current local frame
     /// not yet deleted, and not be used afterwards.

@@ -115,23 +115,6 @@ fn strip_hidden_suffix(name: &str) -> String {
     name.to_string()
 }
 
-/// HotSpot's most local references a frame may plan for (`MaxJNILocalCapacity`).
-const MAX_LOCAL_CAPACITY: usize = 65_536;
-
-/// Tells the JVM the current local frame holds `n` more local references
-/// than JNI calls made (JVMTI functions that return arrays of references),
-/// so `-Xcheck:jni` does not warn. Harmless when refused.
-fn ensure_local_capacity(jni: Jni, n: usize) {
-    let n = n.min(MAX_LOCAL_CAPACITY) as jvmti_sys::jint;
-    // SAFETY: `jni.0` is the current thread's JNIEnv, whose function table
-    // lives as long as the VM; EnsureLocalCapacity only plans room.
-    unsafe {
-        if let Some(ensure) = (**jni.0).EnsureLocalCapacity {
-            ensure(jni.0, n);
-        }
-    }
-}
-
 /// Hidden and VM-anonymous classes carry an address (or, on JDK 11, an
 /// identity hash) in their name.
 fn is_hidden_signature(sig: &str) -> bool {
@@ -284,7 +267,7 @@ impl Symbols {
     pub fn prepare_loaded_classes(&self, jvmti: Jvmti, jni: Jni) -> usize {
         let classes = jvmti.loaded_classes().unwrap_or_default();
         let n = classes.len();
-        ensure_local_capacity(jni, n);
+        jni.ensure_local_capacity(n);
         for class in classes {
             // SAFETY: `class` is a local reference GetLoadedClasses returned
             // in this frame, deleted only after its last use.

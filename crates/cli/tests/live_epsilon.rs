@@ -48,3 +48,23 @@ fn xcheck_jni_finds_nothing_with_every_event() {
     }
     assert!(err.contains("started wall-clock profiling") && err.contains("started lock profiling"), "{err}");
 }
+
+/// Loops over every live thread (the allocation thread filter at start,
+/// the owners of `java.util.concurrent` locks) hold one local reference per
+/// thread: with 48 threads, past JNI's default 32, `-Xcheck:jni` still
+/// finds nothing to say.
+#[test]
+fn xcheck_jni_finds_nothing_with_many_threads() {
+    let s = Scratch::new("xcheck-jni-threads");
+    compile(&s.0, &["LockContention.java"]);
+    let out = s.path("x.collapsed");
+    let opts = format!("start,event=cpu,alloc=64k,alloc_threads=Thread-*,lock=0,file={}", out.display());
+    let o = run_java(&s.0, &opts, &["-Xcheck:jni"], &s.0, &["LockContention", "1", "24"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    for text in [&stdout, &err] {
+        assert!(!text.contains("JNI local refs"), "{text}");
+        assert!(!text.contains("WARNING in native method"), "{text}");
+    }
+    assert!(err.contains("threads matching 'Thread-*' (") && err.contains("lock summary:"), "{err}");
+}

@@ -224,7 +224,9 @@ impl AllocSampler {
             Some(pattern) => {
                 *lock(&self.filter) = Some(Filter { pattern: pattern.to_string(), enabled: Vec::new(), in_callback: false });
                 let mut n = 0;
-                for t in jvmti.all_threads().unwrap_or_default() {
+                let all = jvmti.all_threads().unwrap_or_default();
+                jni.ensure_local_capacity(all.len());
+                for t in all {
                     // SAFETY: `t` is a local reference GetAllThreads returned
                     // in this frame, deleted only after its last use.
                     unsafe {

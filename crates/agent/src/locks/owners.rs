@@ -179,7 +179,9 @@ fn by_java_id(id: i64, jvmti: Jvmti, jni: Jni) -> Option<LockOwner> {
 fn java_ids(jvmti: Jvmti, jni: Jni) -> HashMap<i64, LockOwner> {
     let mut out = HashMap::new();
     let Some(tid) = tid_field(jni) else { return out };
-    for t in jvmti.all_threads().unwrap_or_default() {
+    let all = jvmti.all_threads().unwrap_or_default();
+    jni.ensure_local_capacity(all.len());
+    for t in all {
         // SAFETY: `t` is a live local reference to a Thread, deleted only
         // after its last use; `tid` is Thread's `long tid`.
         unsafe {
