@@ -34,6 +34,17 @@ pub fn parse_size(s: &str) -> Result<String, String> {
     parse_size_bytes(s).map(|_| s.to_string())
 }
 
+/// The smallest live-object budget the agent takes.
+const MIN_LIVE_BUDGET: u64 = 64 * 1024;
+
+/// clap parser for `--live-budget`: a size of at least 64k, as the agent requires.
+fn parse_live_budget(s: &str) -> Result<String, String> {
+    if parse_size_bytes(s)? < MIN_LIVE_BUDGET {
+        return Err(format!("'{s}': the live-object budget must be at least 64k (e.g. 16m)"));
+    }
+    Ok(s.to_string())
+}
+
 /// clap parser for `--alloc [SIZE]`: an empty value (the flag without SIZE)
 /// is kept empty and becomes a bare `alloc`, so the agent picks the interval
 /// (the last one used in that JVM, else 512 KiB).
@@ -81,6 +92,125 @@ pub fn no_comma(what: &str, value: &str) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// The output extensions the agent tells a format from.
+const OUTPUT_NAMES: &str = ".html, .collapsed, .jfr, .pb.gz or .otlp.pb (also .folded, .txt, .pprof, .pb, .otlp)";
+
+/// Refuses an output name whose format the agent could not tell (`-o
+/// x.weird` without `--format`), before a JVM is started or attached to.
+/// Raw agent options that name a format leave the choice to them.
+pub fn check_output_name(output: &Path, format: Option<&str>, agent_opts: Option<&str>) -> Result<(), String> {
+    let format_in_opts = agent_opts.is_some_and(|o| {
+        o.split(',').map(str::trim).any(|item| {
+            item.starts_with("format=")
+                || item.starts_with("file=")
+                || ["collapsed", "folded", "flamegraph", "html", "pprof", "jfr", "otlp", "leaks"].contains(&item)
+        })
+    });
+    if format.is_some() || format_in_opts || oxprof_profile::OutputFormat::from_path(output).is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "-o {}: cannot tell the format from the name; end it in {OUTPUT_NAMES}, or give --format (flamegraph, collapsed, pprof, jfr, otlp, leaks)",
+        output.display()
+    ))
+}
+
+/// Refuses an output path whose directory does not exist, or that is a
+/// directory, before a JVM is started or attached to.
+pub fn check_output_dir(output: &Path) -> Result<(), String> {
+    let parent = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!("-o {}: directory {} does not exist; create it or choose another -o", output.display(), parent.display()));
+    }
+    if output.is_dir() {
+        return Err(format!("-o {}: that is a directory; give a file name such as {}", output.display(), output.join("profile.html").display()));
+    }
+    Ok(())
+}
+
+/// An agent's message in the CLI's words: the agent's option names become
+/// the flags that set them (`file=` → `-o`, `livemem` → `--live-budget`...).
+pub fn agent_words(message: &str) -> String {
+    // The option item quoted first: "invalid agent option 'KEY=VALUE': ...".
+    let mut text = message.to_string();
+    if let Some(rest) = text.strip_prefix("invalid agent option '") {
+        if let Some((item, problem)) = rest.split_once("': ") {
+            let (key, value) = item.split_once('=').map_or((item, None), |(k, v)| (k, Some(v)));
+            let flag = flag_of(key).map_or_else(|| format!("agent option {key}"), str::to_string);
+            text = match value {
+                Some(v) => format!("{flag} {v}: {problem}"),
+                None => format!("{flag}: {problem}"),
+            };
+        }
+    }
+    // The option names in the explanation.
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find(|c: char| c.is_ascii_lowercase()) {
+        out.push_str(&rest[..i]);
+        let word_len = rest[i..].find(|c: char| !(c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())).unwrap_or(rest.len() - i);
+        let word = &rest[i..i + word_len];
+        let after = &rest[i + word_len..];
+        let before_ok = !out.ends_with(|c: char| c.is_alphanumeric() || c == '-' || c == '.' || c == '/');
+        // An option as the agent writes it: `livemem`, `file=`, `begin=FUNC`.
+        // A placeholder value (FUNC, SIZE) is dropped; a real one kept.
+        let (is_option, value) = match after.strip_prefix('=') {
+            Some(v) => (true, &v[..v.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(v.len())]),
+            None => (["livemem", "gcroots", "nogc", "alloc_threads", "jstackdepth"].contains(&word), ""),
+        };
+        match flag_of(word).filter(|_| before_ok && is_option) {
+            Some(flag) => {
+                out.push_str(flag);
+                if value.chars().any(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+                    out.push(' ');
+                    out.push_str(value);
+                }
+                rest = &after[usize::from(!after.is_empty() && after.starts_with('=')) + value.len()..];
+            }
+            None => {
+                out.push_str(word);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The CLI flag that sets an agent option.
+fn flag_of(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "file" => "-o",
+        "format" => "--format",
+        "livemem" => "--live-budget",
+        "live" => "--live",
+        "nogc" | "live_gc" => "--no-gc",
+        "gcroots" => "--gc-roots",
+        "begin" => "--begin",
+        "end" => "--end",
+        "ttsp" => "--ttsp",
+        "interval" => "--interval",
+        "event" => "--event",
+        "alloc" => "--alloc",
+        "alloc_threads" => "--alloc-threads",
+        "wall" => "--wall",
+        "lock" => "--lock",
+        "loop" => "--loop",
+        "keep" => "--keep",
+        "upload" => "--upload",
+        "threads" => "--threads",
+        "cstack" => "--cstack",
+        "jstackdepth" => "--jstackdepth",
+        "title" => "--title",
+        "total" => "--total",
+        "state" => "--state",
+        _ => return None,
+    })
 }
 
 /// A path made absolute against our working directory.
@@ -168,10 +298,10 @@ pub struct SampleArgs {
     /// Keep CPU samples only after the JVM enters this native function
     /// (C++ name as `nm -C` prints it, with or without parameters, or the
     /// symbol), until it enters --end's
-    #[arg(long, value_name = "FUNCTION")]
+    #[arg(long, value_name = "FUNCTION", requires = "end")]
     pub begin: Option<String>,
     /// Stop keeping CPU samples when the JVM enters this native function
-    #[arg(long, value_name = "FUNCTION")]
+    #[arg(long, value_name = "FUNCTION", requires = "begin")]
     pub end: Option<String>,
     /// Sample allocations only on threads whose name matches this pattern (* and ?)
     #[arg(long, value_name = "GLOB", requires = "alloc")]
@@ -263,8 +393,8 @@ pub struct LiveArgs {
     #[arg(long)]
     pub live: bool,
     /// Memory budget for tracked objects; beyond it the tracked set is
-    /// thinned without bias [default: 16m]
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// thinned without bias; at least 64k [default: 16m]
+    #[arg(long, value_name = "SIZE", value_parser = parse_live_budget)]
     pub live_budget: Option<String>,
     /// Do not force a full GC before the live report (it may then count garbage)
     #[arg(long)]
@@ -329,6 +459,30 @@ mod tests {
     }
 
     #[test]
+    fn agent_messages_in_cli_words() {
+        assert_eq!(agent_words("invalid agent option 'livemem=1k': livemem must be at least 64k"), "--live-budget 1k: --live-budget must be at least 64k");
+        assert_eq!(
+            agent_words("invalid agent option 'begin': begin=FUNC needs end=FUNC: samples are kept from a call of begin until the next call of end"),
+            "--begin: --begin needs --end: samples are kept from a call of begin until the next call of end"
+        );
+        assert_eq!(
+            agent_words("directory /nonexist does not exist; create it or choose another file="),
+            "directory /nonexist does not exist; create it or choose another -o"
+        );
+        assert_eq!(agent_words("livemem, nogc and format=leaks need live"), "--live-budget, --no-gc and --format leaks need live");
+        assert_eq!(agent_words("profile written to /tmp/a-file=x.html"), "profile written to /tmp/a-file=x.html");
+    }
+
+    #[test]
+    fn output_names() {
+        assert!(check_output_name(Path::new("x.weird"), None, None).unwrap_err().starts_with("-o x.weird: cannot tell the format"));
+        assert!(check_output_name(Path::new("x.weird"), Some("pprof"), None).is_ok());
+        assert!(check_output_name(Path::new("x.weird"), None, Some("ann,format=jfr")).is_ok());
+        assert!(check_output_name(Path::new("x.pb.gz"), None, None).is_ok());
+        assert!(check_output_dir(Path::new("/nonexistent-dir/x.html")).unwrap_err().contains("choose another -o"));
+    }
+
+    #[test]
     fn live_flags() {
         let l = parse(&["--live", "--live-budget", "4m", "--no-gc", "--gc-roots"]).unwrap();
         assert_eq!(l.start_options().unwrap(), ["live", "livemem=4m", "nogc", "gcroots=5s"]);
@@ -339,6 +493,8 @@ mod tests {
         assert!(parse(&["--live-budget", "lots"]).unwrap_err().contains("'lots' is not a size"));
         assert!(parse(&["--gc-roots", "soon"]).unwrap_err().contains("'soon' is not a duration"));
         assert!(parse(&["--no-gc"]).unwrap().start_options().unwrap_err().contains("need --live"));
+        let e = parse(&["--live", "--live-budget", "1k"]).unwrap_err();
+        assert!(e.contains("--live-budget") && e.contains("at least 64k"), "{e}");
         assert_eq!(parse(&[]).unwrap().alloc(None), None);
     }
 }

@@ -4,7 +4,7 @@
 //! HTML page and the text summary show the recording's safepoints too.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -71,7 +71,11 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
             "convert writes .html, .collapsed, .pb.gz/.pprof, .otlp.pb or --format text; JFR is written by the agent while recording (file=rec.jfr)".into()
         );
     }
+    if args.output == Path::new("-") && matches!(target, Target::Format(OutputFormat::Pprof | OutputFormat::Otlp)) && std::io::stdout().is_terminal() {
+        return Err("-o -: binary output (pprof, OTLP) to a terminal; redirect it (> out.pb.gz) or use -o FILE".into());
+    }
     args.selection.check()?;
+    input::not_an_input(&args.output, &args.output, &[&args.input])?;
     let mut selection = args.selection.clone();
     // pprof carries states as labels, OTLP as attributes, the text report
     // as its state table.
@@ -89,9 +93,9 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };
-    let written = write(&profiles, &safepoints, leak.as_ref(), target, counter, &args.output)?;
+    let written = write(&profiles, &safepoints, leak.as_ref(), target, counter, &args.output, &args.input)?;
     for path in written {
-        eprintln!("oxprof: wrote {}", path.display());
+        errln!("oxprof: wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -103,7 +107,10 @@ fn write(
     target: Target,
     counter: Counter,
     out: &Path,
+    input: &Path,
 ) -> Result<Vec<PathBuf>, String> {
+    // Every file is checked before the first is written.
+    let check = |paths: &[&PathBuf]| paths.iter().try_for_each(|p| input::not_an_input(out, p, &[input]));
     let mut plain: Vec<Profile> = profiles.iter().map(|(_, p)| p.without_lines()).collect();
     let mut written = Vec::new();
     let stdout = out == Path::new("-");
@@ -144,6 +151,7 @@ fn write(
             if stdout {
                 one_on_stdout(groups.len(), profiles)?;
             }
+            check(&groups.iter().map(|g| &g.0).collect::<Vec<_>>())?;
             for (path, parts) in groups {
                 emit(&path, |w| pprof::write_parts(&parts, w))?;
                 written.push(path);
@@ -159,8 +167,10 @@ fn write(
             if stdout {
                 one_on_stdout(profiles.len(), profiles)?;
             }
-            for (i, (key, _)) in profiles.iter().enumerate() {
-                let path = if i == 0 { out.to_path_buf() } else { input::sibling(out, key) };
+            let paths: Vec<PathBuf> =
+                profiles.iter().enumerate().map(|(i, (key, _))| if i == 0 { out.to_path_buf() } else { input::sibling(out, key) }).collect();
+            check(&paths.iter().collect::<Vec<_>>())?;
+            for (i, path) in paths.into_iter().enumerate() {
                 emit(&path, |w| collapsed::write(&plain[i], CollapsedOptions { counter, annotate: false }, w))?;
                 written.push(path);
             }

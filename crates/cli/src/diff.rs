@@ -19,7 +19,10 @@ use crate::input::{self, Selection};
     after_help = "Examples:\n  oxprof diff before.jfr after.jfr -o diff.html\n  oxprof diff before.jfr after.jfr -o diff.collapsed --alloc --total\n  oxprof diff before.jfr after.jfr -o blocked.html --wall --state blocked,waiting,parked\n\nShares are normalised by each file's total, so recordings of different\nlengths compare. The collapsed output has two counts per line: before, after.\n\n-o - writes the collapsed form to stdout (as convert -o - writes collapsed stacks).\n  oxprof diff before.jfr after.jfr -o - --cpu | grep Worker"
 )]
 pub struct DiffArgs {
+    /// The baseline: a JFR recording, a pprof file or collapsed stacks
+    /// (blue where AFTER has less)
     pub before: PathBuf,
+    /// The file compared with BEFORE, of the same kinds (red where it has more)
     pub after: PathBuf,
     /// Output file: .html (flame graph) or .collapsed/.folded/.txt (two counts per line);
     /// - for stdout (two counts per line)
@@ -49,13 +52,37 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
         return Err("diff writes .html or .collapsed; pprof, JFR and OTLP have no diff form (use `go tool pprof -diff_base` on two converted files)".into());
     }
     args.selection.check()?;
+    input::not_an_input(&args.output, &args.output, &[&args.before, &args.after])?;
     let before = input::load(&args.before)?;
     let after = input::load(&args.after)?;
     let b = args.selection.profiles(&before).map_err(|e| format!("{}: {e}", args.before.display()))?;
     let a = args.selection.profiles(&after).map_err(|e| format!("{}: {e}", args.after.display()))?;
+    // One kind is compared: when a file holds several, the user says which.
+    let sel = &args.selection;
+    let flags = [("cpu", sel.cpu), ("wall", sel.wall), ("alloc", sel.alloc), ("live", sel.live), ("lock", sel.lock)];
+    let asked: Vec<&str> = flags.iter().filter_map(|(k, given)| given.then_some(*k)).collect();
+    if asked.len() > 1 {
+        return Err(format!("diff compares one kind of samples: give one of {}", asked.iter().map(|k| format!("--{k}")).collect::<Vec<_>>().join(", ")));
+    }
+    for (file, kinds) in [(&args.before, &b), (&args.after, &a)] {
+        if kinds.len() > 1 {
+            let keys: Vec<String> = kinds.iter().map(|(k, _)| format!("--{k}")).collect();
+            return Err(format!(
+                "{} holds several kinds of samples ({}) and diff compares one: pick it with {}",
+                file.display(),
+                kinds.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "),
+                keys.join(", ")
+            ));
+        }
+    }
     let (key, after_p) = a.into_iter().next().ok_or("no profile in the second file")?;
-    let before_p =
-        b.into_iter().find(|(k, _)| *k == key).map(|(_, p)| p).ok_or_else(|| format!("{} has no {key} samples to compare with", args.before.display()))?;
+    let (before_key, before_p) = b.into_iter().next().ok_or("no profile in the first file")?;
+    // A file of one profile (collapsed stacks, pprof) takes the other's kind.
+    let single = |p: &Profile| p.meta.counts_only();
+    if before_key != key && !single(&before_p) && !single(&after_p) {
+        return Err(format!("{} holds {before_key} samples and {} {key} samples: there is nothing to compare", args.before.display(), args.after.display()));
+    }
+    let kind = if single(&after_p) { before_key } else { key };
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let (before_p, after_p) = (before_p.without_lines(), after_p.without_lines());
     match format {
@@ -63,7 +90,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
         _ => emit(&args.output, |w| write_collapsed_diff(&before_p, &after_p, counter, w))?,
     }
     if !stdout {
-        eprintln!("oxprof: wrote {}", args.output.display());
+        errln!("oxprof: wrote {} ({kind} samples compared)", args.output.display());
     }
     Ok(ExitCode::SUCCESS)
 }

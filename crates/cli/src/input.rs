@@ -115,15 +115,15 @@ pub fn load(path: &Path) -> Result<Input, String> {
         let mut progress = |done: u64, total: u64| {
             if tty && total > 0 && (done - last > total / 50 || done == total) {
                 last = done;
-                eprint!("\rreading {}: {:3}% ", path.display(), done * 100 / total);
+                err_print!("\rreading {}: {:3}% ", path.display(), done * 100 / total);
                 if done == total {
-                    eprintln!();
+                    errln!();
                 }
             }
         };
         let rec = jfr_read::read_file(path, &mut progress)?;
         for w in &rec.warnings {
-            eprintln!("oxprof: warning: {}: {w}", path.display());
+            errln!("oxprof: warning: {}: {w}", path.display());
         }
         return Ok(Input::Jfr(Box::new(rec)));
     }
@@ -297,6 +297,21 @@ impl Selection {
                 if self.from.is_some() || self.to.is_some() {
                     return Err("--from/--to need a JFR recording; pprof, OTLP and collapsed files have no timestamped samples".into());
                 }
+                // Collapsed stacks (counts only) say not what they sampled:
+                // a kind flag other than the default --cpu cannot select.
+                if let [p] = &ps[..] {
+                    let flags: Vec<&str> = [("--wall", self.wall), ("--alloc", self.alloc), ("--live", self.live), ("--lock", self.lock)]
+                        .into_iter()
+                        .filter_map(|(f, given)| given.then_some(f))
+                        .collect();
+                    if p.meta.counts_only() && !flags.is_empty() {
+                        return Err(format!(
+                            "{} cannot select from this file: it holds one profile of counts only (collapsed stacks, or converted from them), which does not say what it sampled; leave {} out",
+                            flags.join("/"),
+                            if flags.len() == 1 { "it" } else { "them" }
+                        ));
+                    }
+                }
                 let mut out: Vec<(&'static str, Profile)> = Vec::new();
                 for p in ps {
                     let key = kind_key(&p.meta.event);
@@ -438,11 +453,18 @@ pub fn parse_time(s: &str, start_ns: i64, end_ns: i64) -> Result<i64, String> {
         let h: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
         let m: i64 = hms.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
         let sec: f64 = hms.next().map_or(Some(0.0), |v| v.parse().ok()).ok_or_else(bad)?;
+        // A time of day: 00:00:00 to 23:59:59.999.
+        if hms.next().is_some() || !(0..24).contains(&h) || !(0..60).contains(&m) || !(0.0..60.0).contains(&sec) {
+            return Err(format!("'{s}' is not a time of day (00:00:00 to 23:59:59, UTC); {}", not_a_time(s)));
+        }
         let day_ns = 86_400_000_000_000i64;
         let day_start = match date {
             Some(d) => {
                 let mut p = d.split('-').map(|v| v.parse::<i64>().ok());
-                let (Some(Some(y)), Some(Some(mo)), Some(Some(da))) = (p.next(), p.next(), p.next()) else { return Err(bad()) };
+                let (Some(Some(y)), Some(Some(mo)), Some(Some(da)), None) = (p.next(), p.next(), p.next(), p.next()) else { return Err(bad()) };
+                if !(1..=12).contains(&mo) || !(1..=31).contains(&da) {
+                    return Err(format!("'{s}' is not a date and time: the month is 01 to 12, the day 01 to 31"));
+                }
                 days_from_civil(y, mo, da) * day_ns
             }
             None => start_ns.div_euclid(day_ns) * day_ns,
@@ -488,6 +510,33 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Refuses to write `output` (`-o` as given, or a side file written
+/// beside it) when it is one of the `inputs` (the same file: device and
+/// inode, so a hard link or another spelling is seen too): writing it
+/// would destroy what was to be read.
+pub fn not_an_input(given: &Path, output: &Path, inputs: &[&Path]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if output == Path::new("-") {
+        return Ok(());
+    }
+    let Ok(out) = std::fs::metadata(output) else { return Ok(()) };
+    for input in inputs {
+        if std::fs::metadata(input).is_ok_and(|m| m.dev() == out.dev() && m.ino() == out.ino()) {
+            return Err(if given == output {
+                format!("-o {}: that is the input file {}; writing it would destroy the input: choose another output file", given.display(), input.display())
+            } else {
+                format!(
+                    "-o {}: the side file {} written beside it is the input file {}; writing it would destroy the input: choose another output name",
+                    given.display(),
+                    output.display(),
+                    input.display()
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `dir/name.ext` → `dir/name.KEY.ext` (`.pb.gz` kept whole), for the
 /// second and later profiles of a one-profile-per-file format.
 pub fn sibling(path: &Path, key: &str) -> PathBuf {
@@ -519,6 +568,11 @@ mod tests {
         assert_eq!(parse_time("2023-11-14T22:13:21Z", start, end), Ok(start + 1_000_000_000));
         assert!(parse_time("soon", start, end).is_err());
         assert!(parse_time("12:xx", start, end).is_err());
+        for bad in ["25:00:00", "23:60:00", "23:59:60", "-1:00:00", "2023-13-01T00:00:00Z", "2023-11-32T00:00:00Z"] {
+            assert!(parse_time(bad, start, end).is_err(), "{bad} taken");
+        }
+        assert!(parse_time("25:00:00", start, end).unwrap_err().contains("not a time of day"));
+        assert!(parse_time("23:59:59.5", start, end).is_ok());
     }
 
     #[test]

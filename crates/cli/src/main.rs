@@ -2,7 +2,11 @@
 //!
 //! Subcommands: `record` runs a Java command with the agent loaded, `attach`
 //! and `list` work on running JVMs, `demo` compiles and profiles the bundled
-//! demo program; `convert`, `diff` and `report` work on recorded files. Each lives in its own module.
+//! demo program; `convert`, `diff` and `report` work on recorded files. Each lives in its own module;
+//! `print` writes the CLI's messages without panicking on a closed or full stdout or stderr.
+
+#[macro_use]
+mod print;
 
 mod agent;
 mod agent_opts;
@@ -49,9 +53,11 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
     };
     match result {
+        // A stdout that failed (full, not closed by its reader) was said.
+        Ok(_) if print::stdout_failed() => ExitCode::from(2),
         Ok(code) => code,
         Err(e) => {
-            eprintln!("oxprof: {e}");
+            errln!("oxprof: {e}");
             ExitCode::from(2)
         }
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
-use crate::agent_opts::{absolute, check_interval, no_comma, parse_interval, SampleArgs};
+use crate::agent_opts::{absolute, agent_words, check_interval, check_output_dir, check_output_name, no_comma, parse_interval, SampleArgs};
 use clap::Args;
 use oxprof_profile::OutputFormat;
 
@@ -15,7 +15,7 @@ use crate::agent;
 #[derive(Args, Debug, Clone)]
 #[command(
     about = "Run a Java program with the profiler and write a profile when it exits",
-    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer --interval 5ms -o cpu.collapsed -- java -jar app.jar\n  oxprof record --threads -- java -cp app MyMain    (one root per thread)\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar   (on and off the CPU)\n  oxprof record --event cpu --wall 50ms --state -o rec.jfr -- java -jar app.jar    (CPU and wall clock)\n  oxprof record --event lock --lock 1ms -o locks.html -- java -jar app.jar   (lock contention)"
+    after_help = "Examples:\n  oxprof record -o profile.html -- java -cp app MyMain\n  oxprof record --event itimer -i 5ms -o cpu.collapsed -- java -jar app.jar\n\n  One root per thread:\n  oxprof record --threads -- java -cp app MyMain\n\n  On and off the CPU (wall clock):\n  oxprof record --event wall --threads -o wall.html -- java -jar app.jar\n\n  CPU and wall clock with thread states, to JFR:\n  oxprof record --event cpu --wall 50ms --state -o rec.jfr -- java -jar app.jar\n\n  Lock contention:\n  oxprof record --event lock --lock 1ms -o locks.html -- java -jar app.jar"
 )]
 pub struct RecordArgs {
     #[command(flatten)]
@@ -126,7 +126,7 @@ pub fn java_command(command: &[String], agent_path: &Path, options: &str) -> Res
             Ok(v) if !v.trim().is_empty() => format!("{v} {quoted}"),
             _ => quoted,
         };
-        eprintln!("[oxprof] '{java}' is not the java launcher: the agent goes in JAVA_TOOL_OPTIONS, so every JVM it starts is profiled (into the same output)");
+        errln!("[oxprof] '{java}' is not the java launcher: the agent goes in JAVA_TOOL_OPTIONS, so every JVM it starts is profiled (into the same output)");
         cmd.env("JAVA_TOOL_OPTIONS", value);
     }
     cmd.args(rest);
@@ -207,8 +207,11 @@ fn read_capped(path: &Path) -> std::io::Result<String> {
 
 /// Runs `oxprof record`.
 pub fn run(args: RecordArgs) -> Result<ExitCode, String> {
+    // The flags the agent would refuse only once the JVM starts.
+    check_output_name(&args.output, args.format.as_deref(), args.agent_opts.as_deref())?;
     let agent_path = agent::find_agent()?;
     let output = absolute(&args.output);
+    check_output_dir(&output)?;
     if let Some(f) = &args.format {
         if f != "leaks" {
             OutputFormat::from_word(f).ok_or_else(|| format!("unknown format '{f}'"))?;
@@ -259,7 +262,7 @@ pub fn run_child(cmd: &mut Command, status: &Path, program: &str) -> Result<Exit
         match child.try_wait() {
             Ok(Some(st)) => {
                 if shown {
-                    eprint!("\r\x1b[K");
+                    err_print!("\r\x1b[K");
                 }
                 return Ok(st);
             }
@@ -268,7 +271,7 @@ pub fn run_child(cmd: &mut Command, status: &Path, program: &str) -> Result<Exit
         }
         if tty {
             let samples = read_capped(status).ok().and_then(|s| parse_status(&s)).unwrap_or(0);
-            eprint!("\r\x1b[K[oxprof] recording {:.1}s, {} samples", started.elapsed().as_secs_f64(), samples);
+            err_print!("\r\x1b[K[oxprof] recording {:.1}s, {} samples", started.elapsed().as_secs_f64(), samples);
             let _ = std::io::stderr().flush();
             shown = true;
         }
@@ -291,15 +294,17 @@ pub fn report(log_text: &str) {
             if !written.contains(&p) {
                 written.push(p);
             }
-        } else if line.contains("warning:") || line.contains("error:") || line.contains("summary:") {
-            eprintln!("{line}");
+        } else if line.contains("summary:") {
+            errln!("{line}");
+        } else if line.contains("warning:") || line.contains("error:") {
+            errln!("{}", agent_words(line));
         }
     }
     if written.is_empty() {
-        eprintln!("[oxprof] no profile was written (did the JVM start? see the messages above)");
+        errln!("[oxprof] no profile was written (did the JVM start? see the messages above)");
     }
     for p in written {
-        eprintln!("[oxprof] profile written to {}", p.display());
+        errln!("[oxprof] profile written to {}", p.display());
     }
 }
 
@@ -362,10 +367,14 @@ mod tests {
         assert!(o(&["--event", "lock", "--", "java"]).starts_with("start,event=lock,file=/w.html,"));
         assert!(o(&["--lock", "0", "--", "java"]).starts_with("start,lock=0,file="));
         assert!(o(&["--ttsp", "--", "java"]).starts_with("start,event=cpu,ttsp,file="));
-        let e = agent_options(&args(&["--begin", "f(int, long)", "--", "java"]), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
+        let e =
+            agent_options(&args(&["--begin", "f(int, long)", "--end", "g", "--", "java"]), Path::new("/w.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
         assert!(e.contains("--begin function") && e.contains("comma"), "{e}");
         assert!(o(&["--begin", "my_begin", "--end", "_ZN3Foo3endEv", "--", "java"]).starts_with("start,event=cpu,begin=my_begin,end=_ZN3Foo3endEv,file="));
         assert!(o(&["--event", "cpu", "--wall", "--lock", "--", "java"]).starts_with("start,event=cpu,lock,wall,"));
+        // --begin without --end (or the other way) is refused by clap, naming both.
+        let e = T::try_parse_from(["t", "--begin", "f", "--", "java"]).err().unwrap().to_string();
+        assert!(e.contains("--end <FUNCTION>"), "{e}");
         let e = T::try_parse_from(["t", "--wall", "20us", "--", "java"]).err().unwrap().to_string();
         assert!(e.contains("--wall") && e.contains("at least 100us"), "{e}");
         let e = T::try_parse_from(["t", "--wall", "abc", "--", "java"]).err().unwrap().to_string();

@@ -30,8 +30,8 @@ use crate::input::{self, Input, Selection};
 pub struct ReportArgs {
     /// A JFR recording, a pprof file or collapsed stacks
     pub file: PathBuf,
-    /// Rows per table
-    #[arg(long, default_value_t = 10)]
+    /// Rows per table (at least 1)
+    #[arg(long, default_value_t = 10, value_parser = parse_top)]
     pub top: usize,
     /// Only the N longest spans (OxProfiler.span, in oxprof's JFR recordings), with what
     /// their thread did meanwhile
@@ -39,6 +39,14 @@ pub struct ReportArgs {
     pub slowest_spans: Option<usize>,
     #[command(flatten)]
     pub selection: Selection,
+}
+
+/// clap parser for `--top`: a whole number of rows, at least 1.
+fn parse_top(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("'{s}': --top is a number of rows per table, at least 1")),
+    }
 }
 
 pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
@@ -166,8 +174,12 @@ fn slowest_spans(rec: &Recording, selection: &Selection, n: usize, out: &mut dyn
         let mut methods: HashMap<&str, u64> = HashMap::new();
         for (_, stack) in inside {
             let frames = rec.stacks.get(*stack as usize).map_or(&[][..], Vec::as_slice);
-            let innermost =
-                frames.iter().rev().map(|&f| &rec.frames[f as usize]).find(|f| is_java(f.kind)).or_else(|| frames.last().map(|&f| &rec.frames[f as usize]));
+            let innermost = frames
+                .iter()
+                .rev()
+                .map(|&f| &rec.frames[f as usize])
+                .find(|f| is_java_method(f.kind, &f.name))
+                .or_else(|| frames.last().map(|&f| &rec.frames[f as usize]));
             if let Some(f) = innermost {
                 *methods.entry(f.name.as_str()).or_default() += 1;
             }
@@ -357,8 +369,8 @@ fn methods(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io
     methods_by(p, title, top, false, out)
 }
 
-/// [`methods`] with `self` going to the innermost Java method of a stack
-/// when `java_self` (wall clock and locks: every waiting thread's innermost
+/// [`methods`] with `self` going to the innermost Java method (a `native`
+/// one included, as the lock table's "waited in") of a stack when `java_self` (wall clock and locks: every waiting thread's innermost
 /// frame is the same futex call in libc, and the Java code under it is what
 /// the reader looks for), else to the innermost frame.
 fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut dyn Write) -> std::io::Result<()> {
@@ -374,7 +386,7 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
             .map(|&f| p.frame(f))
             .filter(|f| !matches!(f.kind, FrameKind::Alloc | FrameKind::Lock | FrameKind::Thread | FrameKind::State | FrameKind::Label))
             .collect();
-        let leaf = if java_self { kept.iter().rev().find(|f| is_java(f.kind)).or(kept.last()) } else { kept.last() };
+        let leaf = if java_self { kept.iter().rev().find(|f| is_java_frame(f)).or(kept.last()) } else { kept.last() };
         let frames: Vec<&str> = kept.iter().map(|f| f.name.as_str()).collect();
         if let Some(leaf) = leaf.map(|f| f.name.as_str()) {
             let e = self_of.entry(leaf).or_default();
@@ -404,9 +416,34 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
     Ok(())
 }
 
-/// Whether a frame is a Java method's.
+/// Whether a frame kind is a Java method's (a `native` Java method is
+/// [`FrameKind::Native`], as C functions are: see [`is_java_frame`]).
 fn is_java(kind: FrameKind) -> bool {
     matches!(kind, FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java)
+}
+
+/// Whether a frame is a Java method's, a `native` Java method
+/// (`jdk.internal.misc.Unsafe.park`) included: a native frame named
+/// `package.Class.method`, which no C function is (their local copies,
+/// `memcpy.part.0`, end in a number or a compiler's suffix).
+fn is_java_frame(f: &oxprof_profile::Frame) -> bool {
+    is_java_method(f.kind, &f.name)
+}
+
+/// [`is_java_frame`] of a frame's kind and name.
+fn is_java_method(kind: FrameKind, name: &str) -> bool {
+    if is_java(kind) {
+        return true;
+    }
+    if kind != FrameKind::Native || name.contains(['+', '@', ' ', '(', '/', ':', '`']) || name.contains(".so") {
+        return false;
+    }
+    let parts: Vec<&str> = name.split('.').collect();
+    let ident = |p: &&str| {
+        p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$') && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    let suffix = ["part", "isra", "constprop", "cold", "lto_priv", "localalias", "plt"];
+    parts.len() >= 2 && parts.iter().all(ident) && !parts[1..].iter().any(|p| suffix.contains(p))
 }
 
 /// A sample's thread state, from its state frame.
@@ -585,7 +622,7 @@ impl<'r> WindowMethods<'r> {
 fn innermost_java(rec: &Recording, stack: u32) -> &str {
     let frames = rec.stacks.get(stack as usize).map_or(&[][..], Vec::as_slice);
     let frame = |f: &u32| &rec.frames[*f as usize];
-    frames.iter().rev().map(frame).find(|f| is_java(f.kind)).or(frames.last().map(frame)).map_or("[no stack]", |f| f.name.as_str())
+    frames.iter().rev().map(frame).find(|f| is_java_method(f.kind, &f.name)).or(frames.last().map(frame)).map_or("[no stack]", |f| f.name.as_str())
 }
 
 /// Rows of a (name, count) map, largest first, then by name.
@@ -637,4 +674,20 @@ fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::i
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_java_methods_are_java_methods() {
+        assert!(is_java_method(FrameKind::Native, "jdk.internal.misc.Unsafe.park"));
+        assert!(is_java_method(FrameKind::Native, "java.lang.Thread.sleep0"));
+        assert!(is_java_method(FrameKind::Jit, "anything"));
+        for c in ["__futex_abstimed_wait_common", "memcpy.part.0", "foo.isra.0", "bar.cold", "libc.so.6+0x1234", "pthread_cond_wait@@GLIBC_2.3.2"] {
+            assert!(!is_java_method(FrameKind::Native, c), "{c}");
+        }
+        assert!(!is_java_method(FrameKind::Cpp, "JVM_Sleep.x"));
+    }
 }
