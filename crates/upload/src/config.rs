@@ -1,10 +1,14 @@
 //! What an upload is configured with ([`UploadConfig`]) and how the agent's
 //! option string fills it ([`UploadOptions`]): the store's URL and kind, the
 //! service name and labels, where the credential is read from, the queue's
-//! bounds, the time-outs and the retry limits. Every error is one line that
+//! bounds, the time-outs, the retry limits, and where and how much of what
+//! the store did not take is kept on disk. Every error is one line that
 //! names the option and what it accepts; none repeats a credential.
 
+use std::fmt;
+use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use oxprof_profile::units::{parse_size_bytes, parse_wall_duration_ns};
@@ -51,8 +55,31 @@ pub enum AuthSource {
     File(PathBuf),
 }
 
+/// The directories what the store did not take may be kept in
+/// (`crate::spool`), in order of preference: the `n`-th is made (or found)
+/// on call; `None` past the last. Called on the thread that writes, at the
+/// first payload kept and after a directory failed.
+#[derive(Clone)]
+pub struct SpoolDirs(pub Arc<dyn Fn(usize) -> Option<io::Result<PathBuf>> + Send + Sync>);
+
+impl fmt::Debug for SpoolDirs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpoolDirs(..)")
+    }
+}
+
+impl SpoolDirs {
+    /// One directory, made if missing (tests; a caller with one place).
+    pub fn one(dir: PathBuf) -> SpoolDirs {
+        SpoolDirs(Arc::new(move |n| (n == 0).then(|| std::fs::create_dir_all(&dir).map(|()| dir.clone()))))
+    }
+}
+
 /// OTLP/HTTP's recommended limit on a request body before compression.
 pub const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+
+/// The default bound on the files kept of what the store did not take.
+pub const DEFAULT_SPOOL_BYTES: u64 = 64 << 20;
 
 /// Everything the uploader needs; build it with [`UploadConfig::new`] or
 /// [`UploadOptions`], then adjust the public fields.
@@ -95,6 +122,17 @@ pub struct UploadConfig {
     /// Pyroscope's `spyName`: `javaspy` makes the server file the profiles
     /// as Java (the language it derives from the spy name).
     pub spy_name: String,
+    /// Where a payload the store did not take is kept instead of being
+    /// lost (given up, pushed out of the full queue, unsent at the shutdown
+    /// deadline); `None`: nowhere (it is counted lost).
+    pub spool_dirs: Option<SpoolDirs>,
+    /// At most this many bytes of such files (`upload_spool_bytes`); the
+    /// oldest are removed past it. 0 keeps none.
+    pub spool_bytes: u64,
+    /// Where the caller keeps every payload anyway (the agent's interval
+    /// files with `file=`), said in messages instead of calling the
+    /// payloads the store did not take lost.
+    pub kept_by_caller: Option<String>,
 }
 
 impl UploadConfig {
@@ -121,6 +159,9 @@ impl UploadConfig {
             log_interval: Duration::from_secs(60),
             extra_roots: None,
             spy_name: "javaspy".to_string(),
+            spool_dirs: None,
+            spool_bytes: DEFAULT_SPOOL_BYTES,
+            kept_by_caller: None,
         })
     }
 
@@ -301,6 +342,7 @@ pub fn parse_auth(spec: &str) -> Result<AuthSource, String> {
 /// | `upload_retries=N` | attempts per payload, default 8 |
 /// | `upload_max_age=DUR` | give a payload up after this long queued, default 5m |
 /// | `upload_ca=PATH` | PEM file of extra trusted root certificates |
+/// | `upload_spool_bytes=SIZE` | what the store did not take, kept on disk: at most this much (default 64m, 0 keeps none) |
 #[derive(Clone, Debug, Default)]
 pub struct UploadOptions {
     endpoint: Option<String>,
@@ -316,11 +358,12 @@ pub struct UploadOptions {
     max_attempts: Option<u32>,
     max_age: Option<Duration>,
     extra_roots: Option<PathBuf>,
+    spool_bytes: Option<u64>,
 }
 
 /// The option keys [`UploadOptions::accept`] takes (besides `format=otlp|pyroscope`).
 pub const OPTION_KEYS: &str =
-    "upload, service, labels, auth, upload_tenant, upload_queue, upload_queue_bytes, upload_connect_timeout, upload_timeout, upload_retries, upload_max_age, upload_ca";
+    "upload, service, labels, auth, upload_tenant, upload_queue, upload_queue_bytes, upload_connect_timeout, upload_timeout, upload_retries, upload_max_age, upload_ca, upload_spool_bytes";
 
 impl UploadOptions {
     /// Offers one `key[=value]` option. `Ok(true)`: it was an upload option
@@ -384,6 +427,14 @@ impl UploadOptions {
                 }
             }
             "upload_ca" => self.extra_roots = Some(PathBuf::from(need("a PEM file of root certificates")?)),
+            "upload_spool_bytes" => {
+                const ACCEPTED: &str = "upload_spool_bytes: accepted: 0 (keep nothing on disk) or a size from 1m to 2g, e.g. 64m";
+                let v = need("a size such as 64m, or 0")?;
+                match parse_size_bytes(v) {
+                    Ok(n) if n == 0 || (1 << 20..=2 << 30).contains(&n) => self.spool_bytes = Some(n),
+                    _ => return Err(format!("{ACCEPTED}; got '{}'", shown(v))),
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -408,6 +459,7 @@ impl UploadOptions {
             ("upload_retries", self.max_attempts.is_some()),
             ("upload_max_age", self.max_age.is_some()),
             ("upload_ca", self.extra_roots.is_some()),
+            ("upload_spool_bytes", self.spool_bytes.is_some()),
         ]
         .into_iter()
         .find_map(|(key, given)| given.then_some(key))
@@ -456,6 +508,9 @@ impl UploadOptions {
         }
         if let Some(d) = self.max_age {
             c.max_age = d;
+        }
+        if let Some(n) = self.spool_bytes {
+            c.spool_bytes = n;
         }
         Ok(Some(c))
     }
@@ -506,7 +561,14 @@ mod tests {
         assert!(!o.accept("format", Some("jfr")).unwrap());
         assert!(!o.accept("interval", Some("10ms")).unwrap());
         assert_eq!(o.clone().finish("Main").unwrap().map(|c| c.endpoint), None);
-        for (k, v) in [("upload", "http://pyro:4040"), ("format", "pyroscope"), ("labels", "env=prod"), ("upload_timeout", "10s"), ("upload_queue", "3")] {
+        for (k, v) in [
+            ("upload", "http://pyro:4040"),
+            ("format", "pyroscope"),
+            ("labels", "env=prod"),
+            ("upload_timeout", "10s"),
+            ("upload_queue", "3"),
+            ("upload_spool_bytes", "16m"),
+        ] {
             assert!(o.accept(k, Some(v)).unwrap(), "{k}");
         }
         let c = o.finish("com.example.Main$1").unwrap().unwrap();
@@ -514,17 +576,32 @@ mod tests {
         assert_eq!(c.service, "com.example.Main_1");
         assert_eq!(c.request_timeout, Duration::from_secs(10));
         assert_eq!(c.queue_payloads, 3);
+        assert_eq!(c.spool_bytes, 16 << 20);
         assert_eq!(c.target_url(), "http://pyro:4040/ingest");
         assert_eq!(c.pyroscope_name(), "com.example.Main_1{env=prod}");
 
         let mut o = UploadOptions::default();
         o.accept("upload", Some("http://c:4318")).unwrap();
+        let mut o0 = o.clone();
+        o0.accept("format", Some("otlp")).unwrap();
+        assert_eq!(o0.clone().finish("x").unwrap().unwrap().spool_bytes, DEFAULT_SPOOL_BYTES);
+        o0.accept("upload_spool_bytes", Some("0")).unwrap();
+        assert_eq!(o0.finish("x").unwrap().unwrap().spool_bytes, 0);
         assert!(o.clone().finish("x").unwrap_err().contains("format=otlp or format=pyroscope"));
         let mut o2 = UploadOptions::default();
         o2.accept("labels", Some("a=b")).unwrap();
         assert!(o2.finish("x").unwrap_err().starts_with("labels: needs upload=URL"));
 
-        for (k, v) in [("upload_queue", "0"), ("upload_timeout", "forever"), ("upload_retries", "x"), ("upload_queue_bytes", "1g"), ("upload", "")] {
+        for (k, v) in [
+            ("upload_queue", "0"),
+            ("upload_timeout", "forever"),
+            ("upload_retries", "x"),
+            ("upload_queue_bytes", "1g"),
+            ("upload", ""),
+            ("upload_spool_bytes", "5k"),
+            ("upload_spool_bytes", "3g"),
+            ("upload_spool_bytes", "lots"),
+        ] {
             let e = o.accept(k, Some(v)).unwrap_err();
             assert!(e.starts_with(k) && !e.contains('\n'), "{e}");
         }

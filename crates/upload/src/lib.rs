@@ -8,10 +8,14 @@
 //! the network. Each request has a connect and a whole-request time-out;
 //! failures are retried with exponential backoff and full jitter, honouring
 //! `Retry-After`, until an attempt limit or an age limit, then counted
-//! failed. Log lines go to the caller's callback, at most one per kind of
-//! failure per minute. The credential never appears in a log line, the
-//! status or an error. [`Uploader::shutdown`] sends what it can until its
-//! deadline and returns by then whatever the server does.
+//! failed. What the store did not take (given up, pushed out of the full
+//! queue, still unsent at the shutdown deadline) is written to the caller's
+//! spool directory instead, as files `oxprof convert` reads, bounded in
+//! total size (`spool.rs`). Log lines go to the caller's callback, at most
+//! one per kind of failure per minute. The credential never appears in a
+//! log line, the status or an error. [`Uploader::shutdown`] sends what it
+//! can until shortly before its deadline, keeps the rest on disk, and
+//! returns by the deadline whatever the server does.
 //!
 //! The request formats (and what they are based on) are in [`request`]'s
 //! documentation; the retry rules in `response.rs`.
@@ -24,13 +28,15 @@ pub mod request;
 mod response;
 mod retry;
 mod sender;
+mod spool;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-pub use config::{parse_auth, parse_endpoint, parse_labels, sanitize_service, validate_service, AuthSource, Kind, UploadConfig, UploadOptions};
+pub use config::{parse_auth, parse_endpoint, parse_labels, sanitize_service, validate_service, AuthSource, Kind, SpoolDirs, UploadConfig, UploadOptions};
 pub use ratelog::{LogFn, LogLevel};
 pub use request::{Payload, PayloadFormat};
 
@@ -82,14 +88,43 @@ pub struct Status {
     /// The sender thread is running.
     pub running: bool,
     /// Payloads still queued or being sent when shutdown's deadline passed
-    /// (counted in `dropped` too): lost, since the JVM ends.
+    /// (counted in `dropped` too): lost, since the JVM ends, unless kept.
     pub unsent_at_shutdown: u64,
+    /// Payloads the store did not take (failed, dropped, unsent) written to
+    /// the spool directory instead, and the directory.
+    pub spooled: u64,
+    pub spool_dir: Option<PathBuf>,
+    /// Files of the spool removed to keep it within its bound.
+    pub spool_removed: u64,
+    /// Payloads the store did not take that could not be kept either.
+    pub spool_failed: u64,
+    /// Where the caller keeps every payload anyway (config's `kept_by_caller`).
+    pub kept_by_caller: Option<String>,
 }
 
 fn ago(t: SystemTime) -> String {
     match SystemTime::now().duration_since(t) {
         Ok(d) => format!("{} s ago", d.as_secs()),
         Err(_) => "just now".to_string(),
+    }
+}
+
+impl Status {
+    /// What was kept on disk, after `sep`: `; 4 kept in DIR/ (oxprof
+    /// convert reads them)`, with the files removed past the bound and the
+    /// payloads lost; empty when nothing was to be kept.
+    pub fn kept_text(&self, sep: &str) -> String {
+        let mut out = String::new();
+        if let (n @ 1.., Some(dir)) = (self.spooled, &self.spool_dir) {
+            out.push_str(&format!("{sep}{n} kept in {}/ (oxprof convert reads them)", dir.display()));
+            if self.spool_removed > 0 {
+                out.push_str(&format!(", {} of them removed since to stay within upload_spool_bytes", self.spool_removed));
+            }
+        }
+        if self.spool_failed > 0 {
+            out.push_str(&format!("{sep}{} could not be kept on disk either (lost)", self.spool_failed));
+        }
+        out
     }
 }
 
@@ -117,9 +152,13 @@ impl fmt::Display for Status {
         if let Some(e) = &self.last_error {
             write!(f, ", last error {}: {}", ago(e.at), e.message)?;
         }
-        if self.unsent_at_shutdown > 0 {
-            write!(f, ", {} not sent by the shutdown deadline (the store did not take them in time)", self.unsent_at_shutdown)?;
+        match (&self.kept_by_caller, self.unsent_at_shutdown) {
+            (Some(k), 1..) => write!(f, ", {} not sent by the shutdown deadline (not lost: {k})", self.unsent_at_shutdown)?,
+            (None, 1..) => write!(f, ", {} not sent by the shutdown deadline (the store did not take them in time)", self.unsent_at_shutdown)?,
+            (Some(k), 0) if self.failed + self.dropped > 0 => write!(f, ", those not uploaded are not lost: {k}")?,
+            _ => {}
         }
+        f.write_str(&self.kept_text(", "))?;
         if !self.running {
             f.write_str(", stopped")?;
         }
@@ -153,11 +192,9 @@ impl Uploader {
         let creds = auth::CredentialSource::new(config.auth.as_ref())?;
         let queue_payloads = config.queue_payloads.max(1);
         let queue_bytes = config.queue_bytes.max(1);
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State { status: Status { running: true, ..Status::default() }, ..State::default() }),
-            wake: Condvar::new(),
-            done: Condvar::new(),
-        });
+        let spool = config.spool_dirs.clone().filter(|_| config.spool_bytes > 0).map(|dirs| spool::Spool::new(dirs, config.spool_bytes));
+        let status = Status { running: true, kept_by_caller: config.kept_by_caller.clone(), ..Status::default() };
+        let shared = Arc::new(Shared { state: Mutex::new(State { status, ..State::default() }), spool, wake: Condvar::new(), done: Condvar::new() });
         let kind = config.kind;
         let max_payload = queue_bytes.min(config::MAX_PAYLOAD_BYTES);
         let s = shared.clone();
@@ -171,12 +208,15 @@ impl Uploader {
 
     /// Queues a payload for the sender thread and returns at once: no I/O,
     /// no waiting beyond a short lock. When the queue is full (payloads or
-    /// bytes), the oldest payloads are dropped (counted). Returns false, and
-    /// counts it, when the payload is refused: its format does not fit the
-    /// store, it is larger than the queue's byte cap (or 64 MiB), or the
+    /// bytes), the oldest payloads are dropped (counted): with a spool, they
+    /// wait to be written to it by [`Uploader::spool_pushed_out`] or the
+    /// sender. Returns false, and counts it, when the payload is refused:
+    /// its format does not fit the store, it is larger than the queue's
+    /// byte cap (or 64 MiB: kept in the spool if it fits there), or the
     /// uploader is shutting down.
     pub fn submit(&self, payload: Payload) -> bool {
         let size = payload.data.len();
+        let spooling = self.shared.spool.is_some();
         let mut pushed_out: Vec<Entry> = Vec::new();
         {
             let mut st = self.shared.lock();
@@ -197,6 +237,10 @@ impl Uploader {
                     st.status.failed += 1;
                 }
                 st.status.last_error = Some(LastError { at: SystemTime::now(), message });
+                if spooling && dropped && size > self.max_payload && !st.unsent_taken {
+                    st.spill(Entry { payload: Arc::new(payload), queued_at: Instant::now() });
+                    self.shared.wake.notify_all();
+                }
                 return false;
             }
             while !st.queue.is_empty() && (st.queue.len() >= self.queue_payloads || st.queued_bytes + size > self.queue_bytes) {
@@ -204,11 +248,15 @@ impl Uploader {
                     st.queued_bytes -= old.payload.data.len();
                     st.status.dropped += 1;
                     st.drops_to_log += 1;
-                    pushed_out.push(old);
+                    if spooling {
+                        st.spill(old);
+                    } else {
+                        pushed_out.push(old);
+                    }
                 }
             }
             st.queued_bytes += size;
-            st.queue.push_back(Entry { payload, queued_at: Instant::now() });
+            st.queue.push_back(Entry { payload: Arc::new(payload), queued_at: Instant::now() });
             st.status.queued = st.queue.len();
             st.status.queued_bytes = st.queued_bytes;
             self.shared.wake.notify_all();
@@ -218,36 +266,63 @@ impl Uploader {
         true
     }
 
+    /// Writes the payloads [`Uploader::submit`] pushed out of the full queue
+    /// to the spool, on the calling thread (one that may write to disk: the
+    /// agent's interval thread). The sender writes those still waiting at
+    /// its next turn; without a spool this does nothing.
+    pub fn spool_pushed_out(&self) {
+        self.shared.keep_spilled();
+    }
+
     /// The counters now.
     pub fn status(&self) -> Status {
         self.shared.lock().status.clone()
     }
 
-    /// Sends what is queued until `deadline` from now, then stops the
-    /// thread, and returns the final counters no later than the deadline
-    /// (plus scheduling noise). A request that was already under way when
-    /// shutdown was asked cannot be cut short: if it is still waiting for
-    /// the server at the deadline, the thread is left to end by that
-    /// request's own time-out, unjoined, and `running` stays true.
+    /// Sends what is queued until shortly before `deadline` from now,
+    /// keeps what is left in the spool, stops the thread, and returns the
+    /// final counters no later than the deadline (plus scheduling noise). A
+    /// request that was already under way when shutdown was asked cannot be
+    /// cut short: if it is still waiting for the server when sending must
+    /// end, a short-lived `oxprof-spool` thread keeps what is left (that
+    /// payload included), and the sender is left to end by that request's
+    /// own time-out, unjoined, and `running` stays true.
     pub fn shutdown(&self, deadline: Duration) -> Status {
         let end = Instant::now() + deadline;
         // The thread is told to stop a little before the caller's deadline so
-        // that its last give-up and the final counters are in by then: a
-        // thread stopping at the very deadline lost that race to this wait.
-        let thread_end = end - (deadline / 5).min(Duration::from_millis(100));
+        // that its last give-up, the files it keeps and the final counters
+        // are in by then: a thread stopping at the very deadline lost that
+        // race to this wait.
+        let spooling = self.shared.spool.is_some();
+        let margin = if spooling { (deadline / 4).min(Duration::from_millis(500)) } else { (deadline / 5).min(Duration::from_millis(100)) };
+        let thread_end = end - margin;
         let finished = {
             let mut st = self.shared.lock();
             st.stop_at = Some(st.stop_at.map_or(thread_end, |s| s.min(thread_end)));
             self.shared.wake.notify_all();
+            let mut helper = false;
             loop {
-                if st.finished {
-                    break true;
+                if st.finished || (helper && st.helper_done) {
+                    break st.finished;
                 }
                 let now = Instant::now();
                 if now >= end {
                     break false;
                 }
-                st = self.shared.done.wait_timeout(st, end - now).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+                if spooling && !helper && now >= thread_end && st.status.sending && !st.unsent_taken {
+                    // Stuck in a request: what waits is kept from a thread
+                    // of its own (this one may be the JVM's).
+                    helper = true;
+                    let s = self.shared.clone();
+                    let spawned =
+                        std::thread::Builder::new().name("oxprof-spool".to_string()).stack_size(256 * 1024).spawn(move || sender::spool_for_stuck_sender(s));
+                    if spawned.is_err() {
+                        st.helper_done = true;
+                    }
+                    continue;
+                }
+                let until = if spooling && !helper && now < thread_end { thread_end } else { end };
+                st = self.shared.done.wait_timeout(st, until - now).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
             }
         };
         if finished {
@@ -256,11 +331,12 @@ impl Uploader {
             }
         } else {
             // The thread is still inside a request: what it holds and what
-            // waits behind it will not be sent. Counted as dropped now, so
-            // that the last status says what was lost.
+            // waits behind it will not be sent. Counted as dropped now (if
+            // the `oxprof-spool` thread did not take them), so that the
+            // last status says what was not sent.
             let mut st = self.shared.lock();
             let sending = st.status.sending;
-            st.drop_unsent(sending);
+            drop(st.take_unsent(sending));
         }
         self.status()
     }

@@ -67,11 +67,20 @@ pub struct Payload {
     pub end: SystemTime,
     /// Samples per second of a CPU or wall profile (Pyroscope's `sampleRate`).
     pub sample_rate_hz: Option<u64>,
+    /// What the payload is, for the file it is kept in when the store does
+    /// not take it (`interval-3-20250101-120000`, `interval-3-….alloc`);
+    /// not sent.
+    pub name: Option<String>,
 }
 
 impl Payload {
     pub fn new(format: PayloadFormat, data: Vec<u8>, start: SystemTime, end: SystemTime) -> Payload {
-        Payload { format, data, start, end, sample_rate_hz: None }
+        Payload { format, data, start, end, sample_rate_hz: None, name: None }
+    }
+
+    pub fn with_name(mut self, name: impl Into<String>) -> Payload {
+        self.name = Some(name.into());
+        self
     }
 
     pub fn with_sample_rate(mut self, hz: u64) -> Payload {

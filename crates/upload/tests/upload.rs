@@ -820,3 +820,107 @@ fn requests_are_read_by_gos_standard_library() {
     assert_eq!(std::fs::read(dir.join("otlp.out")).unwrap(), data(4));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A directory of its own under the temp directory, for a spool.
+fn spool_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("oxprof-upload-spool-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).map(|r| r.map(|e| e.unwrap().file_name().into_string().unwrap()).collect()).unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A payload the store refuses for good is kept in the spool, under its
+/// name, as the bytes given (what `oxprof convert` reads); past
+/// `spool_bytes` the oldest files go, counted.
+#[test]
+fn payloads_the_store_refuses_are_kept_in_the_spool_within_its_bound() {
+    let srv = Server::start();
+    srv.set_default(Reply::status(400));
+    let (log, lines) = logger();
+    let dir = spool_dir("refused");
+    let mut c = config(&srv.url(), Kind::Otlp);
+    c.spool_dirs = Some(oxprof_upload::SpoolDirs::one(dir.clone()));
+    c.spool_bytes = (data(1).len() + data(2).len() + data(3).len()) as u64;
+    let u = Uploader::start(c, log).unwrap();
+    for n in 1..=4 {
+        assert!(u.submit(otlp(n).with_name(format!("interval-{n}"))));
+        wait_done(&u, n as u64, Duration::from_secs(10));
+    }
+    let s = u.status();
+    assert_eq!((s.failed, s.spooled, s.spool_removed, s.spool_failed), (4, 4, 2, 0), "{s}");
+    assert_eq!(s.spool_dir.as_deref(), Some(dir.as_path()));
+    // 1 and 2 removed to make room for 4.
+    assert_eq!(names_in(&dir), ["interval-3.otlp.pb", "interval-4.otlp.pb"]);
+    assert_eq!(std::fs::read(dir.join("interval-4.otlp.pb")).unwrap(), data(4));
+    assert!(s.to_string().contains(&format!("4 kept in {}/ (oxprof convert reads them), 2 of them removed", dir.display())), "{s}");
+    let log = text(&lines);
+    assert!(log.contains(&format!("not retried, payload dropped; kept in {}", dir.join("interval-1.otlp.pb").display())), "{log}");
+    let s = u.shutdown(Duration::from_secs(2));
+    assert!(text(&lines).contains(&format!("upload: stopped: 0 uploaded, 4 failed, 0 dropped; 4 kept in {}/", dir.display())), "{}", text(&lines));
+    assert_eq!(s.spooled, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Payloads pushed out of the full queue are written by the caller's
+/// `spool_pushed_out` at once, while the sender waits on a hanging store.
+#[test]
+fn payloads_pushed_out_of_the_full_queue_are_kept_by_the_caller() {
+    let srv = Server::start();
+    srv.set_default(Reply::Hang);
+    let (log, _lines) = logger();
+    let dir = spool_dir("pushed-out");
+    let mut c = config(&srv.url(), Kind::Pyroscope);
+    c.request_timeout = Duration::from_secs(30);
+    c.queue_payloads = 2;
+    c.spool_dirs = Some(oxprof_upload::SpoolDirs::one(dir.clone()));
+    let u = Uploader::start(c, log).unwrap();
+    assert!(u.submit(jfr(1).with_name("interval-1")));
+    srv.wait_requests(1, Duration::from_secs(5));
+    for n in 2..=6 {
+        assert!(u.submit(jfr(n).with_name(format!("interval-{n}"))));
+    }
+    let t0 = Instant::now();
+    u.spool_pushed_out();
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    // 1 is being sent, 5 and 6 wait; 2, 3 and 4 were pushed out.
+    assert_eq!(names_in(&dir), ["interval-2.jfr", "interval-3.jfr", "interval-4.jfr"]);
+    assert_eq!(std::fs::read(dir.join("interval-3.jfr")).unwrap(), data(3));
+    let s = u.status();
+    assert_eq!((s.dropped, s.spooled, s.queued), (3, 3, 2), "{s}");
+    srv.release_hangs();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At the deadline the sender is stuck in a request it cannot cut short:
+/// that payload and those queued behind it are kept all the same, by the
+/// deadline.
+#[test]
+fn shutdown_keeps_what_a_stuck_sender_holds_by_the_deadline() {
+    let srv = Server::start();
+    srv.set_default(Reply::Hang);
+    let (log, _lines) = logger();
+    let dir = spool_dir("stuck");
+    let mut c = config(&srv.url(), Kind::Otlp);
+    c.request_timeout = Duration::from_secs(30);
+    c.spool_dirs = Some(oxprof_upload::SpoolDirs::one(dir.clone()));
+    let u = Uploader::start(c, log).unwrap();
+    for n in 1..=3 {
+        assert!(u.submit(otlp(n).with_name(format!("interval-{n}"))));
+    }
+    srv.wait_requests(1, Duration::from_secs(5));
+    let t0 = Instant::now();
+    let s = u.shutdown(Duration::from_millis(800));
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(1000), "shutdown took {took:?}");
+    assert_eq!((s.uploaded, s.unsent_at_shutdown, s.spooled), (0, 3, 3), "{s}");
+    assert!(s.to_string().contains(&format!("3 kept in {}/", dir.display())), "{s}");
+    assert_eq!(names_in(&dir), ["interval-1.otlp.pb", "interval-2.otlp.pb", "interval-3.otlp.pb"]);
+    assert_eq!(std::fs::read(dir.join("interval-1.otlp.pb")).unwrap(), data(1));
+    srv.release_hangs();
+    let _ = std::fs::remove_dir_all(&dir);
+}

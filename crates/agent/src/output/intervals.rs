@@ -29,12 +29,20 @@
 //! (`crates/upload`: its own sender thread, a bounded queue, retries): to an
 //! OpenTelemetry collector as one OTLP request holding every profile, to
 //! Pyroscope as the interval's JFR file when the recording is JFR, else as
-//! one pprof body per kind of event. Without `file=`, nothing is written to
-//! disk then.
+//! one pprof body per kind of event. Without `file=`, no interval file is
+//! written; what the store does not take (given up, pushed out of the full
+//! queue, unsent at the shutdown deadline) is kept in the private fallback
+//! directory instead (`files::private_dir`, the working directory's, else
+//! the temp directory's), one file per payload named after its interval
+//! (`interval-3-20250101-120000.otlp.pb`), bounded by `upload_spool_bytes`:
+//! the uploader writes them on its own thread or, for payloads pushed out of
+//! its queue, on the interval thread, never on one of the JVM's. With
+//! `file=` the interval files hold every interval, and the uploader's
+//! messages say so.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -73,6 +81,9 @@ struct Push {
     resource: oxprof_profile::otlp::Resource,
     /// Also write interval files (`file=` was given).
     files: bool,
+    /// Intervals pushed so far: the number in the name of the next one's
+    /// payloads (each ended interval is pushed once, so this is its `%n`).
+    pushed: AtomicU64,
 }
 
 /// Facts about the JVM for the store: the default service name (from the
@@ -191,7 +202,7 @@ pub fn pattern(config: &Config) -> PathBuf {
 pub fn started_line(first: &Path) -> String {
     match current() {
         Some(l) if l.push.as_ref().is_some_and(|p| !p.files) => format!(
-            "continuous profiling: an interval every {}s pushed to the {} store (no files: file= not given)",
+            "continuous profiling: an interval every {}s pushed to the {} store (no files: file= not given; what the store does not take is kept in a private oxprof-<pid>-XXXXXX directory)",
             l.every.as_secs_f64(),
             l.push.as_ref().map_or("", |p| p.kind.name())
         ),
@@ -260,6 +271,16 @@ fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Ru
     for (k, v) in &cfg.labels {
         resource = resource.with(k.clone(), v.clone());
     }
+    if config.file.is_some() {
+        cfg.kept_by_caller = Some("every interval is in its file (file=)".to_string());
+    } else {
+        // What the store does not take goes where a profile that cannot be
+        // written goes: this process's private directory, in the working
+        // directory, else in the temp directory.
+        cfg.spool_dirs = Some(oxprof_upload::SpoolDirs(std::sync::Arc::new(|n| {
+            crate::output::files::fallback_bases().get(n).map(|base| crate::output::files::private_dir(base))
+        })));
+    }
     let kind = cfg.kind;
     let log_fn: oxprof_upload::LogFn = std::sync::Arc::new(|level, line: &str| match level {
         oxprof_upload::LogLevel::Error => log::error(line),
@@ -268,7 +289,7 @@ fn start_push(opts: &oxprof_upload::UploadOptions, config: &Config, runtime: &Ru
         oxprof_upload::LogLevel::Debug => log::debug(line),
     });
     let uploader = oxprof_upload::Uploader::start(cfg, log_fn)?;
-    Ok(Push { uploader, kind, resource, files: config.file.is_some() })
+    Ok(Push { uploader, kind, resource, files: config.file.is_some(), pushed: AtomicU64::new(0) })
 }
 
 /// The JVM's facts, noted when profiling first starts (see [`resource`]).
@@ -333,15 +354,18 @@ pub fn push(profiles: &[(&str, &oxprof_profile::Profile)], jfr: Option<&Path>, s
     let p = l.push.as_ref()?;
     let start = UNIX_EPOCH + Duration::from_nanos(start_ns);
     let end = UNIX_EPOCH + Duration::from_nanos(end_ns.max(start_ns));
+    // The name of the files the payloads are kept in if the store does not
+    // take them: the interval's number and start.
+    let name = format!("interval-{}-{}", p.pushed.fetch_add(1, Ordering::Relaxed), timestamp((start_ns / 1_000_000_000) as i64));
     let mut payloads = Vec::new();
     match (p.kind, jfr) {
         (Kind::Otlp, _) => {
             let all: Vec<&oxprof_profile::Profile> = profiles.iter().map(|(_, p)| *p).collect();
-            payloads.push(Payload::new(PayloadFormat::Otlp, oxprof_profile::otlp::encode(&all, &p.resource), start, end));
+            payloads.push(Payload::new(PayloadFormat::Otlp, oxprof_profile::otlp::encode(&all, &p.resource), start, end).with_name(name.clone()));
         }
         (Kind::Pyroscope, Some(file)) => match std::fs::read(file) {
             Ok(bytes) => {
-                let payload = Payload::new(PayloadFormat::Jfr, bytes, start, end);
+                let payload = Payload::new(PayloadFormat::Jfr, bytes, start, end).with_name(name.clone());
                 payloads.push(match cpu_hz {
                     Some(hz) => payload.with_sample_rate(hz),
                     None => payload,
@@ -363,7 +387,7 @@ pub fn push(profiles: &[(&str, &oxprof_profile::Profile)], jfr: Option<&Path>, s
                 if written.is_err() {
                     continue;
                 }
-                let payload = Payload::new(PayloadFormat::Pprof, body, start, end);
+                let payload = Payload::new(PayloadFormat::Pprof, body, start, end).with_name(format!("{name}.{key}"));
                 payloads.push(match (*key, cpu_hz) {
                     ("cpu", Some(hz)) => payload.with_sample_rate(hz),
                     _ => payload,
@@ -374,6 +398,13 @@ pub fn push(profiles: &[(&str, &oxprof_profile::Profile)], jfr: Option<&Path>, s
     let bytes: usize = payloads.iter().map(|p| p.data.len()).sum();
     let n = payloads.len();
     let taken = payloads.into_iter().map(|payload| p.uploader.submit(payload)).filter(|&ok| ok).count();
+    // Payloads pushed out of a full queue are written to disk here when
+    // this is the interval thread; at the last interval (a JVM thread, or
+    // the one running `stop`) the uploader's thread writes them.
+    let on_loop_thread = lock(&l.thread).as_ref().is_some_and(|h| h.thread().id() == std::thread::current().id());
+    if on_loop_thread {
+        p.uploader.spool_pushed_out();
+    }
     Some(format!("upload: interval queued for {} ({taken} of {n} payloads, {bytes} bytes)", p.kind.name()))
 }
 
