@@ -17,6 +17,14 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
     if config.start {
         return crate::start(agent, config, jni);
     }
+    if let Some(f) = config.file.as_deref().filter(|f| config.command.is_some() && numbers_intervals(f)) {
+        if !output::intervals::is_active() {
+            return Err(format!(
+                "invalid agent option 'file={}': %n numbers the files of continuous profiling, and no loop= runs; name the file with %p (the JVM's pid) or %t (the time)",
+                f.display()
+            ));
+        }
+    }
     match config.command {
         Some(Command::Start) => crate::start(agent, config, jni),
         Some(Command::Stop) => {
@@ -24,7 +32,7 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
             let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
             let written = write_recording(agent, &rec, &config, jni, true);
             release_freed_memory();
-            written
+            written.map(for_reply)
         }
         Some(Command::Dump) => {
             let written = agent.profiler.with_recording(|rec| match rec {
@@ -32,11 +40,50 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
                 None => Err("profiling is not running; nothing to dump".into()),
             });
             release_freed_memory();
-            written
+            written.map(for_reply)
         }
         Some(Command::Status) => Ok(vec![agent.profiler.with_recording(status_line)]),
         None => Ok(vec!["oxprof agent loaded; profiling is not running".into()]),
     }
+}
+
+/// The lines of a command's reply: the files written named by absolute
+/// paths (a relative one is relative to the JVM's working directory, not
+/// the CLI's), and, before them, what went elsewhere than asked
+/// (`output::warn_noted`: logged, but an attached JVM's log is quiet).
+fn for_reply(lines: Vec<String>) -> Vec<String> {
+    let notes = output::take_notes();
+    let mut reply: Vec<String> = lines
+        .into_iter()
+        .map(|l| match l.strip_prefix("profile written to ") {
+            Some(p) => format!("profile written to {}", absolute(Path::new(p)).display()),
+            None => l,
+        })
+        .collect();
+    let at = reply.iter().position(|l| l.starts_with("profile written to ")).unwrap_or(reply.len());
+    reply.splice(at..at, notes.into_iter().map(|n| format!("warning: {n}")));
+    reply
+}
+
+/// `path` made absolute against the working directory (left as it is if
+/// that cannot be read).
+fn absolute(path: &Path) -> std::path::PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::env::current_dir().map(|d| d.join(path.strip_prefix(".").unwrap_or(path))).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether a file name holds `%n` (not `%%n`).
+fn numbers_intervals(f: &Path) -> bool {
+    let text = f.to_string_lossy();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' && chars.next() == Some('n') {
+            return true;
+        }
+    }
+    false
 }
 
 /// One line saying what runs, since when, and how many samples.
@@ -77,6 +124,8 @@ pub fn write_recording(agent: &Agent, rec: &Recording, command: &Config, jni: Jn
 /// own file and starts the next (called by the interval thread).
 pub fn write_interval(agent: &'static Agent, rec: &Recording, jni: Jni) -> Result<Vec<String>, String> {
     let mut result = build_and_write(agent, rec, &rec.config, jni, Cut::Interval);
+    // Logged when they happened; no command waits for them.
+    output::take_notes();
     // Names of classes that unloaded are not needed once no stored stack
     // names them. Looking through every stored stack for the methods still
     // sampled is a good part of a cut: forget them when the names doubled
@@ -279,7 +328,9 @@ fn build_and_write(agent: &Agent, rec: &Recording, command: &Config, jni: Jni, c
     }
     if out.output_format() == OutputFormat::Jfr {
         if jfr {
-            let own_pattern = looping && command.file == rec.config.file;
+            // The recording's own file (its pattern under loop=, or at JVM
+            // exit) is the one streamed, wherever it went.
+            let own_pattern = command.file == rec.config.file;
             if let Some(asked) = command.file.as_deref().filter(|f| !own_pattern && !lines.iter().any(|l| l.ends_with(&*f.to_string_lossy()))) {
                 lines.push(format!("note: a JFR recording streams to the file chosen at start; {} was not written", asked.display()));
             }
@@ -318,5 +369,17 @@ pub fn write_reply(path: &Path, result: &Result<Vec<String>, String>) {
     let written = crate::output::files::open_new(path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
     if let Err(e) = written {
         crate::log::error(&format!("cannot write the reply to {}: {e}", path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_percent_n_is_told_from_a_percent_sign() {
+        assert!(numbers_intervals(Path::new("/tmp/a-%n.html")));
+        assert!(!numbers_intervals(Path::new("/tmp/a-%%n.html")));
+        assert!(!numbers_intervals(Path::new("/tmp/a-%p-%t.html")));
     }
 }

@@ -263,7 +263,14 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _re
             eprintln!("oxprof: already loaded in this JVM from {path}; this copy stays inactive and its options are ignored");
             return JNI_OK as jint;
         }
-        match configure(&raw).and_then(|config| init(vm, config)) {
+        let configured = configure(&raw).inspect(|config| {
+            if let Some(note) = &config.idle_note {
+                // Options that start nothing: say so, rather than load idle
+                // without a word.
+                eprintln!("{note}");
+            }
+        });
+        match configured.and_then(|config| init(vm, config)) {
             Ok(_) => JNI_OK as jint,
             Err(e) => {
                 // The JVM refuses to start; say why on the console, in one line.

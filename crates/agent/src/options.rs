@@ -1,6 +1,7 @@
 //! Agent options: the comma-separated `key[=value]` string given after
 //! `-agentpath:liboxprof.so=` (or in an attach `load` request), in
-//! async-profiler's syntax, parsed into one typed [`Config`].
+//! async-profiler's syntax, parsed into one typed [`Config`]; also the
+//! `%p`/`%t`/`%n` patterns of `file=` names ([`expand`]).
 //!
 //! Every error names the offending option and the accepted values, in one
 //! line, so the JVM can refuse to start with it.
@@ -49,7 +50,7 @@ impl CStack {
     pub const WORDS: &'static str = "fp, dwarf, no";
 
     fn parse(s: &str) -> Result<CStack, String> {
-        match s {
+        match s.to_ascii_lowercase().as_str() {
             "fp" => Ok(CStack::Fp),
             "dwarf" => Ok(CStack::Dwarf),
             "no" | "none" => Ok(CStack::No),
@@ -195,6 +196,9 @@ pub struct Config {
     /// `service=`, `labels=`, `auth=`, `upload_*`); the service name's default
     /// (the main class) is only known at start.
     pub upload: Option<oxprof_upload::UploadOptions>,
+    /// Options that start nothing and are ignored (`interval=1ms` alone at
+    /// load): the line `Agent_OnLoad` prints about them.
+    pub idle_note: Option<String>,
 }
 
 /// Options of live-object tracking (`live`, `livemem`, `nogc`, `gcroots`).
@@ -256,6 +260,7 @@ impl Default for Config {
             loop_ns: None,
             keep: None,
             upload: None,
+            idle_note: None,
         }
     }
 }
@@ -330,12 +335,31 @@ impl Config {
         let mut live_gc_given = false;
         let mut upload = oxprof_upload::UploadOptions::default();
         let mut store_word: Option<(String, String)> = None;
+        // The item before, when it was `file=`: a comma in a file name
+        // splits it into a second, unknown option.
+        let mut after_file = false;
+        // Items that do not start profiling (for the note of an idle load).
+        let mut idle_items: Vec<String> = Vec::new();
         for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v)),
                 None => (item, None),
             };
+            // Option words are taken in any case (`event=CPU`, `START`);
+            // paths, names and URLs stay as given.
+            let key_lower = key.to_ascii_lowercase();
+            let key = key_lower.as_str();
+            let word_owned = value.map(|v| v.trim().to_ascii_lowercase());
+            let word = word_owned.as_deref();
             let need = |what: &str| value.filter(|v| !v.is_empty()).ok_or_else(|| err(item, format!("'{key}' needs a value: {what}")));
+            let need_word = |what: &str| word.filter(|v| !v.is_empty()).ok_or_else(|| err(item, format!("'{key}' needs a value: {what}")));
+            let was_after_file = std::mem::replace(&mut after_file, key == "file");
+            if !matches!(key, "log" | "loglevel" | "start" | "reply" | "status") {
+                idle_items.push(item.to_string());
+            }
+            if value.is_some() && BARE_WORDS.contains(&key) {
+                return Err(err(item, format!("'{key}' takes no value: give it as a word on its own ({key})")));
+            }
             match key {
                 "start" => c.start = true,
                 "stop" | "dump" | "status" if value.is_none() => {
@@ -351,7 +375,7 @@ impl Config {
                 }
                 "reply" => c.reply = Some(PathBuf::from(need("a reply file path")?)),
                 "event" => {
-                    let v = need(EVENT_WORDS)?;
+                    let v = need_word(EVENT_WORDS)?;
                     other_event_named |= matches!(v, "alloc" | "wall" | "lock");
                     if v == "alloc" {
                         c.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
@@ -362,7 +386,8 @@ impl Config {
                         lock_event = true;
                         lock_named = true;
                     } else {
-                        c.cpu = Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{v}'; accepted: {EVENT_WORDS}")))?);
+                        c.cpu =
+                            Some(Event::parse(v).ok_or_else(|| err(item, format!("unknown event '{}'; accepted: {EVENT_WORDS}", value.unwrap_or("").trim())))?);
                         cpu_asked = true;
                     }
                     profiling_option = true;
@@ -374,9 +399,10 @@ impl Config {
                 }
                 "alloc" => {
                     c.alloc_interval_given |= value.is_some();
-                    c.alloc = Some(match value {
+                    c.alloc = Some(match word {
                         None => c.alloc.unwrap_or(DEFAULT_ALLOC_INTERVAL),
-                        Some(v) => parse_size_bytes(v).map_err(|p| {
+                        Some(v) => parse_size(v, MAX_ALLOC_INTERVAL, "the JVM's allocation sampling interval is at most 2147483647 bytes (2g less one byte)")
+                            .map_err(|p| {
                             err(item, format!("{p}; the allocation sampling interval is the mean number of bytes between samples (0 samples every allocation)"))
                         })?,
                     });
@@ -384,21 +410,20 @@ impl Config {
                 }
                 "wall" => {
                     wall_event = true;
-                    if let Some(v) = value {
-                        let ns = parse_duration(v).map_err(|p| err(item, format!("{p}; wall=INTERVAL is the wall-clock sampling interval, e.g. 50ms")))?;
-                        if ns < MIN_WALL_INTERVAL_NS {
-                            return Err(err(item, "the wall-clock interval must be at least 100us"));
+                    if let Some(v) = word {
+                        let ns = parse_interval(v).map_err(|p| err(item, format!("{p}; wall=INTERVAL is the wall-clock sampling interval, e.g. 50ms")))?;
+                        if !(MIN_WALL_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) {
+                            return Err(err(item, WALL_RANGE));
                         }
                         wall_given = Some(ns);
                     }
                     profiling_option = true;
                 }
-                "state" => c.state = parse_flag(item, value)?,
+                "state" => c.state = parse_flag(item, key, word)?,
                 "lock" => {
                     lock_event = true;
-                    if let Some(v) = value {
-                        let parsed = if v.trim() == "0" { Ok(0) } else { parse_duration(v) };
-                        lock_given = Some(parsed.map_err(|p| {
+                    if let Some(v) = word {
+                        lock_given = Some(parse_interval(v).map_err(|p| {
                             err(
                                 item,
                                 format!("{p}; lock=DURATION is the mean waiting time between lock samples, e.g. 1ms (0 records every contended acquisition)"),
@@ -407,10 +432,11 @@ impl Config {
                     }
                     profiling_option = true;
                 }
-                "live" => c.live.enabled = parse_flag(item, value)?,
+                "live" => c.live.enabled = parse_flag(item, key, word)?,
                 "livemem" => {
-                    let v = need("a memory budget such as 16m")?;
-                    c.live.budget = parse_size_bytes(v).map_err(|p| err(item, format!("{p}; livemem is the memory budget for tracked live samples")))?;
+                    let v = need_word("a memory budget such as 16m")?;
+                    c.live.budget = parse_size(v, MAX_LIVE_BUDGET, "oxprof's budget for tracked live samples is at most 2147483647 bytes (2g less one byte)")
+                        .map_err(|p| err(item, format!("{p}; livemem is the memory budget for tracked live samples")))?;
                     if c.live.budget < MIN_LIVE_BUDGET {
                         return Err(err(item, "livemem must be at least 64k"));
                     }
@@ -420,11 +446,11 @@ impl Config {
                     live_gc_given = true;
                 }
                 "live_gc" => {
-                    c.live.force_gc = parse_flag(item, value)?;
+                    c.live.force_gc = parse_flag(item, key, word)?;
                     live_gc_given = true;
                 }
                 "gcroots" => {
-                    c.live.gc_roots_ns = match value {
+                    c.live.gc_roots_ns = match word {
                         None => Some(DEFAULT_GC_ROOTS_NS),
                         Some("no" | "false" | "0") => None,
                         Some(v) => Some(
@@ -434,11 +460,11 @@ impl Config {
                     }
                 }
                 "leaks" if value.is_none() => c.live.report_format = true,
-                "format" if value == Some("leaks") => c.live.report_format = true,
+                "format" if word == Some("leaks") => c.live.report_format = true,
                 "alloc_threads" => c.alloc_threads = Some(need("a thread name pattern such as worker-*")?.to_string()),
                 "interval" => {
                     interval_given = true;
-                    c.interval_ns = parse_duration(need("a duration such as 10ms")?).map_err(|p| err(item, p))?;
+                    c.interval_ns = parse_interval(need_word("a duration such as 10ms")?).map_err(|p| err(item, p))?;
                     interval_item = item.to_string();
                 }
                 "file" => {
@@ -446,19 +472,26 @@ impl Config {
                     profiling_option = true;
                 }
 
-                "format" if matches!(value, Some("otlp" | "pyroscope")) => {
+                "format" if matches!(word, Some("otlp" | "pyroscope")) => {
                     // The kind of store with upload=; otherwise otlp is a file format.
-                    store_word = value.map(|v| (item.to_string(), v.to_string()));
+                    store_word = word.map(|v| (item.to_string(), v.to_string()));
                 }
                 "format" => {
-                    let v = need(OutputFormat::WORDS)?;
+                    let v = need_word(OutputFormat::WORDS)?;
                     c.format = Some(OutputFormat::from_word(v).ok_or_else(|| {
-                        err(item, format!("unknown format '{v}'; accepted: {} (with upload=URL, the kind of store: otlp or pyroscope)", OutputFormat::WORDS))
+                        err(
+                            item,
+                            format!(
+                                "unknown format '{}'; accepted: {} (with upload=URL, the kind of store: otlp or pyroscope)",
+                                value.unwrap_or("").trim(),
+                                OutputFormat::WORDS
+                            ),
+                        )
                     })?);
                 }
                 "collapsed" | "flamegraph" | "folded" | "html" | "pprof" | "jfr" | "otlp" if value.is_none() => c.format = OutputFormat::from_word(key),
                 _ if upload.accept(key, value).map_err(|p| err(&without_userinfo(item), p))? => profiling_option |= key == "upload",
-                "threads" => c.threads = parse_flag(item, value)?,
+                "threads" => c.threads = parse_flag(item, key, word)?,
                 "begin" | "end" => {
                     let v = need("a native function, e.g. SafepointSynchronize::begin or a mangled or C symbol")?.trim().to_string();
                     if key == "begin" {
@@ -471,12 +504,12 @@ impl Config {
                     profiling_option = true;
                 }
                 "ttsp" => {
-                    c.ttsp = parse_flag(item, value)?;
+                    c.ttsp = parse_flag(item, key, word)?;
                     cpu_asked |= c.ttsp;
                     profiling_option |= c.ttsp;
                 }
                 "loop" => {
-                    let v = need("an interval such as 60s, 5m or 1h")?;
+                    let v = need_word("an interval such as 60s, 5m or 1h")?;
                     if v.trim().parse::<f64>().is_ok_and(|n| n == 0.0) {
                         return Err(err(item, "the loop interval must be at least 1s, e.g. loop=60s"));
                     }
@@ -496,7 +529,7 @@ impl Config {
                             .ok_or_else(|| err(item, "keep=N is the number of interval files kept (a whole number, at least 1)"))?,
                     );
                 }
-                "ann" => c.annotate = parse_flag(item, value)?,
+                "ann" => c.annotate = parse_flag(item, key, word)?,
                 "samples" if value.is_none() => c.counter = Counter::Samples,
                 "total" if value.is_none() => c.counter = Counter::Total,
                 "jstackdepth" => {
@@ -507,7 +540,7 @@ impl Config {
                     }
                     c.jstackdepth = n;
                 }
-                "cstack" => c.cstack = CStack::parse(need(CStack::WORDS)?).map_err(|p| err(item, p))?,
+                "cstack" => c.cstack = CStack::parse(need(CStack::WORDS)?.trim()).map_err(|p| err(item, p))?,
                 "title" => c.title = Some(need("a title text")?.to_string()),
                 "log" => c.log = Some(PathBuf::from(need("a log file path")?)),
                 "status" => c.status = Some(PathBuf::from(need("a status file path")?)),
@@ -515,7 +548,7 @@ impl Config {
                     let v = need(LogLevel::WORDS)?;
                     c.loglevel = LogLevel::parse(v).ok_or_else(|| err(item, format!("unknown log level '{v}'; accepted: {}", LogLevel::WORDS)))?;
                 }
-                _ => return Err(err(item, format!("unknown option '{key}'; accepted: {KEYS}, {}", oxprof_upload::config::OPTION_KEYS))),
+                _ => return Err(err(item, unknown_option(key, was_after_file && (key.contains('.') || key.contains('/'))))),
             }
         }
         if profiling_option && c.command.is_none() {
@@ -527,8 +560,8 @@ impl Config {
         if wall_event {
             // `event=wall,interval=20ms`: the interval is the wall clock's.
             let ns = wall_given.unwrap_or(if interval_given && !cpu_asked && wall_named { c.interval_ns } else { DEFAULT_WALL_INTERVAL_NS });
-            if ns < MIN_WALL_INTERVAL_NS {
-                return Err(err("interval", "the wall-clock interval must be at least 100us"));
+            if !(MIN_WALL_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) {
+                return Err(err(if interval_item.is_empty() { "interval" } else { &interval_item }, WALL_RANGE));
             }
             c.wall = Some(ns);
         }
@@ -558,8 +591,11 @@ impl Config {
         if c.cpu.is_some() && interval_given && c.interval_ns < MIN_INTERVAL_NS {
             return Err(err(
                 &interval_item,
-                "the CPU interval must be at least 100us (shorter, threads spend their time in the signal handler and system calls such as clone() can be restarted forever)",
+                "the CPU interval must be at least 100us and at most 60s (shorter, threads spend their time in the signal handler and system calls such as clone() can be restarted forever)",
             ));
+        }
+        if c.cpu.is_some() && interval_given && c.interval_ns > MAX_INTERVAL_NS {
+            return Err(err(&interval_item, CPU_RANGE));
         }
         if c.ttsp && c.cpu.is_some() && !interval_given {
             // Safepoints are reached in microseconds to milliseconds: the
@@ -613,6 +649,17 @@ impl Config {
         if c.alloc_threads.is_some() && c.alloc.is_none() {
             return Err(err("alloc_threads", "alloc_threads needs allocation profiling: add alloc or event=alloc"));
         }
+        if let Some(f) = c.file.take() {
+            c.file = Some(expand_file(f, c.loop_ns.is_some(), c.command.is_some())?);
+        }
+        if let Some(f) = c.file.as_deref() {
+            let text = f.to_string_lossy();
+            if text.ends_with('/') || f.is_dir() {
+                let dir = text.trim_end_matches('/');
+                let dir = if dir.is_empty() { "/" } else { dir };
+                return Err(err(&format!("file={text}"), format!("{dir} is a directory; give a file name such as {}/profile.html", dir.trim_end_matches('/'))));
+            }
+        }
         // The format follows the file's extension: a name it cannot tell
         // (a typo such as `rec.jfrr`) is refused rather than written as HTML.
         if let Some(f) = c.file.as_deref().filter(|f| c.format.is_none() && !c.live.report_format && OutputFormat::from_path(f).is_none()) {
@@ -625,6 +672,9 @@ impl Config {
                 ),
             ));
         }
+        if !c.start && c.command.is_none() && !idle_items.is_empty() {
+            c.idle_note = Some(idle_note(&idle_items));
+        }
         Ok(c)
     }
 
@@ -634,11 +684,213 @@ impl Config {
     }
 }
 
-fn parse_flag(item: &str, value: Option<&str>) -> Result<bool, OptionError> {
-    match value {
+/// An on/off option (`threads`, `threads=false`); `word` is its value in
+/// lower case.
+fn parse_flag(item: &str, key: &str, word: Option<&str>) -> Result<bool, OptionError> {
+    match word {
         None | Some("true") | Some("1") | Some("yes") => Ok(true),
         Some("false") | Some("0") | Some("no") => Ok(false),
-        Some(_) => Err(err(item, "expected no value, or true/false")),
+        Some(_) => Err(err(item, format!("'{key}' takes no value, or true/false (yes/no, 1/0)"))),
+    }
+}
+
+/// The line printed when `-agentpath` options start nothing (`interval=1ms`
+/// alone): they are not kept for a later start, which takes its own.
+fn idle_note(items: &[String]) -> String {
+    let shown: Vec<String> = items.iter().map(|i| format!("'{}'", Escaped(&without_userinfo(i)))).collect();
+    format!(
+        "oxprof: loaded idle: {} start{} nothing and {} ignored (no start, event= or file= given); add start to profile from JVM start, or give {} to `oxprof attach PID start` later",
+        shown.join(", "),
+        if items.len() == 1 { "s" } else { "" },
+        if items.len() == 1 { "is" } else { "are" },
+        if items.len() == 1 { "it" } else { "them" }
+    )
+}
+
+/// `YYYYMMDD-HHMMSS` in local time (async-profiler's `%t`).
+pub fn timestamp(secs: i64) -> String {
+    // SAFETY: all-zero is a valid `tm`; localtime_r writes it from `t`
+    // and touches nothing else (reentrant, unlike localtime).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: both pointers are to live locals.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return secs.to_string();
+    }
+    format!("{:04}{:02}{:02}-{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// The file name of interval `seq` started at `secs`: `%p` → process id,
+/// `%t` → `YYYYMMDD-HHMMSS`, `%n` → `seq`, `%%` → `%`.
+pub fn expand(pattern: &std::path::Path, seq: u64, secs: i64) -> PathBuf {
+    let text = pattern.to_string_lossy();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('t') => out.push_str(&timestamp(secs)),
+            Some('n') => out.push_str(&seq.to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    PathBuf::from(out)
+}
+
+/// A `file=` name: its `%` sequences checked (`%p`, `%t`, `%n`, `%%`), and,
+/// without `loop=`, expanded as async-profiler does: `%p` the JVM's pid,
+/// `%t` the time now (`YYYYMMDD-HHMMSS`), `%%` a `%`. `%n` numbers the files
+/// of `loop=` and is refused without it, except in a command (`dump`,
+/// `stop`) while a loop runs, where it names that loop's pattern (kept
+/// whole, as the recording's own `file=` is).
+fn expand_file(f: PathBuf, looping: bool, command: bool) -> Result<PathBuf, OptionError> {
+    let text = f.to_string_lossy().into_owned();
+    let accepted = "accepted: %p (the JVM's pid), %t (the start time, YYYYMMDD-HHMMSS), %n (the interval's number, with loop=), %% (a %)";
+    let mut chars = text.chars();
+    let mut numbered = false;
+    while let Some(ch) = chars.next() {
+        if ch != '%' {
+            continue;
+        }
+        match chars.next() {
+            Some('p' | 't' | '%') => {}
+            Some('n') => numbered = true,
+            Some(other) => return Err(err(&format!("file={text}"), format!("unknown '%{other}' in the file name; {accepted}"))),
+            None => return Err(err(&format!("file={text}"), format!("a lone '%' ends the file name (write %% for a %); {accepted}"))),
+        }
+    }
+    // `%n` in a command's file is checked by the command (`commands.rs`),
+    // which knows whether a loop runs.
+    if looping || !text.contains('%') || (numbered && command) {
+        return Ok(f);
+    }
+    if numbered {
+        return Err(err(
+            &format!("file={text}"),
+            "%n numbers the files of continuous profiling: add loop=DURATION, or name the file with %p (the JVM's pid) or %t (the start time)",
+        ));
+    }
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    Ok(expand(&f, 0, secs))
+}
+
+/// Options that are words on their own and take no value.
+const BARE_WORDS: &[&str] = &[
+    "start",
+    "stop",
+    "dump",
+    "cpu",
+    "itimer",
+    "ctimer",
+    "nogc",
+    "leaks",
+    "collapsed",
+    "flamegraph",
+    "folded",
+    "html",
+    "pprof",
+    "jfr",
+    "otlp",
+    "samples",
+    "total",
+];
+
+/// Every option key, for the unknown-option message and its suggestion.
+fn all_keys() -> impl Iterator<Item = &'static str> {
+    KEYS.split(", ").chain(oxprof_upload::config::OPTION_KEYS.split(", ")).map(|k| k.split('=').next().unwrap_or(k))
+}
+
+/// The message for an unknown option `key`: a key at most two edits away
+/// is suggested; `path_piece` (it follows a `file=` and looks like part of
+/// a path) says that commas separate options.
+fn unknown_option(key: &str, path_piece: bool) -> String {
+    let mut m = format!("unknown option '{key}'");
+    if path_piece {
+        m.push_str(" (commas separate options: a file name cannot contain one)");
+    } else if let Some(near) = all_keys().map(|k| (edit_distance(key, k), k)).filter(|&(d, _)| d <= 2).min_by_key(|&(d, _)| d).map(|(_, k)| k) {
+        m.push_str(&format!("; did you mean '{near}'?"));
+    }
+    m.push_str(&format!("; accepted: {KEYS}, {}", oxprof_upload::config::OPTION_KEYS));
+    m
+}
+
+/// Levenshtein distance between two short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The longest CPU or wall-clock interval: 60 s (longer, a profile of
+/// minutes holds a handful of samples, or none).
+pub const MAX_INTERVAL_NS: u64 = 60_000_000_000;
+const CPU_RANGE: &str = "the CPU interval must be at least 100us and at most 60s";
+const WALL_RANGE: &str = "the wall-clock interval must be at least 100us and at most 60s";
+/// The largest allocation sampling interval: HotSpot takes a jint.
+const MAX_ALLOC_INTERVAL: u64 = i32::MAX as u64;
+/// The largest live-tracking memory budget (oxprof's own bound).
+const MAX_LIVE_BUDGET: u64 = i32::MAX as u64;
+
+/// Splits `N[unit]` into its number (digits and dots) and unit.
+fn number_and_unit(v: &str) -> (&str, &str) {
+    let v = v.trim();
+    v.split_at(v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len()))
+}
+
+/// A duration `N[ns|us|ms|s]` (bare numbers are nanoseconds), zero in any
+/// unit included; a number too large to hold is "too large", not "not a
+/// duration".
+fn parse_interval(v: &str) -> Result<u64, String> {
+    let (num, unit) = number_and_unit(v);
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return parse_duration(v),
+    };
+    match num.parse::<f64>() {
+        Ok(0.0) => Ok(0),
+        Ok(n) if n.is_finite() && n * scale >= 1e18 => Err(format!("'{}' is too large; at most 1000000000s", v.trim())),
+        _ => parse_duration(v),
+    }
+}
+
+/// A size `N[k|m|g]` of at most `max` bytes; above it (or too large to
+/// hold), the error says `limit`.
+fn parse_size(v: &str, max: u64, limit: &str) -> Result<u64, String> {
+    let (num, unit) = number_and_unit(v);
+    let scale: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return parse_size_bytes(v),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return parse_size_bytes(v);
+    }
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(n) if n <= max => Ok(n),
+        _ => Err(format!("'{}' is too large; {limit}", v.trim())),
     }
 }
 
@@ -903,5 +1155,88 @@ mod tests {
         assert!(Config::parse("file=").is_err());
         assert!(Config::parse("format=pdf").is_err());
         assert!(Config::parse("event=cpu").is_ok());
+    }
+
+    /// The user sweep's findings about option messages (each one line,
+    /// naming the option and what is accepted).
+    #[test]
+    fn sweep_messages_name_the_option_and_what_is_accepted() {
+        let e = |o: &str| Config::parse(o).unwrap_err().to_string();
+        // Words that take no value.
+        for (o, key) in [("samples=1", "samples"), ("total=yes", "total"), ("cpu=1", "cpu"), ("start=no", "start"), ("jfr=1", "jfr"), ("nogc=1", "nogc")] {
+            let m = e(o);
+            assert!(m.contains(&format!("'{key}' takes no value")) && !m.contains("unknown option"), "{o}: {m}");
+        }
+        let m = e("threads=x");
+        assert!(m.contains("'threads' takes no value, or true/false"), "{m}");
+        // Exact bounds, and whose they are.
+        let m = e("alloc=2g");
+        assert!(m.contains("'2g' is too large") && m.contains("at most 2147483647 bytes (2g less one byte)"), "{m}");
+        assert_eq!(Config::parse("alloc=2147483647").unwrap().alloc, Some(2147483647));
+        let m = e("event=alloc,live,livemem=4g");
+        assert!(m.contains("'4g' is too large") && m.contains("oxprof's budget") && !m.contains("JVM"), "{m}");
+        let m = e("alloc=99999999999999999999");
+        assert!(m.contains("too large") && !m.contains("not a size"), "{m}");
+        let m = e("interval=99999999999999999999ms");
+        assert!(m.starts_with("invalid agent option 'interval=99999999999999999999ms'") && m.contains("too large"), "{m}");
+        // Upper bound of CPU and wall intervals.
+        let m = e("interval=999999999s");
+        assert!(m.starts_with("invalid agent option 'interval=999999999s'") && m.contains("at most 60s"), "{m}");
+        let m = e("event=wall,interval=999999999s");
+        assert!(m.starts_with("invalid agent option 'interval=999999999s'") && m.contains("wall-clock interval") && m.contains("at most 60s"), "{m}");
+        assert!(e("wall=61s").contains("at most 60s"));
+        assert_eq!(Config::parse("interval=60s").unwrap().interval_ns, 60_000_000_000);
+        assert!(!e("interval=61s").contains('\n'));
+        // Lock waiting times are not CPU intervals: no bound but overflow.
+        assert_eq!(Config::parse("event=lock,interval=120s").unwrap().lock, Some(120_000_000_000));
+        // Any zero duration is zero.
+        for z in ["lock=0", "lock=0ms", "lock=0s", "lock=0us", "lock=0.0ms"] {
+            assert_eq!(Config::parse(z).unwrap().lock, Some(0), "{z}");
+        }
+        // Option words in any case; paths as given.
+        let c = Config::parse("event=CPU,cstack=FP,format=HTML,Interval=5MS,file=/tmp/Mixed.Case").unwrap();
+        assert_eq!((c.cpu, c.cstack, c.output_format(), c.interval_ns), (Some(Event::Cpu), CStack::Fp, OutputFormat::FlameGraph, 5_000_000));
+        assert_eq!(c.file.as_deref(), Some(std::path::Path::new("/tmp/Mixed.Case")));
+        assert!(Config::parse("START,THREADS=TRUE").unwrap().threads);
+        assert_eq!(Config::parse("event=Wall").unwrap().wall, Some(DEFAULT_WALL_INTERVAL_NS));
+        // Paths.
+        let dir = std::env::temp_dir();
+        let m = e(&format!("start,file={}", dir.display()));
+        assert!(m.contains("is a directory") && !m.contains("cannot tell the format"), "{m}");
+        let m = e("start,file=dir.html/");
+        assert!(m.contains("dir.html is a directory") && m.contains("dir.html/profile.html") && !m.contains("//"), "{m}");
+        let m = e("start,file=/tmp/a,b.html");
+        assert!(m.contains("unknown option 'b.html'") && m.contains("commas separate options"), "{m}");
+        // A misspelled key gets a suggestion; something far from any, none.
+        let m = e("intervl=10ms");
+        assert!(m.contains("did you mean 'interval'?"), "{m}");
+        assert!(e("evnt=cpu").contains("did you mean 'event'?"));
+        assert!(!e("zzzzzzzz=1").contains("did you mean"));
+        for o in ["samples=1", "alloc=2g", "start,file=/tmp/a,b.html", "intervl=10ms"] {
+            assert!(!e(o).contains('\n'), "{o}");
+        }
+    }
+
+    #[test]
+    fn percent_sequences_in_file_names() {
+        let pid = std::process::id().to_string();
+        let c = Config::parse("start,file=/tmp/prof-%p.html").unwrap();
+        assert_eq!(c.file.unwrap(), PathBuf::from(format!("/tmp/prof-{pid}.html")));
+        let c = Config::parse("stop,file=/tmp/x-%p-%t-100%%.collapsed").unwrap();
+        let name = c.file.unwrap().to_string_lossy().into_owned();
+        let rest = name.strip_prefix(&format!("/tmp/x-{pid}-")).unwrap_or_else(|| panic!("{name}"));
+        let stamp = rest.strip_suffix("-100%.collapsed").unwrap_or_else(|| panic!("{name}"));
+        assert!(stamp.len() == 15 && stamp.as_bytes()[8] == b'-' && stamp.chars().filter(char::is_ascii_digit).count() == 14, "{name}");
+        // Under loop=, the pattern stays for each interval to expand.
+        assert_eq!(Config::parse("loop=2s,file=l-%p-%n.jfr").unwrap().file.unwrap(), PathBuf::from("l-%p-%n.jfr"));
+        for o in ["loop=2s,file=l-%x.jfr", "start,file=a-%x.html", "start,file=a-%.html", "start,file=a.html%"] {
+            let m = Config::parse(o).unwrap_err().to_string();
+            assert!(m.starts_with("invalid agent option 'file=") && m.contains("%p") && m.contains("%t") && m.contains("%n") && m.contains("%%"), "{o}: {m}");
+        }
+        let m = Config::parse("start,file=a-%n.html").unwrap_err().to_string();
+        assert!(m.contains("'file=a-%n.html'") && m.contains("loop="), "{m}");
+        // A command's %n is kept for the command to check (commands.rs):
+        // only a running loop can number it.
+        assert_eq!(Config::parse("dump,file=a-%n.html").unwrap().file, Some(PathBuf::from("a-%n.html")));
     }
 }

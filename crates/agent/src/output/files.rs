@@ -262,6 +262,48 @@ pub fn remove_if_still(path: &Path, probe: &Option<File>) -> io::Result<bool> {
     }
 }
 
+/// Whether the open regular file whose `fstat` is `meta` is no longer at
+/// `path`: deleted (no link left), its directory removed, or another file
+/// (or none) at the name now. An error other than "not found" when looking
+/// at `path` (a directory made unsearchable) is not taken for a removal.
+pub fn gone_from(path: &Path, meta: &std::fs::Metadata) -> bool {
+    if meta.nlink() == 0 {
+        return true;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => m.dev() != meta.dev() || m.ino() != meta.ino(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound || is_errno(&e, libc::ENOTDIR),
+    }
+}
+
+/// What happened to `path`, a file [`gone_from`] its name, in words.
+pub fn how_gone(path: &Path) -> &'static str {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        "its directory was removed"
+    } else if std::fs::symlink_metadata(path).is_err() {
+        "it was deleted"
+    } else {
+        "another file was put at its name"
+    }
+}
+
+/// Copies the first `len` bytes of the open file `from` to `to`, at `to`'s
+/// offset. `from` may be open for writing only, and deleted: it is opened
+/// again for reading through `/proc/self/fd`, which reaches a deleted
+/// file's data for as long as a descriptor holds it.
+pub fn copy_open(from: &File, len: u64, to: &mut File) -> io::Result<()> {
+    let src = open_raw(Path::new(&format!("/proc/self/fd/{}", from.as_raw_fd())), libc::O_RDONLY)?;
+    let n = io::copy(&mut io::Read::take(src, len), to)?;
+    if n != len {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("only {n} of its {len} bytes could be read back")));
+    }
+    Ok(())
+}
+
 /// The fallback name of an interval's file `wanted` that holds `ext`: its
 /// own name less the extension (`iv-7.jfr` → `iv-7`), so that the interval's
 /// number stays in the name.
@@ -595,6 +637,33 @@ mod tests {
         std::fs::remove_file(&r).unwrap();
         std::fs::write(&r, "the user's\n").unwrap();
         assert!(!id.is(&std::fs::symlink_metadata(&r).unwrap()), "a new file at {} taken for the one written", r.display());
+    }
+
+    /// A file deleted, or its directory removed, while written: noticed,
+    /// and what the descriptor holds can still be copied out whole.
+    #[test]
+    fn a_deleted_file_is_noticed_and_copied_out_of_its_descriptor() {
+        let s = Scratch::new("gone");
+        let dir = s.0.join("d");
+        std::fs::create_dir(&dir).unwrap();
+        let p = dir.join("r.jfr");
+        let mut f = open_new(&p).unwrap();
+        f.write_all(b"chunk one, chunk two").unwrap();
+        assert!(!gone_from(&p, &f.metadata().unwrap()));
+        std::fs::remove_file(&p).unwrap();
+        assert!(gone_from(&p, &f.metadata().unwrap()));
+        assert_eq!(how_gone(&p), "it was deleted");
+        std::fs::write(&p, "someone else's").unwrap();
+        assert!(gone_from(&p, &f.metadata().unwrap()), "another file at the name");
+        assert_eq!(how_gone(&p), "another file was put at its name");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(how_gone(&p), "its directory was removed");
+        let q = s.0.join("copy.jfr");
+        let mut to = open_new(&q).unwrap();
+        copy_open(&f, 9, &mut to).unwrap();
+        to.write_all(b"!").unwrap();
+        assert_eq!(std::fs::read(&q).unwrap(), b"chunk one!");
+        assert!(copy_open(&f, 100, &mut to).is_err(), "more than the file holds");
     }
 
     #[test]

@@ -137,44 +137,7 @@ fn now_secs() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-/// `YYYYMMDD-HHMMSS` in local time (async-profiler's `%t`).
-fn timestamp(secs: i64) -> String {
-    // SAFETY: all-zero is a valid `tm`; localtime_r writes it from `t`
-    // and touches nothing else (reentrant, unlike localtime).
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let t: libc::time_t = secs as libc::time_t;
-    // SAFETY: both pointers are to live locals.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return secs.to_string();
-    }
-    format!("{:04}{:02}{:02}-{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
-
-/// The file name of interval `seq` started at `secs`: `%p` → process id,
-/// `%t` → `YYYYMMDD-HHMMSS`, `%n` → `seq`, `%%` → `%`.
-pub fn expand(pattern: &Path, seq: u64, secs: i64) -> PathBuf {
-    let text = pattern.to_string_lossy();
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('p') => out.push_str(&std::process::id().to_string()),
-            Some('t') => out.push_str(&timestamp(secs)),
-            Some('n') => out.push_str(&seq.to_string()),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
-    }
-    PathBuf::from(out)
-}
+pub use crate::options::{expand, timestamp};
 
 /// The pattern interval files are named after: `file=` or the default name,
 /// with `-%n` added before the extension when it names no `%t` or `%n`, so

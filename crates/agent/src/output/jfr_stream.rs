@@ -19,9 +19,13 @@
 //! chunk's pools do. Each chunk starts with `jdk.ActiveRecording` and
 //! `jdk.ActiveSetting` events saying what was sampled, how often, and with
 //! which engine. Events lost because a log was full are counted and
-//! reported in the summary line.
+//! reported in the summary line. A file deleted while recording (or its
+//! directory removed) is noticed at the next chunk end: the descriptor
+//! still holds every chunk, which are copied to a new file at the name
+//! asked for, else to a fallback file, where the recording goes on.
 
 use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::output::files::{FileId, Written};
@@ -157,6 +161,8 @@ struct Counts {
 
 struct Inner {
     writer: JfrWriter<File>,
+    /// The descriptor the writer's file holds (see `Inner::keep_at_name`).
+    writer_fd: RawFd,
     cpu: Option<Source>,
     cpu_states: States,
     wall: Option<Wall>,
@@ -191,6 +197,10 @@ struct Inner {
     /// The chunks and bytes the file holds that its writer did not write:
     /// a chunk moved to a fallback file (see `Inner::rescue`).
     rescued: (u64, u64),
+    /// The file was deleted while recording and could not be written again
+    /// anywhere: why. The recording goes on in the deleted file (its
+    /// descriptor holds it), and each chunk end tries again.
+    lost: Option<String>,
 }
 
 struct Stream {
@@ -236,6 +246,8 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
     if slot.is_some() {
         return Err("a JFR recording is already being written; stop it first".into());
     }
+    // Notes left by an earlier recording are not this one's.
+    output::take_notes();
     let wanted = config.file.clone().unwrap_or_else(|| output::default_path(OutputFormat::Jfr));
     let (path, file, replaces) = create_beside(&wanted)?;
     let probe = file.try_clone().ok();
@@ -272,6 +284,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         .map_or(DEFAULT_CHUNK_AGE, |s| Duration::from_secs_f64(s.max(0.1)));
     let (start_ticks, start_wall) = (now_ticks() as i64, wall_ns());
     let inner = Inner {
+        writer_fd: file.as_raw_fd(),
         writer: JfrWriter::new(file),
         cpu,
         cpu_states: States::default(),
@@ -293,6 +306,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         replaces,
         failed: None,
         rescued: (0, 0),
+        lost: None,
     };
     *slot = Some(Arc::new(Stream {
         inner: Mutex::new(inner),
@@ -357,6 +371,30 @@ fn create_beside(wanted: &Path) -> Result<(PathBuf, File, Option<PathBuf>), Stri
             .map(|(p, f)| (p, f, None))
             .ok_or_else(|| format!("cannot create the JFR recording beside {} ({e}), nor a fallback file in the working or temp directory", wanted.display())),
     }
+}
+
+/// A new file at `wanted` holding the first `len` bytes of the open file
+/// `old` (a recording whose file was deleted), positioned after them. A
+/// file now at `wanted` is replaced (whole: written beside it and renamed)
+/// only when `replacing` it was the plan; any other is someone else's.
+fn copy_to_name(old: &File, len: u64, wanted: &Path, replacing: bool) -> std::io::Result<(PathBuf, File)> {
+    use crate::output::files;
+    let exists = std::fs::symlink_metadata(wanted).is_ok();
+    if exists && replacing && !crate::output::intervals::is_active() {
+        let (tmp, mut f) = files::open_beside(wanted)?;
+        let done = files::copy_open(old, len, &mut f).and_then(|()| std::fs::rename(&tmp, wanted));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        return Ok((wanted.to_path_buf(), f));
+    }
+    let mut f = files::open_new(wanted)?;
+    if let Err(e) = files::copy_open(old, len, &mut f) {
+        let _ = files::remove_if_still(wanted, &f.try_clone().ok());
+        return Err(e);
+    }
+    Ok((wanted.to_path_buf(), f))
 }
 
 fn current() -> Option<Arc<Stream>> {
@@ -513,9 +551,10 @@ pub fn finish(agent: &Agent, jni: Jni) -> (Result<Vec<String>, String>, Option<W
     *lock(&STREAM) = None;
     let file = inner.written();
     let path = &file.path;
-    let lines = match &inner.failed {
-        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", path.display())),
-        None => Ok(vec![inner.summary(path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", path.display())]),
+    let lines = match (&inner.failed, &inner.lost) {
+        (Some(e), _) => Err(format!("the JFR recording {} is incomplete: {e}", path.display())),
+        (None, Some(lost)) => Err(lost.clone()),
+        (None, None) => Ok(vec![inner.summary(path, Some(stream.thread_cpu_ns.load(Ordering::SeqCst))), format!("profile written to {}", path.display())]),
     };
     (lines, Some(file))
 }
@@ -554,15 +593,18 @@ fn cut_to(agent: &Agent, jni: Jni, next: &Path) -> Result<(String, Written), Str
     inner.drain(agent, jni);
     inner.end_chunk(agent, true);
     let ended = inner.written();
-    let result = match inner.failed.take() {
-        Some(e) => Err(format!("the JFR recording {} is incomplete: {e}", ended.path.display())),
-        None => Ok((inner.summary(&ended.path, None), ended)),
+    let result = match (inner.failed.take(), inner.lost.take()) {
+        (Some(e), _) => Err(format!("the JFR recording {} is incomplete: {e}", ended.path.display())),
+        (None, Some(lost)) => Err(lost),
+        (None, None) => Ok((inner.summary(&ended.path, None), ended)),
     };
     match create(next) {
         Ok((path, file)) => {
             let probe = file.try_clone().ok();
+            inner.writer_fd = file.as_raw_fd();
             inner.writer = JfrWriter::new(file);
             inner.rescued = (0, 0);
+            inner.lost = None;
             inner.counts = Counts::default();
             inner.destination = path.display().to_string();
             inner.file = (path, probe);
@@ -607,6 +649,94 @@ impl Inner {
     /// The file written now, as it is now (see `files::FileId`).
     fn written(&self) -> Written {
         Written { path: self.file.0.clone(), id: FileId::of_open(&self.file.1) }
+    }
+
+    /// A chunk was written: if the file is no longer at its name (deleted,
+    /// its directory removed, another file put there), everything it holds
+    /// (its descriptor still reaches it) is copied to a new file at the name
+    /// asked for, else to a fallback file in the private directory, and the
+    /// recording goes on there; a note says where. Nothing is copied while
+    /// the file is where it was (a `stat` and an `fstat` per chunk).
+    fn keep_at_name(&mut self) {
+        use crate::output::files;
+        let Some(meta) = self.file.1.as_ref().and_then(|f| f.metadata().ok()) else { return };
+        if !meta.file_type().is_file() || !files::gone_from(&self.file.0, &meta) {
+            return;
+        }
+        let gone = self.file.0.clone();
+        let how = files::how_gone(&gone);
+        // A recording that was to replace an existing file goes to that
+        // file's name (it replaces it whole, as it would have).
+        let replacing = self.replaces.is_some();
+        let wanted = self.replaces.clone().unwrap_or_else(|| gone.clone());
+        let bytes = self.writer.stats().bytes + self.rescued.1;
+        let Some(old) = self.file.1.as_ref() else { return };
+        let moved = copy_to_name(old, bytes, &wanted, replacing);
+        let (path, file, note) = match moved {
+            Ok((path, file)) => {
+                let note = format!(
+                    "the JFR recording {} was removed while recording ({how}); wrote it again at {} with everything recorded so far ({bytes} bytes), and recording goes on there",
+                    gone.display(),
+                    path.display()
+                );
+                (path, file, note)
+            }
+            Err(first) => {
+                let stem = fallback_stem(&wanted);
+                let found = files::fallback_bases().iter().find_map(|base| {
+                    let (p, mut f) = files::open_fallback(base, &stem, "jfr").ok()?;
+                    match files::copy_open(old, bytes, &mut f) {
+                        Ok(()) => Some((p, f)),
+                        Err(_) => {
+                            files::discard_fallback(&p);
+                            None
+                        }
+                    }
+                });
+                let Some((path, file)) = found else {
+                    if self.lost.is_none() {
+                        let why = format!(
+                            "the JFR recording {} was removed while recording ({how}) and could not be written again there ({first}) nor to a fallback file in the working or temp directory",
+                            gone.display()
+                        );
+                        output::error_noted(&format!("{why}; it goes on in the deleted file, and the next chunk tries again"));
+                        self.lost = Some(why);
+                    }
+                    return;
+                };
+                let note = format!(
+                    "the JFR recording {} was removed while recording ({how}) and cannot be written there again ({first}); wrote everything recorded so far ({bytes} bytes) to {}, and recording goes on there",
+                    wanted.display(),
+                    path.display()
+                );
+                (path, file, note)
+            }
+        };
+        // The writer goes on with the new file under its own descriptor:
+        // it keeps the ids it gave values in earlier chunks, which the
+        // JDK's reader expects to stay the same from chunk to chunk.
+        // SAFETY: `writer_fd` is the descriptor of the File the writer owns
+        // (open for as long as the writer); dup3 makes it another
+        // description of the new file, atomically, keeping close-on-exec;
+        // `file` keeps its own descriptor, closed when dropped below.
+        if unsafe { libc::dup3(file.as_raw_fd(), self.writer_fd, libc::O_CLOEXEC) } < 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = files::remove_if_still(&path, &file.try_clone().ok());
+            if self.lost.is_none() {
+                let why =
+                    format!("the JFR recording {} was removed while recording ({how}) and could not be moved to {} ({e})", gone.display(), path.display());
+                output::error_noted(&format!("{why}; it goes on in the deleted file, and the next chunk tries again"));
+                self.lost = Some(why);
+            }
+            return;
+        }
+        let probe = file.try_clone().ok();
+        drop(file);
+        self.destination = path.display().to_string();
+        self.file = (path, probe);
+        self.replaces = None;
+        self.lost = None;
+        output::warn_noted(&note);
     }
 
     /// The first chunk is whole: the new recording takes the place of the
@@ -667,6 +797,7 @@ impl Inner {
             }
             log::warn(&format!("cannot write the JFR recording to {}: {e}; {left}; writing the JFR recording to {} instead", wanted.display(), path.display()));
             let probe = file.try_clone().ok();
+            self.writer_fd = file.as_raw_fd();
             self.writer = JfrWriter::new(file);
             self.rescued = (1, chunk.len() as u64);
             self.destination = path.display().to_string();
@@ -730,6 +861,7 @@ impl Inner {
             }
         }
         if self.failed.is_none() {
+            self.keep_at_name();
             self.take_place();
         }
         // Line tables are asked again per chunk: a recording that runs for

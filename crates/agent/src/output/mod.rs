@@ -8,7 +8,9 @@
 //! path cannot be written (or is a symbolic link, see `files`), the profile
 //! goes to a fallback file in a private directory (`oxprof-<pid>-XXXXXX`,
 //! 0700) under the working directory or the temp directory, and the log says
-//! where.
+//! where. What went elsewhere is also noted ([`warn_noted`]) for the reply
+//! of the command that wrote it (`oxprof attach ... stop`), which would
+//! otherwise name only the file written.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -29,6 +31,38 @@ use files::{MayReplace, Written};
 
 /// Sites printed in the text leak report.
 pub const REPORT_SITES: usize = 20;
+
+/// Warnings about where output went instead of where it was asked to go,
+/// kept (a few) for the reply of the next command (see [`take_notes`]).
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// At most this many notes wait for a reply; later ones are only logged.
+const MAX_NOTES: usize = 16;
+
+/// Logs `msg` as a warning and keeps it for the reply of the command that
+/// is writing (or the next one): an attached JVM's log is quiet, and the
+/// reply is where `oxprof attach` users look.
+pub fn warn_noted(msg: &str) {
+    log::warn(msg);
+    keep_note(msg);
+}
+
+/// [`warn_noted`], logged as an error.
+pub fn error_noted(msg: &str) {
+    log::error(msg);
+    keep_note(msg);
+}
+
+fn keep_note(msg: &str) {
+    let mut notes = NOTES.lock().unwrap_or_else(|e| e.into_inner());
+    if notes.len() < MAX_NOTES {
+        notes.push(msg.to_string());
+    }
+}
+
+/// The notes kept since the last call ([`warn_noted`]), oldest first.
+pub fn take_notes() -> Vec<String> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+}
 
 /// One finished profile, ready to write.
 pub struct Built {
@@ -224,7 +258,7 @@ fn write_one(wanted: &Path, built: &[&Built], config: &Config, format: OutputFor
     match write_with_fallback(wanted, may_replace, &stem, format.extension(), |file| write_to(file, built, config, format)) {
         Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
-            log::warn(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
+            warn_noted(&format!("could not write the profile to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
             Ok(fallback)
         }
         Err(first_error) => {
@@ -244,7 +278,7 @@ fn write_leak_report(wanted: &Path, live: &Built, may_replace: MayReplace<'_>) -
     match write_with_fallback(wanted, may_replace, &fallback_stem(wanted, "txt", "leaks"), "txt", write) {
         Ok((written, None)) => Ok(written),
         Ok((fallback, Some(first_error))) => {
-            log::warn(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
+            warn_noted(&format!("could not write the leak report to {}: {first_error}; wrote it to {} instead", wanted.display(), fallback.path.display()));
             Ok(fallback)
         }
         Err(first_error) => Err(format!("could not write the leak report to {} ({first_error}), nor to a fallback file", wanted.display())),
@@ -254,15 +288,32 @@ fn write_leak_report(wanted: &Path, live: &Built, may_replace: MayReplace<'_>) -
 /// Checks at start-up that the output path looks writable, so a typo fails
 /// before hours of recording rather than after.
 pub fn check_writable(path: &Path) -> Result<(), String> {
+    // Linux's limits: PATH_MAX bytes with the NUL, NAME_MAX per name.
+    let len = path.as_os_str().len();
+    if len >= libc::PATH_MAX as usize {
+        return Err(format!("name too long: the path has {len} bytes, and Linux takes at most {}", libc::PATH_MAX - 1));
+    }
+    if let Some(long) = path.components().map(|c| c.as_os_str().to_string_lossy()).find(|c| c.len() > 255) {
+        let start: String = long.chars().take(24).collect();
+        return Err(format!("name too long: '{start}…' has {} bytes, and a file or directory name takes at most 255", long.len()));
+    }
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    if !parent.is_dir() {
-        return Err(format!("directory {} does not exist; create it or choose another file=", parent.display()));
+    match std::fs::metadata(&parent) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a directory; choose another file=", parent.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("directory {} does not exist; create it or choose another file=", parent.display()))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(format!("name too long: {e}")),
+        Err(e) => return Err(format!("cannot reach directory {}: {e}", parent.display())),
     }
     if path.is_dir() {
-        return Err(format!("{} is a directory; give a file name such as {}/profile.html", path.display(), path.display()));
+        let dir = path.to_string_lossy();
+        let dir = dir.trim_end_matches('/');
+        return Err(format!("{} is a directory; give a file name such as {dir}/profile.html", path.display()));
     }
     let target = if path.exists() { path.to_path_buf() } else { parent.clone() };
     let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).map_err(|_| "path contains a NUL byte".to_string())?;
@@ -271,4 +322,22 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         return Err(format!("{} is not writable by this process ({})", target.display(), std::io::Error::last_os_error()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_paths_are_checked_with_the_right_reason() {
+        let long = format!("/tmp/{}/p.html", "d/".repeat(2100));
+        let e = check_writable(Path::new(&long)).unwrap_err();
+        assert!(e.starts_with("name too long: the path has"), "{e}");
+        let e = check_writable(Path::new(&format!("/tmp/{}.html", "n".repeat(300)))).unwrap_err();
+        assert!(e.starts_with("name too long: 'nnn") && e.contains("at most 255"), "{e}");
+        let e = check_writable(Path::new("/tmp/no-such-dir-oxprof/p.html")).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        let e = check_writable(Path::new("/tmp/")).unwrap_err();
+        assert!(e.contains("such as /tmp/profile.html"), "{e}");
+    }
 }
