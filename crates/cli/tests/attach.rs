@@ -32,6 +32,11 @@ fn attach_twice_gives_two_profiles() {
         assert!(o.status.success(), "attach {i}: {err}");
         assert!(err.contains(&format!("profile written to {}", out.display())), "{err}");
         assert!(samples_with(&read_collapsed(&out), "Spin.loop") > 100, "attach {i}: Spin.loop missing");
+        // Each recording's summary counts its own walks, not the JVM's so far.
+        let line = err.lines().find(|l| l.contains("summary: samples=")).unwrap_or_else(|| panic!("no summary: {err}"));
+        let count =
+            |k: &str| -> u64 { line.split_whitespace().find_map(|kv| kv.strip_prefix(k).and_then(|v| v.strip_prefix('='))).map_or(0, |v| v.parse().unwrap()) };
+        assert!(count("own_walks") + count("own_left") <= count("samples"), "attach {i}: more walks than samples: {err}");
     }
     assert!(jvm.alive());
 }

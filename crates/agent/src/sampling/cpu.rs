@@ -143,6 +143,9 @@ pub struct CpuSource {
     /// The itimer engine's watch for that (per-thread engines look from
     /// the thread registry's watcher).
     watcher: Mutex<Option<Watcher>>,
+    /// The own walk's process-wide counts when this recording started, so
+    /// its summary counts its own walks only.
+    walks_at_start: (u64, u64),
 }
 
 /// The signal the engine's samples arrive with.
@@ -239,6 +242,7 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         threads: cx.threads.clone(),
         taken: taken.clone(),
         watcher: Mutex::new(None),
+        walks_at_start: crate::hotspot::fullwalk::signal_walks(),
     };
     let started = if engine.per_thread() {
         // The store's next pages are made resident ahead of the handler.
@@ -351,6 +355,7 @@ impl EventSource for CpuSource {
         log::debug(&format!("CPU profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
         let [asgct, types, native, own] = signal::part_means_ns();
         let (walked, left) = crate::hotspot::fullwalk::signal_walks();
+        let (walked, left) = (walked.saturating_sub(self.walks_at_start.0), left.saturating_sub(self.walks_at_start.1));
         log::debug(&format!(
             "handler parts (mean CPU ns): own walk {own}, AsyncGetCallTrace {asgct}, frame types {types}, native {native}; own walks {walked}, left to AsyncGetCallTrace {left} (why, signal and allocation walks:{}); Java callers found by the stack scan: {}; interrupted methods put back on top: {}; AsyncGetCallTrace stacks that stopped early, replaced: {}; own walks by AsyncGetCallTrace's code:{}; top frames in C2's exception blob (whole, pushed, none, rdx reused, not stepped): {:?}",
             crate::hotspot::fullwalk::left_why().iter().map(|(why, n)| format!(" {why}={n}")).collect::<String>(),
