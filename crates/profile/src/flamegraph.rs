@@ -683,7 +683,15 @@ fn subtitle_parts(profile: &Profile, counter: Counter, opts: &HtmlOptions) -> Ve
         parts.push(format!("{label}: {}", format_quantity(meta.interval, &meta.total_unit)));
     }
     let samples = profile.sum(Counter::Samples);
-    parts.push(format!("{} samples", group_thousands(samples)));
+    if meta.event == "lock" {
+        // The agent's lock counts are waiting time in units of the interval
+        // (its metadata says how many waits were recorded); a JFR
+        // recording's are its events, one per recorded wait.
+        let recorded = meta.extra.iter().find(|(k, _)| k == "samples").and_then(|(_, v)| v.parse().ok()).unwrap_or(samples);
+        parts.push(format!("{} recorded waits", group_thousands(recorded)));
+    } else {
+        parts.push(format!("{} samples", group_thousands(samples)));
+    }
     if counter == Counter::Total {
         parts.push(format!("total: {}", format_quantity(profile.sum(Counter::Total), &meta.total_unit)));
     }
@@ -1101,6 +1109,26 @@ mod tests {
         p.add_frames([Frame::new("no_Java_frame", FrameKind::Error)], 1, 1 << 19);
         let line = subtitle(&p, Counter::Samples, &HtmlOptions::default());
         assert_eq!(line, "event: alloc · mean interval: 512.00 KiB · 7 samples · failed walks: 1 (14.29% of Java samples)");
+    }
+
+    /// A lock page weighs by the time waited and counts recorded waits,
+    /// never the agent's counts (waiting time in units of the interval).
+    #[test]
+    fn lock_pages_show_time_waited_and_recorded_waits() {
+        let meta = Meta {
+            title: "Lock profile".into(),
+            event: "lock".into(),
+            interval: 1_000_000,
+            total_unit: "ns".into(),
+            extra: vec![("samples".into(), "3".into())],
+            ..Meta::default()
+        };
+        let mut p = Profile::new(meta);
+        p.add_frames([jit("main"), Frame::new("java.lang.Object", FrameKind::Lock)], 40, 40_000_000);
+        let view = View::new(&p, Counter::Samples);
+        assert_eq!((view.counter, view.label.as_str()), (Counter::Total, "Locks (time)"));
+        let line = subtitle(&p, view.counter, &HtmlOptions::default());
+        assert!(line.contains("3 recorded waits") && line.contains("total: 40.00 ms") && !line.contains("40 samples"), "{line}");
     }
 
     #[test]
