@@ -178,7 +178,9 @@ fn slowest_spans(rec: &Recording, selection: &Selection, n: usize, out: &mut dyn
                 .iter()
                 .rev()
                 .map(|&f| &rec.frames[f as usize])
-                .find(|f| is_java_method(f.kind, &f.name))
+                // What the application's own code was doing: a `native`
+                // method it called (`Thread.sleep`) says less than its caller.
+                .find(|f| is_java(f.kind))
                 .or_else(|| frames.last().map(|&f| &rec.frames[f as usize]));
             if let Some(f) = innermost {
                 *methods.entry(f.name.as_str()).or_default() += 1;
