@@ -111,6 +111,9 @@ pub fn check_output_name(output: &Path, format: Option<&str>, agent_opts: Option
     if format.is_some() || format_in_opts || oxprof_profile::OutputFormat::from_path(output).is_some() {
         return Ok(());
     }
+    if output.is_dir() {
+        return Err(format!("-o {}: is a directory; name a file in it, e.g. -o {}", output.display(), output.join("profile.html").display()));
+    }
     Err(format!(
         "-o {}: cannot tell the format from the name; end it in {OUTPUT_NAMES}, or give --format (flamegraph, collapsed, pprof, jfr, otlp, leaks)",
         output.display()

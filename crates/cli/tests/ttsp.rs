@@ -174,7 +174,7 @@ fn bad_trigger_names_are_refused_with_close_matches() {
     }
     for (opts, expected) in [
         ("ttsp,begin=f", "either ttsp or begin"),
-        ("ttsp=maybe", "expected no value, or true/false"),
+        ("ttsp=maybe", "'ttsp' takes no value, or true/false"),
         ("begin=SafepointSynchronize::begin", "begin=FUNC needs end=FUNC"),
     ] {
         let o = run_java(&s.0, opts, &[], &s.0, &["-version"]);
