@@ -17,7 +17,7 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
     if config.start {
         return crate::start(agent, config, jni);
     }
-    if let Some(f) = config.file.as_deref().filter(|f| config.command.is_some() && numbers_intervals(f)) {
+    if let Some(f) = config.file.as_deref().filter(|f| config.command.is_some() && crate::options::numbers_intervals(f)) {
         if !output::intervals::is_active() {
             return Err(format!(
                 "invalid agent option 'file={}': %n numbers the files of continuous profiling, and no loop= runs; name the file with %p (the JVM's pid) or %t (the time)",
@@ -72,18 +72,6 @@ fn absolute(path: &Path) -> std::path::PathBuf {
         return path.to_path_buf();
     }
     std::env::current_dir().map(|d| d.join(path.strip_prefix(".").unwrap_or(path))).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// Whether a file name holds `%n` (not `%%n`).
-fn numbers_intervals(f: &Path) -> bool {
-    let text = f.to_string_lossy();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '%' && chars.next() == Some('n') {
-            return true;
-        }
-    }
-    false
 }
 
 /// One line saying what runs, since when, and how many samples.
@@ -369,17 +357,5 @@ pub fn write_reply(path: &Path, result: &Result<Vec<String>, String>) {
     let written = crate::output::files::open_new(path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
     if let Err(e) = written {
         crate::log::error(&format!("cannot write the reply to {}: {e}", path.display()));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_percent_n_is_told_from_a_percent_sign() {
-        assert!(numbers_intervals(Path::new("/tmp/a-%n.html")));
-        assert!(!numbers_intervals(Path::new("/tmp/a-%%n.html")));
-        assert!(!numbers_intervals(Path::new("/tmp/a-%p-%t.html")));
     }
 }

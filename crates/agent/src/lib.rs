@@ -136,14 +136,21 @@ fn open_log(config: &Config) -> std::io::Result<Option<std::fs::File>> {
 /// Parses options and prepares logging; errors are one line for the user.
 fn configure(options: &str) -> Result<Config, String> {
     let config = Config::parse(options).map_err(|e| e.to_string())?;
-    let file = open_log(&config).map_err(|e| {
+    prepare(&config)?;
+    Ok(config)
+}
+
+/// What a load's options set up before the agent starts: the log, and a
+/// check that `file=` can be written.
+fn prepare(config: &Config) -> Result<(), String> {
+    let file = open_log(config).map_err(|e| {
         format!("invalid agent option 'log={}': cannot open the log file: {e}", config.log.as_deref().map(|p| p.display().to_string()).unwrap_or_default())
     })?;
     log::configure(config.loglevel, file);
     if let Some(file) = &config.file {
         output::check_writable(file).map_err(|e| format!("invalid agent option 'file={}': {e}", file.display()))?;
     }
-    Ok(config)
+    Ok(())
 }
 
 /// Adds the capabilities oxprof uses; returns whether objects can be tagged.
@@ -307,7 +314,7 @@ fn load_again(agent: &Agent, raw: &str) -> jint {
         eprintln!("oxprof: loaded twice, both times with profiling options; profiling runs with the first load's, these are ignored: {raw}");
         return JNI_OK as jint;
     }
-    if let Err(e) = configure(raw) {
+    if let Err(e) = prepare(&config) {
         eprintln!("oxprof: {e}");
         return JNI_ERR;
     }

@@ -746,6 +746,24 @@ pub fn expand(pattern: &std::path::Path, seq: u64, secs: i64) -> PathBuf {
     PathBuf::from(out)
 }
 
+/// The character after each `%` of a file name (`%%` counts once), `None`
+/// for a `%` that ends it.
+fn percent_codes(text: &str) -> impl Iterator<Item = Option<char>> + '_ {
+    let mut chars = text.chars();
+    std::iter::from_fn(move || loop {
+        match chars.next()? {
+            '%' => return Some(chars.next()),
+            _ => continue,
+        }
+    })
+}
+
+/// Whether a file name holds `%n` (not `%%n`): it names the files of
+/// continuous profiling.
+pub fn numbers_intervals(f: &std::path::Path) -> bool {
+    percent_codes(&f.to_string_lossy()).any(|c| c == Some('n'))
+}
+
 /// A `file=` name: its `%` sequences checked (`%p`, `%t`, `%n`, `%%`), and,
 /// without `loop=`, expanded as async-profiler does: `%p` the JVM's pid,
 /// `%t` the time now (`YYYYMMDD-HHMMSS`), `%%` a `%`. `%n` numbers the files
@@ -755,13 +773,9 @@ pub fn expand(pattern: &std::path::Path, seq: u64, secs: i64) -> PathBuf {
 fn expand_file(f: PathBuf, looping: bool, command: bool) -> Result<PathBuf, OptionError> {
     let text = f.to_string_lossy().into_owned();
     let accepted = "accepted: %p (the JVM's pid), %t (the start time, YYYYMMDD-HHMMSS), %n (the interval's number, with loop=), %% (a %)";
-    let mut chars = text.chars();
     let mut numbered = false;
-    while let Some(ch) = chars.next() {
-        if ch != '%' {
-            continue;
-        }
-        match chars.next() {
+    for code in percent_codes(&text) {
+        match code {
             Some('p' | 't' | '%') => {}
             Some('n') => numbered = true,
             Some(other) => return Err(err(&format!("file={text}"), format!("unknown '%{other}' in the file name; {accepted}"))),
@@ -1235,6 +1249,9 @@ mod tests {
         }
         let m = Config::parse("start,file=a-%n.html").unwrap_err().to_string();
         assert!(m.contains("'file=a-%n.html'") && m.contains("loop="), "{m}");
+        assert!(numbers_intervals(std::path::Path::new("/tmp/a-%n.html")));
+        assert!(!numbers_intervals(std::path::Path::new("/tmp/a-%%n.html")));
+        assert!(!numbers_intervals(std::path::Path::new("/tmp/a-%p-%t.html")));
         // A command's %n is kept for the command to check (commands.rs):
         // only a running loop can number it.
         assert_eq!(Config::parse("dump,file=a-%n.html").unwrap().file, Some(PathBuf::from("a-%n.html")));

@@ -18,6 +18,16 @@ fn assert_main_cpu_once(out: &std::path::Path, label: &str) {
     assert!((1.5..=2.5).contains(&main_s), "{label}: the profile shows {main_s:.2} s of CPU for Hot.main, which spent 2 s");
 }
 
+/// `java AGENT_ARGS -cp DIR Hot 2` in `s`, with `env` set.
+fn run_hot(s: &Scratch, agent_args: &[String], env: &[(&str, String)]) -> std::process::Output {
+    let mut cmd = java_cmd(agent_args);
+    cmd.args(["-cp", s.0.to_str().unwrap(), "Hot", "2"]).current_dir(&s.0);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_second_copy_of_the_library_stays_inactive() {
     let s = Scratch::new("two-copies");
@@ -25,17 +35,14 @@ fn a_second_copy_of_the_library_stays_inactive() {
     let copy = s.path("liboxprof-copy.so");
     std::fs::copy(agent(), &copy).unwrap();
     let (first, second) = (s.path("first.collapsed"), s.path("second.collapsed"));
-    let o = java_cmd([
-        format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), first.display()),
-        format!("-agentpath:{}=start,event=cpu,total,file={}", copy.display(), second.display()),
-        "-cp".into(),
-        s.0.display().to_string(),
-        "Hot".into(),
-        "2".into(),
-    ])
-    .current_dir(&s.0)
-    .output()
-    .unwrap();
+    let o = run_hot(
+        &s,
+        &[
+            format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), first.display()),
+            format!("-agentpath:{}=start,event=cpu,total,file={}", copy.display(), second.display()),
+        ],
+        &[],
+    );
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("oxprof: already loaded in this JVM from") && err.contains("this copy stays inactive"), "{err}");
@@ -48,17 +55,11 @@ fn an_idle_load_then_one_with_options_profiles_with_the_second() {
     let s = Scratch::new("idle-then-start");
     compile(&s.0, &["Hot.java", "CpuBudget.java"]);
     let out = s.path("p.collapsed");
-    let o = java_cmd([
-        format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), out.display()),
-        "-cp".into(),
-        s.0.display().to_string(),
-        "Hot".into(),
-        "2".into(),
-    ])
-    .env("JAVA_TOOL_OPTIONS", format!("-agentpath:{}", agent().display()))
-    .current_dir(&s.0)
-    .output()
-    .unwrap();
+    let o = run_hot(
+        &s,
+        &[format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), out.display())],
+        &[("JAVA_TOOL_OPTIONS", format!("-agentpath:{}", agent().display()))],
+    );
     let err = text(&o.stderr);
     assert!(o.status.success(), "the JVM did not start: {err}");
     assert!(err.contains("the first load was idle, profiling starts with the second's options"), "{err}");
@@ -70,17 +71,14 @@ fn two_loads_with_options_profile_with_the_first_and_say_so() {
     let s = Scratch::new("start-twice");
     compile(&s.0, &["Hot.java", "CpuBudget.java"]);
     let (first, second) = (s.path("first.collapsed"), s.path("second.collapsed"));
-    let o = java_cmd([
-        format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), first.display()),
-        format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), second.display()),
-        "-cp".into(),
-        s.0.display().to_string(),
-        "Hot".into(),
-        "2".into(),
-    ])
-    .current_dir(&s.0)
-    .output()
-    .unwrap();
+    let o = run_hot(
+        &s,
+        &[
+            format!("-agentpath:{}=start,event=cpu,total,file={}", agent().display(), first.display()),
+            format!("-agentpath:{}=start,event=cpu,interval=1ms,file={}", agent().display(), second.display()),
+        ],
+        &[],
+    );
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("profiling runs with the first load's, these are ignored: start,event=cpu,interval=1ms"), "{err}");

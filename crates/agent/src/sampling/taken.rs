@@ -73,9 +73,14 @@ impl Taken {
         true
     }
 
+    /// When the handler was found replaced, in seconds since the start.
+    fn at_secs(&self) -> f64 {
+        self.at.load(Ordering::Acquire).saturating_sub(1) as f64 / 1e9
+    }
+
     /// The warning line (without the log's prefix).
     pub fn message(&self) -> String {
-        let at = self.at.load(Ordering::Acquire).saturating_sub(1) as f64 / 1e9;
+        let at = self.at_secs();
         format!(
             "another handler replaced oxprof's {} handler at {at:.1} s; {} stopped (engine {}): {}",
             self.signal_name(),
@@ -97,7 +102,7 @@ impl Taken {
     /// For the profile's metadata and `status`: when and what, if taken.
     pub fn note(&self) -> Option<String> {
         self.is_taken().then(|| {
-            let at = self.at.load(Ordering::Acquire).saturating_sub(1) as f64 / 1e9;
+            let at = self.at_secs();
             format!("{} handler replaced by another component at {at:.1} s; {} stopped there", self.signal_name(), self.what)
         })
     }

@@ -147,7 +147,7 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     let (stop2, stats2, registry, taken2) = (stop.clone(), stats.clone(), cx.threads.clone(), taken.clone());
     let spawned = std::thread::Builder::new().name("oxprof-wall".into()).spawn(move || {
         registry.exclude(threads::current_tid());
-        run(interval_ns, store, (&stop2, &taken2), &stats2, &registry);
+        run(interval_ns, store, &stop2, &taken2, &stats2, &registry);
         stats2.sampler_ns.store(thread_cpu_ns(), Ordering::Relaxed);
     });
     let handle = match spawned {
@@ -224,7 +224,7 @@ fn group_due(tick_start: u64, interval_ns: u64, k: u64, groups: u64) -> u64 {
 /// signals wakes every waiting thread at once. (Sending a tick's signals in
 /// one burst made a saturated Jetty's 2 ms sleeps read 0.67–0.84 of their
 /// truth; spread out, 0.96, as async-profiler, which spreads them too.)
-fn run(interval_ns: u64, store: &'static SampleStore, (stop, taken): (&AtomicBool, &Taken), stats: &Stats, registry: &Threads) {
+fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: &Taken, stats: &Stats, registry: &Threads) {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
     let start = monotonic_ns();
