@@ -50,6 +50,9 @@ const FIRST_PRUNE_AT: usize = 20_000;
 struct Inner {
     /// Names copied early for methods of classes that can unload.
     early: HashMap<usize, Arc<MethodName>>,
+    /// The weak reference to the class of each method in `early` whose
+    /// class has not been pruned (see [`Symbols::unloadable_lines`]).
+    weak_of: HashMap<usize, jobject>,
     unloadable: Vec<UnloadableClass>,
     prune_at: usize,
     /// Names resolved at dump time (classes that never unload).
@@ -175,6 +178,9 @@ impl Symbols {
         if unloadable {
             inner.unloadable_seen += 1;
             inner.unloadable.push(UnloadableClass { weak, methods: early.iter().map(|(m, _)| *m).collect() });
+            if !weak.is_null() {
+                inner.weak_of.extend(early.iter().map(|(m, _)| (*m, weak)));
+            }
             inner.early.extend(early);
         }
     }
@@ -202,6 +208,7 @@ impl Symbols {
             // on_class_prepare made, deleted only here, when dropping it.
             if unsafe { jni.is_same(class.weak, std::ptr::null_mut()) } {
                 for m in &class.methods {
+                    inner.weak_of.remove(m);
                     if !sampled.contains(m) {
                         inner.early.remove(m);
                     }
@@ -213,6 +220,7 @@ impl Symbols {
             }
         }
         inner.early.shrink_to_fit();
+        inner.weak_of.shrink_to_fit();
         inner.prune_at = inner.early.len() * 2;
         if inner.early.len() != before {
             inner.prunes += 1;
@@ -323,6 +331,28 @@ impl Symbols {
         // SAFETY: as above; not used afterwards.
         unsafe { jni.delete_local(class) };
         result
+    }
+
+    /// The line number table of a method whose class may unload (see
+    /// [`Symbols::may_unload`]), asked of the JVM only while a local
+    /// reference made from the class's weak reference keeps it loaded:
+    /// empty once the class has unloaded (or when the JVM has none).
+    pub fn unloadable_lines(&self, jvmti: Jvmti, jni: Jni, method: usize) -> Vec<(i64, i32)> {
+        let inner = self.lock();
+        let Some(&weak) = inner.weak_of.get(&method) else { return Vec::new() };
+        // SAFETY: `weak` is the class's weak global reference, deleted only
+        // by `prune` under this lock, which we hold while promoting it.
+        let class = unsafe { jni.new_local(weak) };
+        drop(inner);
+        if class.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: the local reference to the class keeps it, and so the
+        // jmethodID `method` of one of its methods, valid while we ask.
+        let table = unsafe { jvmti.line_number_table(method as jmethodID) }.unwrap_or_default();
+        // SAFETY: `class` is the local reference made above, not used after.
+        unsafe { jni.delete_local(class) };
+        table
     }
 
     /// Whether the method's class may unload (its name was copied early):

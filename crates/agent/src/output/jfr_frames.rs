@@ -27,18 +27,19 @@ pub struct Lines {
 
 impl Lines {
     /// The source line of `bci` in `method`, or -1. Methods of classes that
-    /// may unload are not asked about (the JVM may have freed them).
+    /// may unload are asked about only while their class is held loaded
+    /// (see `Symbols::unloadable_lines`): no line once it has unloaded.
     ///
     /// # Safety
     /// `method` must be a jmethodID the JVM gave out (of a class that has
     /// not unloaded, unless `symbols` knows it may unload).
-    unsafe fn line(&mut self, jvmti: Jvmti, symbols: &Symbols, method: usize, bci: i32) -> i32 {
+    unsafe fn line(&mut self, (jvmti, jni): (Jvmti, Jni), symbols: &Symbols, method: usize, bci: i32) -> i32 {
         if bci < 0 {
             return -1;
         }
         let table = self.tables.entry(method).or_insert_with(|| {
             if symbols.may_unload(method) {
-                Vec::new()
+                symbols.unloadable_lines(jvmti, jni, method)
             } else {
                 // SAFETY: `method`'s class cannot unload (may_unload is
                 // false), so the jmethodID is still valid.
@@ -68,7 +69,7 @@ unsafe fn java(cx: &Context<'_>, lines: &mut Lines, method: usize, bci: i32, kin
     // SAFETY: as this function's contract.
     let name = unsafe { cx.symbols.resolve(cx.jvmti, cx.jni, method as jmethodID) };
     // SAFETY: as above.
-    let line = if kind == FrameType::Native { -1 } else { unsafe { lines.line(cx.jvmti, cx.symbols, method, bci) } };
+    let line = if kind == FrameType::Native { -1 } else { unsafe { lines.line((cx.jvmti, cx.jni), cx.symbols, method, bci) } };
     JfrFrame { class: name.class.to_string(), method: name.method.clone(), descriptor: name.descriptor.clone(), line, bci: bci.max(-1), kind }
 }
 
