@@ -68,8 +68,8 @@ pub const MARK_NON_JAVA_THREAD: i32 = 2;
 /// (5 and 6 are the lock markers).
 pub const MARK_OWN_WALK_DIFFERS: i32 = 7;
 /// `bci` of the marker ending a stack that AsyncGetCallTrace and the own
-/// walk both ended before the thread's first Java call (3 is taken by
-/// `alloc::MARK_ALLOC_CLASS`).
+/// walk both ended before the thread's first Java call, or that was cut at
+/// `jstackdepth` frames (3 is taken by `alloc::MARK_ALLOC_CLASS`).
 pub const MARK_TRUNCATED: i32 = 4;
 
 /// How many frame buffers exist; concurrent handlers each need one.
@@ -760,8 +760,17 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64, timed: bool) 
     PART_OWN.end(part);
     if let Some(n) = own {
         let slot = if n > 0 {
-            // SAFETY: the native part and the walk's `n <= depth` Java frames are in our buffer.
-            let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, native + n) };
+            let mut len = native + n;
+            if n >= depth {
+                // The walk filled its room (`jstackdepth`): the frames below
+                // are cut, which the marker at the root says.
+                // SAFETY: `native + depth < buffer.len` (see `depth`) and
+                // `n <= depth`: the slot after the Java frames is ours.
+                unsafe { buffer.ptr.add(len).write(RawFrame::marker(MARK_TRUNCATED)) };
+                len += 1;
+            }
+            // SAFETY: the native part, the walk's `n <= depth` Java frames and any marker are in our buffer.
+            let frames = unsafe { std::slice::from_raw_parts(buffer.ptr, len) };
             ctx.store.record_slot(tid_key, labels, frames, weight)
         } else {
             record_native_marker(ctx, buffer, native, (sample_key(tid, state), labels), MARK_NO_JAVA_FRAME, weight)
@@ -808,6 +817,10 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64, timed: bool) 
                 Below::Completed(k) | Below::Replaced(k) => n = k.min(depth),
                 Below::Cut(k) => (n, partial) = (k.min(depth), Some(MARK_TRUNCATED)),
             }
+        }
+        if partial.is_none() && n >= depth {
+            // Cut at `jstackdepth` (see the own walk's case above).
+            partial = Some(MARK_TRUNCATED);
         }
         let mut len = native + n;
         if let Some(code) = partial {

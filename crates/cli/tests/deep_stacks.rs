@@ -1,0 +1,41 @@
+//! Stacks deeper than `jstackdepth`: cut, and marked so at their root (they
+//! must never pass for whole stacks rooted mid-recursion).
+
+mod common;
+
+use common::*;
+
+/// Samples of `DeepStack.down` (in the leaf-first frames of `stacks`) by
+/// their root frame.
+fn roots(stacks: &[(Vec<String>, u64)]) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for (frames, n) in stacks {
+        if frames.iter().any(|f| f.starts_with("DeepStack.down")) {
+            *m.entry(frames.first().cloned().unwrap_or_default()).or_default() += n;
+        }
+    }
+    m
+}
+
+#[test]
+fn stacks_cut_at_the_depth_limit_are_marked_truncated() {
+    let s = Scratch::new("deep-stacks");
+    compile(&s.0, &["DeepStack.java"]);
+    let out = s.path("deep.collapsed");
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=5ms,jstackdepth=64,file={}", out.display()), &[], &s.0, &["DeepStack", "300"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = roots(&read_collapsed(&out));
+    let all: u64 = r.values().sum();
+    assert!(all >= 100, "too few samples of down: {r:?}");
+    assert_eq!(r.get("[truncated]").copied().unwrap_or(0), all, "every stack of a 300-deep recursion cut at 64 frames is marked: {r:?}");
+    let f = summary(&text(&o.stderr));
+    assert!(f["failed"].parse::<u64>().unwrap() >= all * 9 / 10, "cut stacks count as failed walks: {f:?}");
+
+    // Within the limit: whole, rooted at main.
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=5ms,jstackdepth=400,file={}", out.display()), &[], &s.0, &["DeepStack", "300"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = roots(&read_collapsed(&out));
+    let all: u64 = r.values().sum();
+    assert!(all >= 100, "too few samples of down: {r:?}");
+    assert!(r.get("DeepStack.main").copied().unwrap_or(0) * 100 >= all * 99, "stacks within the limit are whole: {r:?}");
+}
