@@ -1,7 +1,8 @@
 //! Thin, checked wrappers over the raw JVMTI and JNI function tables.
 //!
 //! Every JVMTI call returns a `Result` with the error's name, never panics, and
-//! frees what the JVM allocated for us (`Deallocate`).
+//! frees what the JVM allocated for us (`Deallocate`). Strings the JVM gives
+//! in modified UTF-8 are decoded as such ([`from_modified_utf8`]).
 //!
 //! Soundness: wrappers that pass a caller-chosen JNI handle, jmethodID or
 //! jfieldID, or JavaVM pointer to the JVM are `unsafe fn` (see [`Jvmti`]).
@@ -187,7 +188,7 @@ impl Jvmti {
             return String::new();
         }
         // SAFETY: JVMTI returns NUL-terminated modified UTF-8 strings.
-        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        let s = from_modified_utf8(unsafe { CStr::from_ptr(p) }.to_bytes());
         self.deallocate(p);
         s
     }
@@ -805,6 +806,50 @@ impl Jni {
     }
 }
 
+/// Text from JNI's modified UTF-8 (what JVMTI returns for class, method,
+/// field and thread names, and JNI's `GetStringUTFChars`): NUL comes as
+/// `C0 80`, a character beyond U+FFFF as its two surrogates encoded as
+/// three bytes each. Surrogate pairs are joined; a lone surrogate or a
+/// malformed byte becomes U+FFFD. Standard 4-byte sequences (never produced
+/// by the JVM) are accepted too.
+pub fn from_modified_utf8(bytes: &[u8]) -> String {
+    // Most names are ASCII or valid UTF-8 already (standard UTF-8 rejects
+    // both `C0 80` and encoded surrogates, so valid means identical).
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut units: Vec<u16> = Vec::with_capacity(bytes.len());
+    let cont = |i: usize| bytes.get(i).copied().filter(|b| b & 0xc0 == 0x80).map(|b| (b & 0x3f) as u32);
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let (unit, len) = match b {
+            0x00..=0x7f => (Some(b as u32), 1),
+            0xc0..=0xdf => (cont(i + 1).map(|c1| ((b as u32 & 0x1f) << 6) | c1), 2),
+            0xe0..=0xef => (cont(i + 1).zip(cont(i + 2)).map(|(c1, c2)| ((b as u32 & 0x0f) << 12) | (c1 << 6) | c2), 3),
+            0xf0..=0xf7 => (cont(i + 1).zip(cont(i + 2)).zip(cont(i + 3)).map(|((c1, c2), c3)| ((b as u32 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3), 4),
+            _ => (None, 1),
+        };
+        match unit {
+            Some(u) if u <= 0xffff => {
+                units.push(u as u16);
+                i += len;
+            }
+            Some(u) => {
+                match char::from_u32(u) {
+                    Some(c) => units.extend_from_slice(c.encode_utf16(&mut [0; 2])),
+                    None => units.push(0xfffd),
+                }
+                i += len;
+            }
+            None => {
+                units.push(0xfffd);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf16_lossy(&units)
+}
+
 /// `text` in JNI's modified UTF-8 (NUL as two bytes, characters beyond
 /// U+FFFF as two encoded surrogates), NUL-terminated.
 fn modified_utf8(text: &str) -> std::ffi::CString {
@@ -873,6 +918,28 @@ pub unsafe fn detach(vm: *mut JavaVM) {
     unsafe {
         if let Some(f) = (**vm).DetachCurrentThread {
             f(vm);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modified_utf8_decodes_surrogate_pairs_and_nul() {
+        // U+1D465 as two encoded surrogates (D835 DC65), as the JVM gives it.
+        let x = [0xed, 0xa0, 0xb5, 0xed, 0xb1, 0xa5];
+        assert_eq!(from_modified_utf8(&[b"Supp$".as_slice(), &x, b"Class"].concat()), "Supp$\u{1D465}Class");
+        assert_eq!(from_modified_utf8(&[b'a', 0xc0, 0x80, b'b']), "a\0b");
+        assert_eq!(from_modified_utf8("Ελληνικά 中文".as_bytes()), "Ελληνικά 中文");
+        // Lone surrogates and malformed bytes: U+FFFD each, the rest kept.
+        assert_eq!(from_modified_utf8(&[b'a', 0xed, 0xa0, 0xb5, b'b']), "a\u{fffd}b");
+        assert_eq!(from_modified_utf8(&[0xed, 0xb1, 0xa5, b'c']), "\u{fffd}c");
+        assert_eq!(from_modified_utf8(&[b'a', 0xff, b'b', 0xe4, 0xb8]), "a\u{fffd}b\u{fffd}\u{fffd}");
+        // Whatever the encoder writes comes back.
+        for text in ["thread-\u{1D465}", "nul\0inside", "plain", "\u{10FFFF}\u{FFFF}"] {
+            assert_eq!(from_modified_utf8(modified_utf8(text).as_bytes()), text);
         }
     }
 }

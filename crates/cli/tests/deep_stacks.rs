@@ -39,3 +39,20 @@ fn stacks_cut_at_the_depth_limit_are_marked_truncated() {
     assert!(all >= 100, "too few samples of down: {r:?}");
     assert!(r.get("DeepStack.main").copied().unwrap_or(0) * 100 >= all * 99, "stacks within the limit are whole: {r:?}");
 }
+
+#[test]
+fn cut_stacks_are_flagged_truncated_in_jfr() {
+    let s = Scratch::new("deep-stacks-jfr");
+    compile(&s.0, &["DeepStack.java"]);
+    let rec = s.path("deep.jfr");
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=5ms,jstackdepth=64,file={}", rec.display()), &[], &s.0, &["DeepStack", "300"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p =
+        std::process::Command::new(tool("jfr")).args(["print", "--json", "--events", "jdk.ExecutionSample", "--stack-depth", "1"]).arg(&rec).output().unwrap();
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    let out = text(&p.stdout);
+    let cut = out.matches("\"truncated\": true").count();
+    let whole = out.matches("\"truncated\": false").count();
+    assert!(cut >= 100, "samples of the 300-deep recursion flagged truncated: {cut} (not flagged: {whole})");
+    assert!(whole * 10 <= cut, "most samples are in the recursion: {cut} flagged, {whole} not");
+}

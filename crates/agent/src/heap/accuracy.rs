@@ -17,6 +17,10 @@
 //! It also compares the sampler's byte clock with the truth: the exact bytes
 //! each thread allocated between two of its samples against the weights of
 //! the samples closing those windows (JDK 17–24 count some TLAB bytes twice).
+//! And it counts the samples the sample store could not take (full, or
+//! paused): their bytes are in the profile under a `[dropped]` frame, so
+//! totals stay right, but no site has them; a recording that dropped a
+//! significant share cannot be called good.
 //! The result is a level (`exact`, `good`, `fair`, `poor`), a one-line
 //! verdict and the sites most affected, for the summary line, the profile's
 //! header and `oxprof report`. Nothing is corrected behind the user's back:
@@ -59,6 +63,9 @@ pub struct Accuracy {
     sampled: AtomicU64,
     /// Desired TLAB size at each sample, by power of two of bytes.
     tlab_sizes: [AtomicU64; TLAB_BUCKETS],
+    /// Samples the store did not take, and their weight.
+    dropped: AtomicU64,
+    dropped_weight: AtomicU64,
 }
 
 impl Default for Accuracy {
@@ -71,6 +78,8 @@ impl Default for Accuracy {
             exact: AtomicU64::new(0),
             sampled: AtomicU64::new(0),
             tlab_sizes: [const { AtomicU64::new(0) }; TLAB_BUCKETS],
+            dropped: AtomicU64::new(0),
+            dropped_weight: AtomicU64::new(0),
         }
     }
 }
@@ -85,7 +94,7 @@ impl Accuracy {
     pub fn start(&self, jdk: u32) {
         self.jdk.store(jdk, Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::SeqCst);
-        for a in self.samples.iter().chain(&self.weight).chain(&self.tlab_sizes).chain([&self.exact, &self.sampled]) {
+        for a in self.samples.iter().chain(&self.weight).chain(&self.tlab_sizes).chain([&self.exact, &self.sampled, &self.dropped, &self.dropped_weight]) {
             a.store(0, Ordering::Relaxed);
         }
     }
@@ -126,6 +135,18 @@ impl Accuracy {
         path
     }
 
+    /// Counts a sample the store did not take (full or paused), of `weight`
+    /// bytes: the profile shows it under `[dropped]`.
+    pub fn drop_sample(&self, weight: u64) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        self.dropped_weight.fetch_add(weight, Ordering::Relaxed);
+    }
+
+    /// Samples dropped so far in this recording, and their weight.
+    pub fn dropped(&self) -> (u64, u64) {
+        (self.dropped.load(Ordering::Relaxed), self.dropped_weight.load(Ordering::Relaxed))
+    }
+
     fn count(&self, path: Path, weight: u64) {
         let i = path as usize;
         if let (Some(n), Some(w)) = (self.samples.get(i), self.weight.get(i)) {
@@ -144,6 +165,8 @@ impl Accuracy {
             exact: self.exact.load(Ordering::Relaxed),
             sampled: self.sampled.load(Ordering::Relaxed),
             tlab_quantiles: [0.1, 0.5, 0.9].map(|q| quantile(&sizes, q)),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            dropped_weight: self.dropped_weight.load(Ordering::Relaxed),
         }
     }
 }
@@ -186,6 +209,10 @@ pub struct Summary {
     /// Desired TLAB size at the samples: 10th, 50th, 90th percentile (lower
     /// bound of a power-of-two bucket), bytes.
     pub tlab_quantiles: [u64; 3],
+    /// Samples the store did not take (their bytes are under `[dropped]`),
+    /// and their weight; both are included in `samples` and `weight`.
+    pub dropped: u64,
+    pub dropped_weight: u64,
 }
 
 /// How far per-site allocation figures can be trusted.
@@ -217,6 +244,8 @@ impl Level {
 /// reports").
 pub const GOOD_BELOW: f64 = 0.05;
 pub const POOR_ABOVE: f64 = 0.15;
+/// A dropped share below this does not take an `exact` recording down.
+const DROPPED_NEGLIGIBLE: f64 = 0.005;
 
 impl Summary {
     fn total_weight(&self) -> u64 {
@@ -255,14 +284,32 @@ impl Summary {
         self.share(Path::Refill) + self.clock_ratio().map_or(0.0, |r| (r - 1.0).abs())
     }
 
+    /// Share of the estimate carried by samples the store did not take
+    /// (they sit under `[dropped]`, on no site).
+    pub fn dropped_share(&self) -> f64 {
+        let total = self.total_weight().max(self.dropped_weight);
+        if total == 0 {
+            if self.dropped > 0 {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            self.dropped_weight as f64 / total as f64
+        }
+    }
+
     pub fn level(&self) -> Level {
         if self.known_samples() == 0 {
             return Level::Unknown;
         }
-        if self.jdk >= FIRST_EXACT_JDK {
+        let dropped = self.dropped_share();
+        if self.jdk >= FIRST_EXACT_JDK && dropped < DROPPED_NEGLIGIBLE {
             return Level::Exact;
         }
-        match self.misattributed() {
+        // Dropped bytes are on no site: per-site figures miss them as
+        // surely as they miss what sits on the wrong site.
+        match self.misattributed() + dropped {
             m if m < GOOD_BELOW => Level::Good,
             m if m <= POOR_ABOVE => Level::Fair,
             _ => Level::Poor,
@@ -273,16 +320,24 @@ impl Summary {
     pub fn verdict(&self) -> String {
         // A share that rounds to 0% but is not nothing reads "under 1%".
         let pct = |x: f64| if x > 0.0 && x < 0.005 { "under 1%".to_string() } else { format!("{:.0}%", 100.0 * x) };
-        match self.level() {
+        let dropped = (self.dropped > 0).then(|| {
+            format!(
+                "{} of the estimate ({} samples) was dropped, the allocation sample store being full: those bytes are counted under [dropped], on no site",
+                pct(self.dropped_share()),
+                self.dropped
+            )
+        });
+        let level = self.level();
+        let body = match level {
             Level::Unknown => "not measured (this JVM's TLABs could not be read)".into(),
             Level::Exact => format!("exact: per-site estimates are unbiased on JDK {} (its sampler counts every byte; JDK-8356372)", self.jdk),
-            level => {
+            _ if self.jdk >= FIRST_EXACT_JDK => format!("the sampler counts every byte on JDK {} (JDK-8356372)", self.jdk),
+            _ => {
                 let m = self.misattributed();
                 let up_to = if m < 0.005 { "under 1%".to_string() } else { format!("up to {}", pct(m)) };
                 let mut s = format!(
-                    "{}: {up_to} of the estimate may be credited to the wrong site ({} landed on objects that refilled a TLAB, standing for bytes \
+                    "{up_to} of the estimate may be credited to the wrong site ({} landed on objects that refilled a TLAB, standing for bytes \
                      allocated earlier in it",
-                    level.name(),
                     pct(self.share(Path::Refill))
                 );
                 if let Some(r) = self.clock_ratio().filter(|r| (r - 1.0).abs() >= 0.01) {
@@ -296,6 +351,12 @@ impl Summary {
                 ));
                 s
             }
+        };
+        match (level, dropped) {
+            (Level::Unknown | Level::Exact, None) => body,
+            (Level::Unknown | Level::Exact, Some(d)) => format!("{body}; {d}"),
+            (l, None) => format!("{}: {body}", l.name()),
+            (l, Some(d)) => format!("{}: {d}; {body}", l.name()),
         }
     }
 
@@ -303,9 +364,10 @@ impl Summary {
     pub fn fields(&self) -> String {
         let [p10, p50, p90] = self.tlab_quantiles;
         format!(
-            "accuracy={} misattributed={:.3} refill_share={:.3} outside_share={:.3} sampler_vs_exact={} tlab_p10={p10} tlab_p50={p50} tlab_p90={p90}",
+            "accuracy={} misattributed={:.3} dropped_share={:.3} refill_share={:.3} outside_share={:.3} sampler_vs_exact={} tlab_p10={p10} tlab_p50={p50} tlab_p90={p90}",
             self.level().name(),
             self.misattributed(),
+            self.dropped_share(),
             self.share(Path::Refill),
             self.share(Path::Outside),
             self.clock_ratio().map_or("n/a".into(), |r| format!("{r:.3}")),
@@ -319,6 +381,17 @@ impl Summary {
 /// sampler's byte count against the threads' exact counters.
 pub fn accuracy_facts(acc: &Summary) -> Vec<(&'static str, String)> {
     let mut out = vec![(ACCURACY_KEY, acc.verdict())];
+    if acc.dropped > 0 {
+        out.push((
+            DROPPED_KEY,
+            format!(
+                "{} samples, {} ({:.1}% of the estimate), under [dropped]",
+                acc.dropped,
+                format_quantity(acc.dropped_weight, "bytes"),
+                100.0 * acc.dropped_share()
+            ),
+        ));
+    }
     if acc.level() == Level::Unknown {
         return out;
     }
@@ -343,6 +416,9 @@ pub fn accuracy_facts(acc: &Summary) -> Vec<(&'static str, String)> {
 /// The header key of the share of the estimate that may sit on the wrong
 /// site (a number; `oxprof report` marks the sites it makes unreliable).
 pub const MISATTRIBUTED_KEY: &str = "allocation misattributed share";
+
+/// The header key of the samples the store did not take.
+pub const DROPPED_KEY: &str = "allocation samples dropped";
 
 /// The header key of the allocation-accuracy verdict.
 pub const ACCURACY_KEY: &str = "allocation accuracy";
@@ -374,6 +450,29 @@ mod tests {
         assert_eq!(s.level(), Level::Poor);
         assert!(s.verdict().contains("1.25×"), "{}", s.verdict());
         assert!(s.verdict().contains("sites under 56%"), "{}", s.verdict());
+    }
+
+    #[test]
+    fn dropped_samples_take_the_level_down_and_are_said() {
+        let mut s = with(17, [970_000, 30_000, 0, 0]);
+        assert_eq!(s.level(), Level::Good);
+        assert!(s.verdict().starts_with("good: under 1%") || s.verdict().starts_with("good: up to 3%"), "{}", s.verdict());
+        s.dropped = 700;
+        s.dropped_weight = 700_000;
+        assert!((s.dropped_share() - 0.7).abs() < 1e-9);
+        assert_eq!(s.level(), Level::Poor);
+        assert!(s.verdict().starts_with("poor: 70% of the estimate (700 samples) was dropped"), "{}", s.verdict());
+        assert!(s.fields().contains("dropped_share=0.700"), "{}", s.fields());
+        assert!(accuracy_facts(&s).iter().any(|(k, v)| *k == DROPPED_KEY && v.starts_with("700 samples")));
+        // JDK 25: exact only while the drops are negligible.
+        let mut e = with(25, [1_000_000, 0, 0, 0]);
+        e.dropped = 1;
+        e.dropped_weight = 100;
+        assert_eq!(e.level(), Level::Exact);
+        assert!(e.verdict().starts_with("exact: ") && e.verdict().contains("under 1% of the estimate (1 samples) was dropped"), "{}", e.verdict());
+        e.dropped_weight = 300_000;
+        assert_eq!(e.level(), Level::Poor);
+        assert!(e.verdict().starts_with("poor: 30% of the estimate"), "{}", e.verdict());
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! handler: it takes the stack with `GetStackTrace`, puts the allocated class
 //! on top as an allocation frame, and records the sample in its own
 //! lock-free [`SampleStore`] with an unbiased weight (see [`estimated_bytes`]).
+//! A sample the store cannot take (full: more distinct stacks than it holds)
+//! keeps its weight: it is counted by [`Accuracy::drop_sample`] and shown
+//! under a one-frame `[dropped]` stack, so totals stay right.
+//!
+//! [`Accuracy::drop_sample`]: crate::heap::accuracy::Accuracy::drop_sample
 //!
 //! Per-thread control (`alloc_threads=GLOB`) enables the event only on the
 //! matching threads, so the others pay nothing.
@@ -28,8 +33,13 @@ pub const MARK_ALLOC_CLASS: i32 = 3;
 /// Tags oxprof puts on class objects carry this bit, then the class id.
 const CLASS_TAG: jlong = 1 << 62;
 
-const STORE_SLOTS: usize = 1 << 17;
-const STORE_FRAMES: usize = 1 << 22;
+/// The store's size, as the CPU store's: 196,608 distinct stacks (3/4 of
+/// the index), 8M frames. Its 1 MiB index is resident from the start; slots
+/// and frames are mapped without reserve and take memory as they fill.
+/// `OXPROF_ALLOC_STORE_STACKS=N` sizes the index for N instead (tests, to
+/// fill it quickly).
+const STORE_SLOTS: usize = 1 << 18;
+const STORE_FRAMES: usize = 1 << 23;
 
 /// Unbiased estimate of the bytes one sample stands for. An object of size
 /// `s` is sampled with probability `p = 1 - e^(-s/I)` at mean interval `I`, so
@@ -163,7 +173,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl AllocSampler {
     pub fn store(&self) -> Result<&'static SampleStore, String> {
-        SampleStore::leaked(&self.store, STORE_SLOTS, STORE_FRAMES, "the allocation sample store")
+        let slots = std::env::var("OXPROF_ALLOC_STORE_STACKS").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(STORE_SLOTS);
+        SampleStore::leaked(&self.store, slots.min(STORE_SLOTS), STORE_FRAMES, "the allocation sample store")
     }
 
     pub fn stored(&self) -> Option<&'static SampleStore> {
@@ -356,16 +367,17 @@ impl AllocSampler {
     /// `object` and `class` must be live JNI references, `class` to a class.
     unsafe fn sample(&self, jvmti: Jvmti, jni: Jni, object: jobject, class: jclass, size: jlong, tid: u32) {
         let Some(store) = self.store.get() else { return };
-        // SAFETY: `class` is live (this function's contract).
-        let Some(class_id) = (unsafe { self.class_id(jvmti, class) }) else {
-            store.count_dropped();
-            return;
-        };
         let size = size.max(0) as u64;
         let exact_weight = estimated_bytes(size, self.interval.load(Ordering::Relaxed));
         let weight = exact_weight.round() as u64;
         // SAFETY: `object` is live and `jni` is this callback's environment.
         unsafe { self.accuracy.observe(jni.0 as usize, object, weight) };
+        // SAFETY: `class` is live (this function's contract).
+        let Some(class_id) = (unsafe { self.class_id(jvmti, class) }) else {
+            store.count_dropped();
+            self.accuracy.drop_sample(weight);
+            return;
+        };
         let depth = self.depth.load(Ordering::Relaxed);
         let tid_key = if self.per_thread.load(Ordering::Relaxed) { tid } else { 0 };
         let recorded = BUFFERS.try_with(|b| {
@@ -396,13 +408,17 @@ impl AllocSampler {
                 }
             };
             let frames = raw.get(..n + 1).unwrap_or_default();
-            store.record(tid_key, crate::sampling::label_slots::current(tid), frames, weight);
+            if !store.record(tid_key, crate::sampling::label_slots::current(tid), frames, weight) {
+                // Counted as dropped by the store; its bytes go to `[dropped]`.
+                self.accuracy.drop_sample(weight);
+            }
             // The live site is stack + class, without the thread.
             // SAFETY: `object` is live (this function's contract).
             unsafe { self.live.track(jni, object, frames, size, exact_weight) };
         });
         if recorded.is_err() {
             store.count_dropped();
+            self.accuracy.drop_sample(weight);
         }
     }
 

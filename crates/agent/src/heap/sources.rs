@@ -2,7 +2,9 @@
 //! SampledObjectAlloc, through [`AllocSampler`]) and live objects (weak
 //! references swept after each GC, with the leak report), in the shape of
 //! [`EventSource`]. Allocation profiles weigh each sample by its unbiased
-//! byte estimate; the live profile by the estimated live bytes of a site.
+//! byte estimate (samples the store could not take under a one-frame
+//! `[dropped]` stack); the live profile by the estimated live bytes of a
+//! site.
 
 use oxprof_profile::jfr::writer::event_type;
 use oxprof_profile::{Frame, FrameKind, Profile};
@@ -20,6 +22,9 @@ pub struct AllocSource {
     sampler: &'static AllocSampler,
     /// Mean sampling interval in bytes.
     interval: u64,
+    /// Dropped samples and weight already shown in an earlier interval's
+    /// profile (`loop=`).
+    dropped_shown: std::sync::Mutex<(u64, u64)>,
 }
 
 /// Starts allocation sampling when the options ask for it (`alloc`).
@@ -27,7 +32,7 @@ pub fn start_alloc(cx: &StartContext) -> Result<Started, String> {
     let Some(interval) = cx.config.alloc else { return Ok(None) };
     let c = cx.config;
     let line = cx.alloc.start(cx.env, interval, c.jstackdepth, c.threads, c.alloc_threads.as_deref(), cx.can_tag)?;
-    Ok(Some((Box::new(AllocSource { sampler: cx.alloc, interval }), line)))
+    Ok(Some((Box::new(AllocSource { sampler: cx.alloc, interval, dropped_shown: Default::default() }), line)))
 }
 
 impl EventSource for AllocSource {
@@ -92,6 +97,19 @@ impl AllocSource {
             st.samples += t.samples;
             st.estimated_bytes += t.total;
         }
+        // Samples the store did not take since the last interval: their
+        // bytes stay in the totals, under `[dropped]`.
+        let (lost, lost_weight) = {
+            let mut shown = self.dropped_shown.lock().unwrap_or_else(|e| e.into_inner());
+            let now = self.sampler.accuracy.dropped();
+            let since = (now.0.saturating_sub(shown.0), now.1.saturating_sub(shown.1));
+            if cx.close_interval {
+                *shown = now;
+            }
+            since
+        };
+        st.samples += lost;
+        st.estimated_bytes += lost_weight;
         let build = |memo: &mut FrameMemo| {
             let mut profile = Profile::new(meta.clone());
             let mut ids = Vec::new();
@@ -113,6 +131,12 @@ impl AllocSource {
                     ids.push(memo.id_with(&mut profile, &class_frame, || Frame::new(self.sampler.class_name(id), FrameKind::Alloc)));
                 }
                 profile.add(ids.clone(), t.samples, t.total);
+            }
+            if lost > 0 {
+                // As an allocated class: what was allocated is unknown, and
+                // the stack is not a failed walk.
+                let dropped = profile.intern(Frame::new("[dropped]", FrameKind::Alloc));
+                profile.add(vec![dropped], lost, lost_weight);
             }
             profile
         };

@@ -3,14 +3,16 @@
 //!
 //! User addresses are mapped to the object they were loaded from through
 //! `/proc/self/maps`, then looked up in that object's ELF symbol tables
-//! (`.symtab` when present, else `.dynsym`); C++ names (libjvm) are
-//! demangled. An object stripped of `.symtab` (libc, most distribution
-//! libraries) also gets the full table of its separate debug file when one
-//! is installed (Debian's `libc6-dbg`, `*-dbgsym`): found by build id under
+//! (`.symtab` when present, else `.dynsym`); C++ names (libjvm) and Rust
+//! names (legacy and v0 mangling, without their hash) are demangled. An
+//! object stripped of `.symtab` (libc, most distribution libraries) also
+//! gets the full table of its separate debug file when one is installed
+//! (Debian's `libc6-dbg`, `*-dbgsym`): found by build id under
 //! `/usr/lib/debug/.build-id/`, or by `.gnu_debuglink` beside the object,
 //! in its `.debug/` or under `/usr/lib/debug`, and used only when its
-//! build id is the object's. Kernel addresses are looked up in `/proc/kallsyms` when it
-//! shows real addresses (root, or `kptr_restrict` off). What cannot be named
+//! build id is the object's. Kernel addresses are looked up in
+//! `/proc/kallsyms` when it shows real addresses (root, or `kptr_restrict`
+//! off). What cannot be named
 //! becomes `lib.so+0xOFFSET` (address inside a known object) or `[unknown]`.
 //! Objects are parsed on first use and dropped again with [`NativeSymbols::clear`]
 //! after a dump (libjvm's table alone holds about 100,000 names).
@@ -475,10 +477,18 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |acc, &d| Some(acc << 4 | (d as char).to_digit(16)? as u64))
 }
 
-/// A demangled C++ name without parameters, or `None` for a plain C name.
-/// Rust's legacy mangling uses the same scheme plus a last path segment
-/// `h` + 16 hex digits (a hash), which is dropped.
+/// A demangled C++ or Rust name without parameters (C++) or hash (Rust),
+/// or `None` for a plain C name. Rust symbols (v0 `_R…`, or legacy `_ZN…`
+/// ending in a `17h` + 16 hex digits hash segment) go to `rustc-demangle`,
+/// which also decodes legacy escapes (`$LT$`, `$u5b$`, `..`); C++ names to
+/// `cpp_demangle`.
 fn demangle(name: &str) -> Option<String> {
+    if looks_rust(name) {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            // `{:#}` leaves out the hash and crate disambiguators.
+            return Some(format!("{d:#}"));
+        }
+    }
     if !name.starts_with("_Z") {
         return None;
     }
@@ -490,6 +500,30 @@ fn demangle(name: &str) -> Option<String> {
         }
     }
     Some(d)
+}
+
+/// Whether `name` is a Rust symbol: v0 mangling (`_R`), or legacy mangling
+/// (Itanium-compatible `_ZN…E` whose last segment is `17h` + 16 hex digits,
+/// possibly followed by a `.llvm.…`-style suffix).
+fn looks_rust(name: &str) -> bool {
+    if name.starts_with("_R") {
+        return true;
+    }
+    if !name.starts_with("_ZN") {
+        return false;
+    }
+    // The mangled part ends at the name's end or before a `.` suffix (paths
+    // hold `..` too, but never right after the closing `E`).
+    let b = name.as_bytes();
+    let ends = (0..b.len()).filter(|&i| b[i] == b'.').chain([b.len()]);
+    let mut ends = ends;
+    ends.any(|end| {
+        let main = &b[..end];
+        main.len() > 3 + 20
+            && main.ends_with(b"E")
+            && main[main.len() - 20..main.len() - 1].starts_with(b"17h")
+            && main[main.len() - 17..main.len() - 1].iter().all(u8::is_ascii_hexdigit)
+    })
 }
 
 fn file_name(path: &str) -> &str {
@@ -683,6 +717,29 @@ mod tests {
         assert_eq!(demangle("deflate"), None);
         assert_eq!(demangle("_ZN6oxprof10allocstack4walk17h213e07cda3dd6af0E").as_deref(), Some("oxprof::allocstack::walk"));
         assert_eq!(demangle("_ZN3foo17hzzzzzzzzzzzzzzzzE").as_deref(), Some("foo::hzzzzzzzzzzzzzzzz"), "not a hash: kept");
+    }
+
+    #[test]
+    fn demangles_rust_legacy_and_v0_without_hash() {
+        // Legacy: escapes (`$LT$`, `$RF$`, `$u5b$`, `..`) decoded, hash dropped.
+        let legacy = "_ZN68_$LT$$RF$$u5b$u8$u5d$$u20$as$u20$object..read..read_ref..ReadRef$GT$19read_bytes_at_until17h8b4a2cc794ca66d8E";
+        assert_eq!(demangle(legacy).as_deref(), Some("<&[u8] as object::read::read_ref::ReadRef>::read_bytes_at_until"));
+        assert_eq!(
+            demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h9a7b5b1a2c3d4e5fE.llvm.12345")
+                .as_deref(),
+            Some("core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>")
+        );
+        // v0 (`-C symbol-mangling-version=v0`): crate disambiguators dropped.
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
+        assert_eq!(demangle("_RNvCsdtmpTN4ucN_4test4main").as_deref(), Some("test::main"));
+        assert_eq!(
+            demangle("_RNvXNtNtCs6O6TnIPaRGP_6object4read8read_refRShNtB2_7ReadRef19read_bytes_at_until").as_deref(),
+            Some("<&[u8] as object::read::read_ref::ReadRef>::read_bytes_at_until")
+        );
+        assert!(looks_rust("_RNvCs1234_7mycrate3foo"));
+        assert!(looks_rust("_ZN6oxprof10allocstack4walk17h213e07cda3dd6af0E"));
+        assert!(!looks_rust("_ZN20G1ParScanThreadState23trim_queue_to_thresholdEj"));
+        assert!(!looks_rust("_ZN3foo17hzzzzzzzzzzzzzzzzE"));
     }
 
     /// A name stays while the mapping that held its address keeps its

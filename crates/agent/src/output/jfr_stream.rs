@@ -625,7 +625,9 @@ impl Inner {
     /// CPU time, known once it has ended.
     fn summary(&self, path: &Path, thread_cpu_ns: Option<u64>) -> String {
         let c = self.counts;
-        let dropped: u64 = self.sources().map(|s| s.log.dropped()).sum::<u64>() + crate::spans::dropped();
+        // Samples lost before the log (a full sample store) are lost to the
+        // file as well.
+        let dropped: u64 = self.sources().map(|s| s.log.dropped() + s.store.stats().dropped).sum::<u64>() + crate::spans::dropped();
         let stats = self.writer.stats();
         format!(
             "jfr summary: execution_samples={} wall_samples={} lock_events={} safepoints={} spans={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
@@ -1102,7 +1104,10 @@ fn thread_stack(
     let frames = cpu_stack(cx, lines, t.tid, &t.frames);
     let state = refine_state(ThreadState::from_u8(t.state), &frames);
     states.set(slot, state, t.labels);
-    writer.stack(id, &frames, false);
+    // A stack cut short (at `jstackdepth`, or where both walks stopped) ends
+    // in the `[truncated]` marker: JFR's readers are told so too.
+    let cut = frames.last().is_some_and(|f| f.class.is_empty() && f.method == "[truncated]");
+    writer.stack(id, &frames, cut);
     Some((state, t.labels))
 }
 

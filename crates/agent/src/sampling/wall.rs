@@ -377,7 +377,7 @@ impl EventSource for WallSource {
 
     fn build(&self, cx: &BuildContext) -> Built {
         let started = Instant::now();
-        let (profile, s) = self.profile(cx);
+        let (profile, s, held) = self.profile(cx);
         log::debug(&format!("wall profile built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3));
         let st = &self.stats;
         let (signalled, reused) = (st.signalled.load(Ordering::Relaxed), st.reused.load(Ordering::Relaxed));
@@ -385,9 +385,14 @@ impl EventSource for WallSource {
             0 => None,
             ns => Some(ns),
         };
+        // `samples=` is what the profile holds (intervals of wall time, as
+        // the flame graph's header and JFR's events count them); `recorded=`
+        // the stack records behind them: `walked=` by the signal handler,
+        // `reused=` counted again without a signal (idle threads).
         let mut summary_line = format!(
-            "wall summary: samples={} signalled={signalled} reused={reused} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
+            "wall summary: samples={held} recorded={} walked={} reused={reused} signalled={signalled} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
             s.samples,
+            s.samples.saturating_sub(reused),
             st.deferred.load(Ordering::Relaxed),
             st.failed.load(Ordering::Relaxed),
             st.ticks.load(Ordering::Relaxed),
@@ -405,8 +410,10 @@ impl EventSource for WallSource {
 }
 
 impl WallSource {
-    fn profile(&self, cx: &BuildContext) -> (Profile, Summary) {
-        let Some(store) = stored() else { return (Profile::default(), Summary::default()) };
+    /// The profile, the counts of its stack records, and the samples it
+    /// holds (wall time in whole intervals).
+    fn profile(&self, cx: &BuildContext) -> (Profile, Summary, u64) {
+        let Some(store) = stored() else { return (Profile::default(), Summary::default(), 0) };
         let traces = crate::sampling::interval::read(store, cx.close_interval);
         crate::native::symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
@@ -414,6 +421,7 @@ impl WallSource {
         let mut profile = Profile::new(cx.rec.meta("Wall-clock profile", "wall", "SIGVTALRM wall-clock sampler", self.interval_ns, "ns"));
         let mut ids = Vec::new();
         let mut memo = FrameMemo::new(cx);
+        let mut held = 0u64;
         for t in &traces {
             summary.samples += t.samples;
             ids.clear();
@@ -422,17 +430,26 @@ impl WallSource {
             // counts as that many intervals, as ticks of a wall clock.
             let ticks = ((t.total + self.interval_ns / 2) / self.interval_ns.max(1)).max(u64::from(t.total > 0));
             profile.add(ids.clone(), ticks, t.total);
+            held += ticks;
         }
         drop(memo);
         crate::native::symbols::resolver().done();
         let m = &mut profile.meta;
-        m.extra.push(("samples".into(), summary.samples.to_string()));
+        m.extra.push(("samples".into(), held.to_string()));
+        m.extra.push((
+            "stack records".into(),
+            format!(
+                "{} ({} walked, the rest counted again without a signal)",
+                summary.samples,
+                summary.samples.saturating_sub(self.stats.reused.load(Ordering::Relaxed))
+            ),
+        ));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
         if let Some(note) = self.taken.note() {
             m.extra.push(("signal taken".into(), note));
         }
-        (profile, summary)
+        (profile, summary, held)
     }
 }
 
