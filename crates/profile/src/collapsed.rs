@@ -1,7 +1,12 @@
 //! Collapsed stacks (Brendan Gregg's "folded" format): one line per distinct
 //! stack, frames root first separated by `;`, then a space and the count.
 //! Frame names lose the format's separators (`;` becomes `:`, line breaks
-//! spaces); context labels are the leading `[key=value]` frames.
+//! and tabs spaces) and other control characters (escaped as `\xNN`, so
+//! that the file stays text); context labels are the leading
+//! `[key=value]` frames, then the thread state, then the thread
+//! (`[name tid=N]`, async-profiler's `[tid=N]` too). Reading skips `#`
+//! comment lines and a byte-order mark, and gives Java names as
+//! [`crate::names`] does.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -78,53 +83,93 @@ pub fn write<W: Write>(profile: &Profile, opts: CollapsedOptions, mut out: W) ->
 /// suffixes become frame kinds). Counts become both counters.
 pub fn read(text: &str, meta: Meta) -> Result<Profile, String> {
     let mut p = Profile::new(meta);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let line = line.trim_end();
-        if line.is_empty() {
+        if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
+        // A tab before the count, as some tools write it, reads as a space.
+        let (stack, count) = line.rsplit_once([' ', '\t']).ok_or_else(|| format!("line {}: expected 'frame;frame count'", i + 1))?;
         let count: u64 = count.parse().map_err(|_| {
             // Quoted and cut short: the line may hold anything, control characters too.
             let shown: String = count.chars().take(40).collect();
             format!("line {}: {shown:?} is not a count", i + 1)
         })?;
         // Context labels (`[endpoint=GET /orders]`) lead the stack, then
-        // the thread state: the roots the agent writes.
-        let mut roots = true;
+        // the thread state, then the thread: the roots the agent writes
+        // (async-profiler's thread roots lead its stacks).
+        let mut roots = Roots::Labels;
         let frames = stack.split(';').map(|name| {
-            if roots && crate::labels::parse_frame(name).is_some() {
-                return Frame::new(name, FrameKind::Label);
+            if roots == Roots::Labels {
+                if is_thread_root(name) {
+                    roots = Roots::Done;
+                    return Frame::new(name, FrameKind::Thread);
+                }
+                if crate::labels::parse_frame(name).is_some() {
+                    return Frame::new(name, FrameKind::Label);
+                }
+                roots = Roots::State;
             }
-            let root = std::mem::replace(&mut roots, false);
             // A root `[sleeping]` is a thread-state frame (agent option `state`).
-            if root && crate::state::ThreadState::from_frame_name(name).is_some() {
-                return Frame::new(name, FrameKind::State);
+            if roots == Roots::State {
+                roots = Roots::Thread;
+                if crate::state::ThreadState::from_frame_name(name).is_some() {
+                    return Frame::new(name, FrameKind::State);
+                }
+            }
+            if std::mem::replace(&mut roots, Roots::Done) == Roots::Thread && is_thread_root(name) {
+                return Frame::new(name, FrameKind::Thread);
             }
             for kind in [FrameKind::Interpreted, FrameKind::Jit, FrameKind::Inlined, FrameKind::Kernel, FrameKind::Alloc] {
                 if let Some(base) = name.strip_suffix(kind.annotation()) {
-                    return Frame::new(base, kind);
+                    return match kind {
+                        FrameKind::Kernel => Frame::new(base, kind),
+                        FrameKind::Alloc => Frame::new(crate::names::class(base), kind),
+                        _ => Frame::new(crate::names::method(base), kind),
+                    };
                 }
             }
-            Frame::new(name, FrameKind::Java)
+            Frame::new(crate::names::method(name), FrameKind::Java)
         });
         p.add_frames(frames, count, count);
     }
     Ok(p)
 }
 
-/// Frame names must not contain the separators of the format.
+/// Where reading a stack is among its root frames.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Roots {
+    Labels,
+    State,
+    Thread,
+    Done,
+}
+
+/// A thread root: the agent's and async-profiler's `[name tid=N]`, or
+/// async-profiler's `[tid=N]` for a thread without a name.
+fn is_thread_root(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    name.strip_prefix("[tid=").and_then(|t| t.strip_suffix(']')).is_some_and(digits)
+        || (name.starts_with('[') && name.ends_with(']') && crate::model::thread_of_root(name).1.is_some())
+}
+
+/// Frame names must not contain the separators of the format (`;`, line
+/// breaks) nor control characters, which make tools take the file for
+/// binary: tabs become spaces, the others `\xNN` (`\u{NN}` above ASCII).
 fn push_sanitized(line: &mut String, name: &str) {
-    if !name.contains([';', '\n', '\r']) {
+    if !name.contains(|c: char| c == ';' || c.is_control()) {
         line.push_str(name);
         return;
     }
     for c in name.chars() {
-        line.push(match c {
-            ';' => ':',
-            '\n' | '\r' => ' ',
-            c => c,
-        });
+        match c {
+            ';' => line.push(':'),
+            '\n' | '\r' | '\t' => line.push(' '),
+            c if c.is_ascii_control() => line.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => line.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => line.push(c),
+        }
     }
 }
 
@@ -193,6 +238,47 @@ mod tests {
         // Not at the root, a bracketed name is no label.
         let back = read("Main.run;[k=v] 1\n", Meta::default()).unwrap();
         assert_eq!(back.frames()[1].kind, FrameKind::Java);
+    }
+
+    /// Tester's findings: a `# comment` line was refused, a byte-order
+    /// mark stayed in the first frame's name, async-profiler's thread roots
+    /// (`[tid=125]`) were read as context labels (and the agent's
+    /// `[main tid=123]` as a Java frame), and Java names kept
+    /// async-profiler's slashes and per-run class suffixes.
+    #[test]
+    fn comments_bom_thread_roots_and_java_names() {
+        let text = "\u{feff}# async-profiler 4.1, cpu\n\
+            [main tid=123];Main.main;Main.work 5\n\
+            [tid=125];java/lang/Thread.run_[j];Truth$$Lambda$14.0x00007f41bc000a08.run;clock_gettime@@GLIBC_2.17;do_syscall_64_[k] 2\n\
+            [endpoint=GET /x];[running];[worker-1 tid=124];A.b 1\n\
+            [tid=x];java/lang/String_[a] 1\n";
+        let p = read(text, Meta::default()).unwrap();
+        assert_eq!(read("main;x\t7\n", Meta::default()).unwrap().sum(Counter::Samples), 7);
+        let lines: Vec<String> =
+            p.samples().iter().map(|s| s.stack.iter().map(|&f| format!("{}:{:?}", p.frame(f).name, p.frame(f).kind)).collect::<Vec<_>>().join(";")).collect();
+        assert_eq!(
+            lines,
+            [
+                "[main tid=123]:Thread;Main.main:Java;Main.work:Java",
+                "[tid=125]:Thread;java.lang.Thread.run:Jit;Truth$$Lambda$14.run:Java;clock_gettime@@GLIBC_2.17:Java;do_syscall_64:Kernel",
+                "[endpoint=GET /x]:Label;[running]:State;[worker-1 tid=124]:Thread;A.b:Java",
+                "[tid=x]:Label;java.lang.String:Alloc",
+            ]
+        );
+        assert!(!crate::labels::of_sample(&p, &p.samples()[1]).any(|(k, _)| k == "tid"));
+    }
+
+    /// Tester's finding: tabs and NULs in label values and frame names were
+    /// written raw (`[v=tab^Ihere^@nul]`), so grep took the file for binary.
+    #[test]
+    fn control_characters_are_not_written_raw() {
+        let mut p = Profile::new(Meta::default());
+        p.add_frames([crate::labels::frame("v", "tab\there\0nul\u{1b}[0m"), Frame::new("odd\u{85}name\u{7f}", FrameKind::Jit)], 1, 0);
+        let mut out = Vec::new();
+        write(&p, CollapsedOptions::default(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "[v=tab here\\x00nul\\x1b[0m];odd\\u{85}name\\x7f 1\n");
+        assert!(!text.trim_end().contains(|c: char| c.is_control()));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::state::ThreadState;
 
 /// The JDK's default `jdk.ExecutionSample` period, assumed when the
 /// recording does not say.
-pub const DEFAULT_CPU_PERIOD_NS: u64 = 20_000_000;
+pub const DEFAULT_CPU_PERIOD_NS: u64 = crate::jfr_read::DEFAULT_CPU_PERIOD_NS;
 
 /// The lock profile's `extra` key saying how many parks without a blocker
 /// (`Recording::parks`) it leaves out.
@@ -78,8 +78,20 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
             p.meta.extra.push(("period".into(), "not recorded; assumed the JDK default of 20 ms".into()));
         }
         let mut agg = Aggregate::default();
+        let mut periods: Vec<u64> = Vec::new();
         for s in rec.cpu.iter().filter(|s| in_range(s.time) && state_ok(s.state)) {
-            agg.add((s.thread, s.stack, u32::MAX, shown(s.state), s.labels), 1, period);
+            agg.add((s.thread, s.stack, u32::MAX, shown(s.state), s.labels), 1, s.weight_ns);
+            if !periods.contains(&s.weight_ns) {
+                periods.push(s.weight_ns);
+            }
+        }
+        if periods.len() > 1 {
+            periods.sort_unstable();
+            let list: Vec<String> = periods.iter().map(|&ns| period_text(ns)).collect();
+            p.meta.extra.push((
+                "periods".into(),
+                format!("{} (changed during the recording; each sample weighs the period in force when it was taken)", list.join(", ")),
+            ));
         }
         b.flush(&mut p, agg);
         out.push(("cpu", p));
@@ -158,6 +170,17 @@ pub fn profiles(rec: &Recording, opts: &Options) -> Vec<(&'static str, Profile)>
 pub fn safepoints(rec: &Recording, opts: &Options) -> Vec<Safepoint> {
     let in_range = |t: u64| !matches!(opts.from_ns, Some(f) if (t as i64) < f) && !matches!(opts.to_ns, Some(to) if t as i64 >= to);
     rec.safepoints.iter().filter(|s| in_range(s.start_ns)).cloned().collect()
+}
+
+/// A sampling period as the JDK writes it: `10 ms`, `1 s`, `250 us`.
+fn period_text(ns: u64) -> String {
+    match ns {
+        0 => "0 ns".into(),
+        n if n % 1_000_000_000 == 0 => format!("{} s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{} ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{} us", n / 1_000),
+        n => format!("{n} ns"),
+    }
 }
 
 /// A wall sample's weight as ticks of the wall clock (as the agent counts

@@ -14,6 +14,7 @@ pub mod jfr_read;
 pub mod labels;
 pub mod leak;
 pub mod model;
+pub mod names;
 pub mod otlp;
 mod otlp_proto;
 pub mod pprof;

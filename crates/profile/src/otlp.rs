@@ -632,13 +632,45 @@ fn kind_of(sample: (&str, &str), period: &str) -> (Kind, bool) {
     (kind, total)
 }
 
+/// Nanoseconds in one of a time unit (`ns`, `nanoseconds`, `us`, `ms`,
+/// `s`, ...), none for other units.
+fn time_unit_ns(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "ns" | "nanos" | "nanosecond" | "nanoseconds" => 1,
+        "us" | "micros" | "microsecond" | "microseconds" => 1_000,
+        "ms" | "millis" | "millisecond" | "milliseconds" => 1_000_000,
+        "s" | "second" | "seconds" => 1_000_000_000,
+        _ => return None,
+    })
+}
+
+/// A function's name as a frame of kind `kind`: async-profiler's
+/// frame-type suffix (`_[k]` of kernel functions, `_[j]`, `_[i]`, `_[0]`)
+/// becomes the kind, and Java names lose their per-run and slashed forms
+/// ([`crate::names`]).
+fn frame_name(name: &str, kind: FrameKind) -> (String, FrameKind) {
+    let (name, kind) = [FrameKind::Kernel, FrameKind::Jit, FrameKind::Inlined, FrameKind::Interpreted]
+        .into_iter()
+        .find_map(|k| Some((name.strip_suffix(k.annotation())?, k)))
+        .unwrap_or((name, kind));
+    let name = match kind {
+        FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined | FrameKind::Java => crate::names::method(name),
+        FrameKind::Alloc | FrameKind::Lock => crate::names::class(name),
+        _ => std::borrow::Cow::Borrowed(name),
+    };
+    (name.into_owned(), kind)
+}
+
 /// Reads an `ExportProfilesServiceRequest` (uncompressed) back into the
 /// model: the OTLP profiles of one recording (same kind, start, length
 /// and period) become one model profile, the count sample type its sample
 /// counts and the other its totals; thread-name and state attributes
 /// become root frames (`[name]`, `[sleeping]`), other sample attributes
 /// context-label frames (`[key=value]`, outermost), a location's inlined
-/// lines frames of kind `Inlined`. Every index is checked.
+/// lines frames of kind `Inlined`. A recording of counts only whose
+/// period is a time (async-profiler's) gets totals of count × period; a
+/// sample without values counts one per timestamp; frame names as
+/// [`frame_name`] reads them. Every index is checked.
 pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
     let req = pb::ExportProfilesServiceRequest::decode(bytes).map_err(|e| format!("not an OTLP ExportProfilesServiceRequest: {e}"))?;
     let dict = req.dictionary.unwrap_or_default();
@@ -668,6 +700,16 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
     // For each profile of `out`, each location's frames in it (root
     // first), once made.
     let mut located: Vec<Vec<Option<Vec<u32>>>> = Vec::new();
+    // The recordings (as `keys`) whose totals an OTLP profile of totals
+    // gives; the others' totals are their counts times a period of time.
+    let mut with_totals: Vec<(Kind, u64, u64, i64)> = Vec::new();
+    for p in req.resource_profiles.iter().flat_map(|rp| &rp.scope_profiles).flat_map(|s| &s.profiles) {
+        let (st, pt) = (p.sample_type.clone().unwrap_or_default(), p.period_type.clone().unwrap_or_default());
+        let (kind, total) = kind_of((string(st.type_strindex)?, string(st.unit_strindex)?), string(pt.type_strindex).unwrap_or(""));
+        if total {
+            with_totals.push((kind, p.time_unix_nano, p.duration_nano, p.period));
+        }
+    }
     for rp in &req.resource_profiles {
         for kv in rp.resource.iter().flat_map(|r| &r.attributes) {
             let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
@@ -689,6 +731,12 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
             // read back counts only, the counts their totals too.
             let counts_only = !total && (string(pt.type_strindex).unwrap_or(""), string(pt.unit_strindex).unwrap_or("")) == crate::model::COUNTS_TYPE;
             let key = (kind, p.time_unix_nano, p.duration_nano, p.period);
+            // A period of time (async-profiler's `otlp`: `count` samples of
+            // a 10 ms period in `ns`) makes CPU and wall counts times.
+            let period_ns = time_unit_ns(string(pt.unit_strindex).unwrap_or(""))
+                .filter(|_| matches!(kind, Kind::Cpu | Kind::Wall))
+                .and_then(|unit| u64::try_from(p.period).ok().filter(|&n| n > 0)?.checked_mul(unit));
+            let derive = |n: u64| if with_totals.contains(&key) { 0 } else { period_ns.map_or(0, |ns| n.saturating_mul(ns)) };
             let slot = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,
                 None => {
@@ -708,7 +756,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                     let meta = Meta {
                         title: "OTLP profile".into(),
                         event,
-                        interval: p.period.max(0) as u64,
+                        interval: period_ns.unwrap_or(p.period.max(0) as u64),
                         total_unit: if counts_only {
                             ""
                         } else if types(kind)[1].1 == "bytes" {
@@ -748,7 +796,9 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                 }
                 if let Some(name) = thread {
                     charge(name.len())?;
-                    stack.push(profile.intern(Frame::new(format!("[{name}]"), FrameKind::Thread)));
+                    // Already a thread root (`[name tid=N]`, as some converters write it).
+                    let root = if name.starts_with('[') && name.ends_with(']') { name } else { format!("[{name}]") };
+                    stack.push(profile.intern(Frame::new(root, FrameKind::Thread)));
                 }
                 let st = &dict.stack_table[get("stack", dict.stack_table.len(), s.stack_index)?];
                 for &l in st.location_indices.iter().rev() {
@@ -770,6 +820,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                             let name = string(f.name_strindex)?;
                             charge(name.len())?;
                             let k = if j + 1 == loc.lines.len() { kind } else { FrameKind::Inlined };
+                            let (name, k) = frame_name(name, k);
                             frames.push(profile.intern(Frame::new(name, k).with_line(line.line.clamp(0, u32::MAX as i64) as u32)));
                         }
                         // A location without lines (an unsymbolized address).
@@ -782,13 +833,17 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, String> {
                     charge(std::mem::size_of_val(frames))?;
                     stack.extend_from_slice(frames);
                 }
+                // Without values, each timestamp is one sample (OTLP).
+                let timestamps = s.timestamps_unix_nano.len() as u64;
                 let v = s.values.iter().fold(0u64, |a, &v| a.saturating_add(v.max(0) as u64));
-                let (n, t) = if total {
+                let (n, t) = if s.values.is_empty() {
+                    (timestamps, if counts_only { timestamps } else { derive(timestamps) })
+                } else if total {
                     (0, v)
                 } else if counts_only {
                     (v, v)
                 } else {
-                    (v, 0)
+                    (v, derive(v))
                 };
                 profile.add(stack, n, t);
             }
@@ -1149,6 +1204,92 @@ mod tests {
         assert_eq!(kind_of(("alloc_space", "bytes"), "space"), (Kind::Alloc, true));
         assert_eq!(kind_of(("inuse_objects", "count"), ""), (Kind::Live, false));
         assert_eq!(kind_of(("contentions", "count"), "contentions"), (Kind::Lock, false));
+    }
+
+    /// A request as async-profiler's `otlp` output and its converter write
+    /// them: counts (`perf_events`/`count`) of a period in `ns`, samples
+    /// with values or with timestamps only, slashed and hidden-class Java
+    /// names, kernel functions with `_[k]`, thread roots as attribute
+    /// values. (The strings are async-profiler's, the request built here.)
+    fn profiler_request(values: bool) -> pb::ExportProfilesServiceRequest {
+        let strings = [
+            "",
+            "perf_events",
+            "count",
+            "ns",
+            "java/lang/Thread.run",
+            "Truth$$Lambda$14.0x00007f41bc000a08.run",
+            "Truth.spin",
+            "os::current_thread_cpu_time",
+            "do_syscall_64_[k]",
+            "thread.name",
+            "[cpu-worker tid=28690]",
+        ];
+        let function = |i: i32| pb::Function { name_strindex: i, ..Default::default() };
+        let location = |f: i32| pb::Location { lines: vec![pb::Line { function_index: f, ..Default::default() }], ..Default::default() };
+        let dict = pb::ProfilesDictionary {
+            string_table: strings.iter().map(|s| s.to_string()).collect(),
+            function_table: [0, 4, 5, 6, 7, 8].into_iter().map(function).collect(),
+            location_table: (0..=5).map(location).collect(),
+            stack_table: vec![pb::Stack::default(), pb::Stack { location_indices: vec![5, 4, 3, 2, 1] }, pb::Stack { location_indices: vec![3, 2, 1] }],
+            attribute_table: vec![
+                pb::KeyValueAndUnit::default(),
+                pb::KeyValueAndUnit { key_strindex: 9, value: Some(string_value("[cpu-worker tid=28690]")), unit_strindex: 0 },
+            ],
+            ..Default::default()
+        };
+        let sample = |stack: i32, n: usize| pb::Sample {
+            stack_index: stack,
+            attribute_indices: vec![1],
+            values: if values { vec![n as i64] } else { Vec::new() },
+            timestamps_unix_nano: if values { Vec::new() } else { (0..n as u64).map(|i| 1_700_000_000_000_000_000 + i).collect() },
+            ..Default::default()
+        };
+        let profile = pb::Profile {
+            sample_type: Some(pb::ValueType { type_strindex: 1, unit_strindex: 2 }),
+            period_type: Some(pb::ValueType { type_strindex: 1, unit_strindex: 3 }),
+            period: 10_000_000,
+            samples: vec![sample(1, 3), sample(2, 4)],
+            ..Default::default()
+        };
+        pb::ExportProfilesServiceRequest {
+            resource_profiles: vec![pb::ResourceProfiles {
+                scope_profiles: vec![pb::ScopeProfiles { profiles: vec![profile], ..Default::default() }],
+                ..Default::default()
+            }],
+            dictionary: Some(dict),
+        }
+    }
+
+    /// Tester's findings: async-profiler's counts of a 10 ms period read
+    /// as 0 ns; samples with timestamps and no values as none; kernel
+    /// functions kept their `_[k]`; Java names their slashes and per-run
+    /// suffixes; a thread root given as the attribute got a second pair
+    /// of brackets.
+    #[test]
+    fn other_profilers_counts_timestamps_and_names() {
+        for values in [true, false] {
+            let back = decode(&profiler_request(values).encode_to_vec()).unwrap();
+            let p = &back.profiles[0];
+            assert_eq!((p.sum(Counter::Samples), p.sum(Counter::Total), p.meta.interval), (7, 70_000_000, 10_000_000), "values: {values}");
+            let mut lines: Vec<String> = p
+                .samples()
+                .iter()
+                .map(|s| s.stack.iter().map(|&f| format!("{}:{:?}", p.frame(f).name, p.frame(f).kind)).collect::<Vec<_>>().join(";"))
+                .collect();
+            lines.sort();
+            assert_eq!(
+                lines,
+                [
+                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda$14.run:Java;Truth.spin:Java",
+                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda$14.run:Java;Truth.spin:Java;os::current_thread_cpu_time:Java;do_syscall_64:Kernel",
+                ]
+            );
+        }
+        // oxprof's own pair (totals and counts) is not counted twice.
+        let (cpu, _) = cpu_and_alloc();
+        let back = decode(&encode(&[&cpu], &resource())).unwrap();
+        assert_eq!((back.profiles[0].sum(Counter::Samples), back.profiles[0].sum(Counter::Total)), (cpu.sum(Counter::Samples), cpu.sum(Counter::Total)));
     }
 
     #[test]

@@ -404,3 +404,39 @@ fn context_labels_are_read_by_the_jdk_and_back() {
     assert_eq!(labels::by_value(cpu, "endpoint").iter().map(|r| r.1).collect::<Vec<_>>(), [2, 2]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Tester's finding: a dump to JFR wrote `truncated = false` for every
+/// stack, also for the agent's cut stacks (`[truncated]` at the root). The
+/// JDK sees those as truncated, and oxprof reads them back with one
+/// marker, of the marker's kind, where it was.
+#[test]
+fn dumped_cut_stacks_say_truncated() {
+    use oxprof_profile::model::{Frame, FrameKind, Meta, Profile};
+    let dir = std::env::temp_dir().join(format!("oxprof-jfr-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cut.jfr");
+    let mut p = Profile::new(Meta { interval: 10_000_000, total_unit: "ns".into(), ..Meta::default() });
+    let thread = Frame::new("[main tid=7]", FrameKind::Thread);
+    let cut = [thread.clone(), Frame::new("[truncated]", FrameKind::Error), Frame::new("A.deep", FrameKind::Jit), Frame::new("A.leaf", FrameKind::Jit)];
+    p.add_frames(cut, 3, 30_000_000);
+    p.add_frames([thread, Frame::new("A.main", FrameKind::Interpreted), Frame::new("A.leaf", FrameKind::Jit)], 2, 20_000_000);
+    let start = 1_700_000_000_000_000_000u64;
+    oxprof_profile::jfr::from_profiles::write(std::fs::File::create(&path).unwrap(), &[("cpu", &p)], start, start + 1_000_000_000).unwrap();
+    let printed = run_jfr(&["print", "--json", "--events", "jdk.ExecutionSample", path.to_str().unwrap()]);
+    let flags = |v: &str| printed.matches(&format!("\"truncated\": {v}")).count();
+    assert_eq!((flags("true"), flags("false")), (3, 2), "{printed}");
+    let rec = oxprof_profile::jfr_read::read_file(&path, &mut |_, _| {}).unwrap();
+    let ps = oxprof_profile::convert::profiles(&rec, &oxprof_profile::convert::Options { cpu: true, threads: true, ..Default::default() });
+    let back = &ps[0].1;
+    let mut lines: Vec<String> = back
+        .samples()
+        .iter()
+        .map(|s| {
+            let names: Vec<String> = s.stack.iter().map(|&f| format!("{}:{:?}", back.frame(f).name, back.frame(f).kind)).collect();
+            format!("{} {}", names.join(";"), s.samples)
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["[main]:Thread;A.main:Interpreted;A.leaf:Jit 2", "[main]:Thread;[truncated]:Error;A.deep:Jit;A.leaf:Jit 3"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

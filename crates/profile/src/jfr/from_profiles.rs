@@ -142,6 +142,9 @@ impl Cx {
         let mut e = Event { tid: ALL_THREADS, state: ThreadState::Unknown, labels: 0, stack: 0, leaf_class: None, park: false };
         let mut labels = Vec::new();
         let mut frames = Vec::new();
+        // A stack cut short has the agent's marker at its root, under the
+        // thread's and the labels' roots: JFR says so with `truncated`.
+        let mut truncated = false;
         for &id in &s.stack {
             let f = p.frame(id);
             match f.kind {
@@ -155,6 +158,7 @@ impl Cx {
                 FrameKind::Alloc | FrameKind::Lock => e.leaf_class = Some(f.name.clone()),
                 _ => {
                     e.park |= f.name.ends_with("LockSupport.park") || f.name.ends_with("LockSupport.parkNanos") || f.name.ends_with("Unsafe.park");
+                    truncated |= frames.is_empty() && f.kind == FrameKind::Error && f.name == crate::jfr_read::TRUNCATED_MARKER;
                     frames.push(jfr_frame(&f.name, f.kind, f.line));
                 }
             }
@@ -168,7 +172,7 @@ impl Cx {
         frames.reverse(); // JFR stores the leaf first
         e.stack = self.stacks;
         self.stacks += 1;
-        w.stack(e.stack, &frames, false);
+        w.stack(e.stack, &frames, truncated);
         e
     }
 

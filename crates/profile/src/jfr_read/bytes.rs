@@ -144,7 +144,7 @@ impl<'a> Cursor<'a> {
             2 => Ok(JfrString::Pool(self.i64()?)),
             3 => {
                 let n = self.count("string length")?;
-                Ok(JfrString::Inline(String::from_utf8_lossy(self.bytes(n)?).into_owned()))
+                Ok(JfrString::Inline(utf8_or_modified(self.bytes(n)?)))
             }
             4 => {
                 let n = self.count("string length")?;
@@ -161,6 +161,58 @@ impl<'a> Cursor<'a> {
             e => Err(format!("unknown string encoding {e} at byte {at}")),
         }
     }
+}
+
+/// UTF-8 text as the JDK writes it: standard UTF-8 (the Java side), or
+/// HotSpot's modified UTF-8 (symbols: class and method names), where a
+/// supplementary character is a surrogate pair of two 3-byte sequences
+/// and NUL is `C0 80`. Bytes that are neither become U+FFFD.
+pub fn utf8_or_modified(bytes: &[u8]) -> String {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(bytes.len());
+    let mut i = 0;
+    // A 3-byte sequence encoding a UTF-16 surrogate (ED A0..BF xx).
+    let surrogate = |at: usize| -> Option<u16> {
+        match bytes.get(at..at + 3)? {
+            &[0xED, b1 @ 0xA0..=0xBF, b2 @ 0x80..=0xBF] => Some(0xD000 | (u16::from(b1 & 0x3F) << 6) | u16::from(b2 & 0x3F)),
+            _ => None,
+        }
+    };
+    while i < bytes.len() {
+        if let Some(hi @ 0xD800..=0xDBFF) = surrogate(i) {
+            if let Some(lo @ 0xDC00..=0xDFFF) = surrogate(i + 3) {
+                let c = 0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00);
+                out.push(char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER));
+                i += 6;
+                continue;
+            }
+        }
+        if bytes[i..].starts_with(&[0xC0, 0x80]) {
+            out.push('\0');
+            i += 2;
+            continue;
+        }
+        // The longest valid UTF-8 run from here, else one replaced byte
+        // (a lone surrogate is three).
+        match std::str::from_utf8(&bytes[i..]) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) if e.valid_up_to() > 0 => {
+                // The first `valid_up_to` bytes are valid UTF-8.
+                out.push_str(std::str::from_utf8(&bytes[i..i + e.valid_up_to()]).unwrap_or_default());
+                i += e.valid_up_to();
+            }
+            Err(e) => {
+                out.push(char::REPLACEMENT_CHARACTER);
+                i += if surrogate(i).is_some() { 3 } else { e.error_len().unwrap_or(bytes.len() - i).max(1) };
+            }
+        }
+    }
+    out
 }
 
 impl Cursor<'_> {
@@ -225,6 +277,31 @@ mod tests {
             c.skip_string().unwrap();
         }
         assert_eq!(c.pos, data.len() - 1);
+    }
+
+    /// Tester's finding: a name with a supplementary character (U+1D465)
+    /// in HotSpot's modified UTF-8 (a surrogate pair, 3 bytes each) came
+    /// out as six replacement characters.
+    #[test]
+    fn modified_utf8_as_hotspot_writes_symbols() {
+        // "Supp$𝑥Class" as a HotSpot symbol: U+1D465 is D835 DC65.
+        let mut name = b"Supp$".to_vec();
+        name.extend([0xED, 0xA0, 0xB5, 0xED, 0xB1, 0xA5]);
+        name.extend(b"Class");
+        assert_eq!(utf8_or_modified(&name), "Supp$\u{1D465}Class");
+        // Standard UTF-8 of the same, NUL as C0 80, and what is neither.
+        assert_eq!(utf8_or_modified("Supp$\u{1D465}Class".as_bytes()), "Supp$\u{1D465}Class");
+        assert_eq!(utf8_or_modified(&[b'a', 0xC0, 0x80, b'b']), "a\0b");
+        assert_eq!(utf8_or_modified(&[b'a', 0xED, 0xA0, 0xB5, b'b']), "a\u{FFFD}b");
+        assert_eq!(utf8_or_modified(&[0xFF, b'x', 0xE9]), "\u{FFFD}x\u{FFFD}");
+        assert_eq!(utf8_or_modified("é€".as_bytes()), "é€");
+        // Through the cursor, as encoding 3.
+        let mut data = vec![3, name.len() as u8];
+        data.extend(&name);
+        assert_eq!(Cursor::new(&data, 0, true).string(), Ok(JfrString::Inline("Supp$\u{1D465}Class".into())));
+        // UTF-16 chars (encoding 4) with a surrogate pair, as varints.
+        let data = [4, 3, 0x78, 0xb5, 0xb0, 0x03, 0xe5, 0xb8, 0x03];
+        assert_eq!(Cursor::new(&data, 0, true).string(), Ok(JfrString::Inline("x\u{1D465}".into())));
     }
 
     #[test]

@@ -34,7 +34,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-pub use chunk::{java_class_name, MAGIC};
+pub use chunk::{java_class_name, MAGIC, TRUNCATED_MARKER};
 
 use crate::model::FrameKind;
 use crate::safepoint::{self, Safepoint};
@@ -44,6 +44,14 @@ use crate::state::ThreadState;
 /// recording does not say.
 pub const DEFAULT_NATIVE_PERIOD_NS: u64 = 20_000_000;
 
+/// The JDK's default `jdk.ExecutionSample` period, assumed when the
+/// recording does not say.
+pub const DEFAULT_CPU_PERIOD_NS: u64 = 20_000_000;
+
+/// The events of async-profiler whose `interval` is in nanoseconds (the
+/// others count hardware events or calls).
+const TIME_BASED_EVENTS: [&str; 6] = ["cpu", "itimer", "ctimer", "wall", "cpu-clock", "task-clock"];
+
 /// A frame of a recording: method name (`pkg.Class.method`), kind, line.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct JfrFrame {
@@ -52,8 +60,9 @@ pub struct JfrFrame {
     pub line: u32,
 }
 
-/// A CPU sample: time (ns since the epoch), thread and stack ids, and the
-/// thread's state (the JDK always writes running).
+/// A CPU sample: time (ns since the epoch), thread and stack ids, the
+/// thread's state (the JDK always writes running) and the CPU time it
+/// stands for.
 #[derive(Clone, Copy, Debug)]
 pub struct CpuSample {
     pub time: i64,
@@ -62,6 +71,10 @@ pub struct CpuSample {
     pub state: ThreadState,
     /// Its context labels: an index into [`Recording::label_sets`] (0: none).
     pub labels: u32,
+    /// The sampling period in force when it was taken (see
+    /// [`Recording::cpu_periods`]), [`DEFAULT_CPU_PERIOD_NS`] when the
+    /// recording does not say.
+    pub weight_ns: u64,
 }
 
 /// A wall-clock sample: a thread sampled whatever it was doing, standing
@@ -238,13 +251,28 @@ pub struct Recording {
     /// The safepoints, in time order; `samples` counts the CPU samples
     /// taken inside each one's time to safepoint.
     pub safepoints: Vec<Safepoint>,
-    /// The `period` setting of `jdk.ExecutionSample`, when recorded (and
-    /// the samples are CPU samples).
+    /// The period of `jdk.ExecutionSample` most CPU samples were taken
+    /// at, when recorded (and the samples are CPU samples).
     pub cpu_period_ns: Option<u64>,
+    /// The `jdk.ExecutionSample` periods, each from its time on (ns since
+    /// the epoch), in time order: one recording may run at several (the
+    /// JDK's continuous recording at 20 ms while an ad-hoc one at 10 ms
+    /// runs; each sample weighs the period in force at its time). The
+    /// JDK's `period` settings, or async-profiler's `interval` of a
+    /// time-based event.
+    pub cpu_periods: Vec<(i64, u64)>,
     /// The wall-clock sampling interval, when recorded.
     pub wall_period_ns: Option<u64>,
-    /// The `period` setting of `jdk.NativeMethodSample`, when recorded.
+    /// The `period` setting of `jdk.NativeMethodSample`, when recorded
+    /// (the one most native samples were taken at).
     pub native_period_ns: Option<u64>,
+    /// The `jdk.NativeMethodSample` periods over time, as [`Recording::cpu_periods`].
+    pub native_periods: Vec<(i64, u64)>,
+    /// async-profiler's `interval` settings of `jdk.ExecutionSample`, kept
+    /// apart until its event is known (nanoseconds for time-based events).
+    pub(crate) profiler_intervals: Vec<(i64, u64)>,
+    /// async-profiler's event (`jdk.ActiveRecording` setting `event`).
+    pub(crate) profiler_event: Option<String>,
     /// oxprof wrote this recording's `jdk.ExecutionSample`s from wall-clock
     /// sampling (setting `event` = `wall`); resolved when reading ends.
     execution_samples_are_wall: bool,
@@ -289,8 +317,12 @@ impl Default for Recording {
             spans: Vec::new(),
             safepoints: Vec::new(),
             cpu_period_ns: None,
+            cpu_periods: Vec::new(),
             wall_period_ns: None,
             native_period_ns: None,
+            native_periods: Vec::new(),
+            profiler_intervals: Vec::new(),
+            profiler_event: None,
             execution_samples_are_wall: false,
             alloc_facts: Vec::new(),
             start_ns: i64::MAX,
@@ -409,25 +441,71 @@ impl Recording {
     /// are wall samples weighing the period; the JDK's native samples weigh
     /// their period and are in native code.
     fn settle(&mut self) {
+        // async-profiler's interval is a time for its time-based events only.
+        let timed = self.profiler_event.as_deref().is_none_or(|e| TIME_BASED_EVENTS.contains(&e));
+        if timed {
+            self.cpu_periods.append(&mut self.profiler_intervals);
+        }
+        // Settings of one time keep their order in the file: the last wins.
+        self.cpu_periods.sort_by_key(|p| p.0);
+        self.native_periods.sort_by_key(|p| p.0);
+        for s in &mut self.cpu {
+            s.weight_ns = period_at(&self.cpu_periods, s.time).unwrap_or(DEFAULT_CPU_PERIOD_NS);
+        }
+        self.cpu_period_ns = usual(self.cpu.iter().map(|s| s.weight_ns), &self.cpu_periods);
         if self.execution_samples_are_wall {
-            let period = self.cpu_period_ns.take().or(self.wall_period_ns).unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
-            self.wall_period_ns.get_or_insert(period);
-            let native_period = self.native_period_ns.unwrap_or(period);
+            let fallback = self.cpu_period_ns.take().or(self.wall_period_ns).unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
+            let recorded = !self.cpu_periods.is_empty();
+            self.wall_period_ns.get_or_insert(fallback);
             let cpu = std::mem::take(&mut self.cpu);
-            let wall =
-                cpu.into_iter().map(|s| WallSample { time: s.time, thread: s.thread, stack: s.stack, state: s.state, weight_ns: period, labels: s.labels });
-            let native = std::mem::take(&mut self.native).into_iter().map(|s| WallSample { weight_ns: native_period, ..s });
+            let wall = cpu.into_iter().map(|s| WallSample {
+                time: s.time,
+                thread: s.thread,
+                stack: s.stack,
+                state: s.state,
+                weight_ns: if recorded { s.weight_ns } else { fallback },
+                labels: s.labels,
+            });
+            let native_periods = std::mem::take(&mut self.native_periods);
+            let native =
+                std::mem::take(&mut self.native).into_iter().map(|s| WallSample { weight_ns: period_at(&native_periods, s.time).unwrap_or(fallback), ..s });
             self.wall.extend(wall.chain(native));
             self.wall.sort_by_key(|s| s.time);
+            self.native_periods = native_periods;
         } else {
             // The JDK writes the Java state (runnable); they are threads in native code.
-            let period = self.native_period_ns.unwrap_or(DEFAULT_NATIVE_PERIOD_NS);
-            self.native.iter_mut().for_each(|s| (s.weight_ns, s.state) = (period, ThreadState::Native));
+            for s in &mut self.native {
+                (s.weight_ns, s.state) = (period_at(&self.native_periods, s.time).unwrap_or(DEFAULT_NATIVE_PERIOD_NS), ThreadState::Native);
+            }
         }
+        self.native_period_ns = usual(self.native.iter().map(|s| s.weight_ns), &self.native_periods);
         self.safepoints = std::mem::take(&mut self.safepoint_parts).into_iter().filter_map(|(id, parts)| parts.join(id)).collect();
         self.safepoints.sort_by_key(|s| (s.start_ns, s.id));
         safepoint::count_samples(&mut self.safepoints, self.cpu.iter().map(|s| s.time.max(0) as u64));
     }
+}
+
+/// The period in force at `time` of a time-ordered list of (from, period):
+/// the last set at or before it, else (a sample before any setting) the
+/// first.
+fn period_at(periods: &[(i64, u64)], time: i64) -> Option<u64> {
+    let i = periods.partition_point(|p| p.0 <= time);
+    periods.get(i.saturating_sub(1)).map(|p| p.1)
+}
+
+/// The period most samples weighed (the earliest of equals), when periods
+/// were recorded; the last one set when there are no samples.
+fn usual(weights: impl Iterator<Item = u64>, periods: &[(i64, u64)]) -> Option<u64> {
+    let last = periods.last()?.1;
+    let mut counts: Vec<(u64, usize)> = Vec::new();
+    for w in weights {
+        match counts.iter_mut().find(|c| c.0 == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w, 1)),
+        }
+    }
+    let best = counts.iter().map(|c| c.1).max();
+    Some(counts.iter().find(|c| Some(c.1) == best).map_or(last, |c| c.0))
 }
 
 /// Whether the bytes start like a JFR file.
@@ -614,6 +692,140 @@ mod tests {
         bare.live_reports.clear();
         let (sites_only, known) = bare.leak_report(None).unwrap();
         assert!(!known && sites_only.gcs == 0 && sites_only.sites.len() == 1);
+    }
+
+    const T0: i64 = 1_700_000_000_000_000_000;
+
+    fn hot() -> Vec<crate::jfr::JfrFrame> {
+        use crate::jfr::{FrameType, JfrFrame};
+        let f = |class: &str, method: &str, kind| JfrFrame { class: class.into(), method: method.into(), descriptor: "()V".into(), line: 1, bci: 0, kind };
+        vec![f("Hot", "spin", FrameType::Jit), f("Main", "main", FrameType::Interpreted)]
+    }
+
+    /// CPU totals of a recording's CPU profile, and its samples.
+    fn cpu_of(rec: &Recording) -> (u64, u64, crate::model::Meta) {
+        let ps = crate::convert::profiles(rec, &crate::convert::Options { cpu: true, ..Default::default() });
+        let p = &ps.iter().find(|(k, _)| *k == "cpu").expect("a CPU profile").1;
+        (p.sum(crate::model::Counter::Samples), p.sum(crate::model::Counter::Total), p.meta.clone())
+    }
+
+    /// Tester's finding: async-profiler records its sampling interval as
+    /// the setting `interval` of `jdk.ExecutionSample` (bare nanoseconds);
+    /// only `period` was read, so its CPU samples weighed the JDK default
+    /// of 20 ms, twice its 10 ms. A non-time event's interval (`cycles`)
+    /// is no time.
+    #[test]
+    fn async_profiler_interval_weighs_cpu_samples() {
+        use crate::jfr::metadata::id::ACTIVE_RECORDING;
+        use crate::jfr::writer::event_type::EXECUTION_SAMPLE;
+        let recording = |event: &str, interval: &str| {
+            let mut w = crate::jfr::JfrWriter::new(Vec::new());
+            w.begin_chunk(0, T0).unwrap();
+            w.thread(1, "main", Some("main"));
+            w.stack(1, &hot(), false);
+            w.setting(0, 1, ACTIVE_RECORDING, "event", event).unwrap();
+            w.setting(0, 1, EXECUTION_SAMPLE, "enabled", "true").unwrap();
+            w.setting(0, 1, EXECUTION_SAMPLE, "interval", interval).unwrap();
+            for t in 1..=4 {
+                w.execution_sample(t * 10_000_000, 1, 1, crate::jfr::ThreadState::Running, 0).unwrap();
+            }
+            w.end_chunk(50_000_000, true).unwrap();
+            read(&w.into_inner()).unwrap()
+        };
+        let rec = recording("cpu", "10000000");
+        assert_eq!(rec.cpu_period_ns, Some(10_000_000));
+        let (samples, total, meta) = cpu_of(&rec);
+        assert_eq!((samples, total, meta.interval), (4, 40_000_000, 10_000_000));
+        // 0: async-profiler's default, 10 ms; itimer is time too.
+        assert_eq!(cpu_of(&recording("itimer", "0")).1, 40_000_000);
+        assert_eq!(cpu_of(&recording("itimer", "5000000")).1, 20_000_000);
+        // Cycles: no period known; the JDK default, said so.
+        let (_, total, meta) = cpu_of(&recording("cycles", "1000000"));
+        assert_eq!(total, 80_000_000);
+        assert!(meta.extra.iter().any(|(k, _)| k == "period"), "{:?}", meta.extra);
+    }
+
+    /// Tester's finding: one recording at two periods (the JDK's continuous
+    /// recording at 20 ms, an ad-hoc `settings=profile` one at 10 ms for a
+    /// while) weighed every sample by the last setting read. Each sample
+    /// weighs the period in force at its time: settings apply from their
+    /// time, whatever their place in the file, across chunks.
+    #[test]
+    fn each_sample_weighs_the_period_in_force_at_its_time() {
+        use crate::jfr::writer::event_type::{EXECUTION_SAMPLE, NATIVE_METHOD_SAMPLE};
+        use crate::jfr::ThreadState::Running;
+        const MS: i64 = 1_000_000;
+        let mut w = crate::jfr::JfrWriter::new(Vec::new());
+        w.begin_chunk(0, T0).unwrap();
+        w.thread(1, "main", Some("main"));
+        w.stack(1, &hot(), false);
+        w.setting(0, 1, EXECUTION_SAMPLE, "period", "20 ms").unwrap();
+        w.setting(0, 1, NATIVE_METHOD_SAMPLE, "period", "20 ms").unwrap();
+        // Before the 10 ms setting in the file, after it in time.
+        w.execution_sample(150 * MS, 1, 1, Running, 0).unwrap();
+        w.execution_sample(50 * MS, 1, 1, Running, 0).unwrap();
+        w.native_method_sample(150 * MS, 1, 1, Running, 0).unwrap();
+        w.setting(100 * MS, 1, EXECUTION_SAMPLE, "period", "10 ms").unwrap();
+        w.setting(100 * MS, 1, NATIVE_METHOD_SAMPLE, "period", "10 ms").unwrap();
+        w.execution_sample(160 * MS, 1, 1, Running, 0).unwrap();
+        w.execution_sample(170 * MS, 1, 1, Running, 0).unwrap();
+        w.end_chunk(200 * MS, false).unwrap();
+        // Chunk 2: the settings again at its start, then 20 ms from 300 ms.
+        w.begin_chunk(200 * MS, T0 + 200 * MS).unwrap();
+        w.thread(1, "main", Some("main"));
+        w.stack(1, &hot(), false);
+        w.setting(200 * MS, 1, EXECUTION_SAMPLE, "period", "10 ms").unwrap();
+        w.execution_sample(250 * MS, 1, 1, Running, 0).unwrap();
+        w.execution_sample(350 * MS, 1, 1, Running, 0).unwrap();
+        w.setting(300 * MS, 1, EXECUTION_SAMPLE, "period", "20 ms").unwrap();
+        w.end_chunk(400 * MS, true).unwrap();
+        let rec = read(&w.into_inner()).unwrap();
+        let mut weights: Vec<(i64, u64)> = rec.cpu.iter().map(|s| ((s.time - T0) / MS, s.weight_ns / MS as u64)).collect();
+        weights.sort();
+        assert_eq!(weights, [(50, 20), (150, 10), (160, 10), (170, 10), (250, 10), (350, 20)]);
+        let (samples, total, meta) = cpu_of(&rec);
+        assert_eq!((samples, total), (6, 80 * MS as u64));
+        // Most samples were taken at 10 ms; the profile says periods changed.
+        assert_eq!(meta.interval, 10 * MS as u64);
+        assert!(meta.extra.iter().any(|(k, v)| k == "periods" && v.starts_with("10 ms, 20 ms")), "{:?}", meta.extra);
+        // The JDK's native samples too.
+        assert_eq!(rec.native.iter().map(|s| s.weight_ns).collect::<Vec<_>>(), [10 * MS as u64]);
+    }
+
+    /// Tester's finding: stack traces the JVM cut short (`truncated`, the
+    /// JDK's stackdepth=64) were read as whole stacks rooted mid-stack.
+    /// They get the agent's marker for a cut stack at the root; a stack
+    /// oxprof wrote with its marker keeps one, of the same kind.
+    #[test]
+    fn truncated_stacks_are_marked_at_the_root() {
+        use crate::jfr::{FrameType, JfrFrame, ThreadState::Running};
+        let marker = JfrFrame { class: String::new(), method: TRUNCATED_MARKER.into(), descriptor: String::new(), line: -1, bci: -1, kind: FrameType::Native };
+        let mut w = crate::jfr::JfrWriter::new(Vec::new());
+        w.begin_chunk(0, T0).unwrap();
+        w.thread(1, "main", Some("main"));
+        w.stack(1, &hot(), true);
+        w.stack(2, &hot(), false);
+        let marked: Vec<JfrFrame> = hot().into_iter().chain([marker]).collect();
+        w.stack(3, &marked, true);
+        w.stack(4, &marked, false);
+        for stack in 1..=4 {
+            w.execution_sample(stack as i64, 1, stack, Running, 0).unwrap();
+        }
+        w.end_chunk(10, true).unwrap();
+        let rec = read(&w.into_inner()).unwrap();
+        let stacks: Vec<String> = rec
+            .cpu
+            .iter()
+            .map(|s| {
+                rec.stacks[s.stack as usize]
+                    .iter()
+                    .map(|&f| format!("{}:{:?}", rec.frames[f as usize].name, rec.frames[f as usize].kind))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            })
+            .collect();
+        let cut = "[truncated]:Error;Main.main:Interpreted;Hot.spin:Jit";
+        assert_eq!(stacks, [cut, "Main.main:Interpreted;Hot.spin:Jit", cut, cut]);
     }
 
     /// Review finding (jfr_read): a second chunk whose header claims nearly
