@@ -9,6 +9,11 @@ use oxprof_profile::units::{parse_duration_ns, parse_size_bytes, parse_wall_dura
 
 /// clap parser: a sampling interval such as `10ms` (kept as written).
 pub fn parse_interval(s: &str) -> Result<String, String> {
+    // `0` is `--event lock`'s "every contended acquisition"; for the
+    // sampling events `check_interval` refuses it once the event is known.
+    if s.trim() == "0" {
+        return Ok("0".to_string());
+    }
     parse_duration_ns(s).map(|_| s.to_string())
 }
 
@@ -21,7 +26,7 @@ const MIN_SAMPLING_INTERVAL_NS: u64 = 100_000;
 /// would.
 pub fn check_interval(interval: Option<&str>, event: Option<&str>) -> Result<(), String> {
     let Some(i) = interval else { return Ok(()) };
-    if event == Some("lock") || parse_duration_ns(i)? >= MIN_SAMPLING_INTERVAL_NS {
+    if event == Some("lock") || (i != "0" && parse_duration_ns(i)? >= MIN_SAMPLING_INTERVAL_NS) {
         return Ok(());
     }
     Err(format!(

@@ -84,16 +84,23 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
     let safepoints = report::Safepoints::of(&input, &selection)?;
     // HTML and text show safepoints: a recording of safepoints alone converts.
     let shows_safepoints = matches!(target, Target::Text | Target::Format(OutputFormat::FlameGraph)) && !safepoints.list.is_empty();
-    let profiles = match selection.profiles(&input) {
-        Err(_) if shows_safepoints => Vec::new(),
+    let profiles = match selection.profiles(&input, &args.input) {
+        Err(_) if shows_safepoints && safepoints.alone(&input, &selection) => Vec::new(),
         p => p?,
     };
     if profiles.iter().all(|(_, p)| p.is_empty()) && !shows_safepoints {
-        return Err(selection.nothing_left());
+        return Err(selection.nothing_left(&args.input));
+    }
+    for note in selection.unread_kinds(&input, &profiles) {
+        errln!("oxprof: note: {}: {note}", args.input.display());
+    }
+    if args.total {
+        input::totals_recorded(&profiles, &args.input)?;
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
     let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };
-    let written = write(&profiles, &safepoints, leak.as_ref(), target, counter, &args.output, &args.input)?;
+    let summary = (leak.as_ref(), report::Tables { top: 20, threads: selection.threads });
+    let written = write(&profiles, &safepoints, summary, target, counter, &args.output, &args.input)?;
     for path in written {
         errln!("oxprof: wrote {}", path.display());
     }
@@ -103,7 +110,8 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
 fn write(
     profiles: &[(&str, Profile)],
     safepoints: &report::Safepoints,
-    leak: Option<&crate::report::LeakFacts>,
+    // The text summary's leak report and tables.
+    (leak, tables): (Option<&crate::report::LeakFacts>, report::Tables),
     target: Target,
     counter: Counter,
     out: &Path,
@@ -127,7 +135,7 @@ fn write(
             written.push(out.to_path_buf());
         }
         Target::Text => {
-            emit(out, |w| report::write_report(profiles, safepoints, leak, 20, w))?;
+            emit(out, |w| report::write_report(profiles, safepoints, leak, tables, w))?;
             written.push(out.to_path_buf());
         }
         Target::Format(OutputFormat::Pprof) => {

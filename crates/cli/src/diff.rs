@@ -55,8 +55,9 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     input::not_an_input(&args.output, &args.output, &[&args.before, &args.after])?;
     let before = input::load(&args.before)?;
     let after = input::load(&args.after)?;
-    let b = args.selection.profiles(&before).map_err(|e| format!("{}: {e}", args.before.display()))?;
-    let a = args.selection.profiles(&after).map_err(|e| format!("{}: {e}", args.after.display()))?;
+    // The selection's errors name the file.
+    let b = args.selection.profiles(&before, &args.before)?;
+    let a = args.selection.profiles(&after, &args.after)?;
     // One kind is compared: when a file holds several, the user says which.
     let sel = &args.selection;
     let flags = [("cpu", sel.cpu), ("wall", sel.wall), ("alloc", sel.alloc), ("live", sel.live), ("lock", sel.lock)];
@@ -74,6 +75,10 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
                 keys.join(", ")
             ));
         }
+    }
+    if args.total {
+        input::totals_recorded(&b, &args.before)?;
+        input::totals_recorded(&a, &args.after)?;
     }
     let (key, after_p) = a.into_iter().next().ok_or("no profile in the second file")?;
     let (before_key, before_p) = b.into_iter().next().ok_or("no profile in the first file")?;

@@ -1,8 +1,10 @@
 //! Reading a profile file for `convert`, `diff` and `report`: JFR (from the
-//! JDK or oxprof), pprof or an OTLP profiles request (gzipped or not), or
-//! collapsed stacks, detected from the content; and the selection options they share (kinds, threads,
-//! thread states, time range, frame filters, context labels) that turn a
-//! file into profiles.
+//! JDK or oxprof), pprof or an OTLP profiles request, or collapsed stacks
+//! (each gzipped or not; an empty file is a profile of no samples),
+//! detected from the content; and the selection options they share (kinds,
+//! threads, thread states, time range, frame filters, context labels) that
+//! turn a file into profiles, with the errors, naming the file, when they
+//! leave no samples.
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -30,6 +32,15 @@ impl Input {
         match self {
             Input::Jfr(rec) => rec.label_sets.iter().any(|set| !set.is_empty()),
             Input::Profiles(ps) => ps.iter().any(labels::any),
+        }
+    }
+
+    /// Whether the input holds any sample or event of a kind `convert`
+    /// reads (a recording of safepoints alone holds none).
+    pub fn has_samples(&self) -> bool {
+        match self {
+            Input::Jfr(rec) => !(rec.is_empty() && rec.lock.is_empty() && rec.parks.is_empty()),
+            Input::Profiles(ps) => ps.iter().any(|p| !p.is_empty()),
         }
     }
 
@@ -64,7 +75,7 @@ pub struct Selection {
     /// wait and left out)
     #[arg(long)]
     pub lock: bool,
-    /// One root frame per thread
+    /// One root frame per thread (report: a table per thread for every kind)
     #[arg(long)]
     pub threads: bool,
     /// Keep only CPU and wall samples of threads in these states: running, native, vm,
@@ -100,54 +111,77 @@ pub struct Selection {
     pub no_labels: bool,
 }
 
-/// Reads a file, showing progress on a terminal for JFR files.
+/// Reads a file, showing progress on a terminal for JFR files. An empty
+/// file is a profile with no samples (the agent writes one when it
+/// sampled nothing); a gzipped JFR recording or collapsed-stacks file is
+/// read as the plain one.
 pub fn load(path: &Path) -> Result<Input, String> {
     let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut head = [0u8; 4];
     let n = file.read(&mut head).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if n == 0 {
-        return Err(format!("{} is empty; give a JFR, pprof, OTLP or collapsed-stacks file", path.display()));
-    }
     if jfr_read::is_jfr(&head[..n]) {
         drop(file);
-        let tty = std::io::stderr().is_terminal();
-        let mut last = 0u64;
-        let mut progress = |done: u64, total: u64| {
-            if tty && total > 0 && (done - last > total / 50 || done == total) {
-                last = done;
-                err_print!("\rreading {}: {:3}% ", path.display(), done * 100 / total);
-                if done == total {
-                    errln!();
-                }
-            }
-        };
-        let rec = jfr_read::read_file(path, &mut progress)?;
-        for w in &rec.warnings {
-            errln!("oxprof: warning: {}: {w}", path.display());
-        }
-        return Ok(Input::Jfr(Box::new(rec)));
+        return read_jfr(path, |progress| jfr_read::read_file(path, progress));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if pprof::is_gzip(&bytes) || std::str::from_utf8(&bytes).is_err() {
+    let gzipped = pprof::is_gzip(&bytes);
+    if gzipped || std::str::from_utf8(&bytes).is_err() {
         // Gunzipped once, so that a cut-off stream is said once.
-        let data = pprof::decompressed(&bytes).map_err(|e| format!("{}: {e}: not a readable pprof or OTLP file", path.display()))?;
+        let data = pprof::decompressed(&bytes).map_err(|e| format!("{}: {e}: not a readable pprof, OTLP, JFR or collapsed-stacks file", path.display()))?;
+        if gzipped && jfr_read::is_jfr(&data) {
+            return read_jfr(path, |progress| {
+                jfr_read::read_from(&mut &data[..], data.len() as u64, progress).map_err(|e| format!("{} (gzipped JFR): {e}", path.display()))
+            });
+        }
         // pprof and OTLP are both protobuf: whichever reads it.
         let pprof_error = match pprof::read_all(&data) {
             Ok(ps) => return Ok(Input::Profiles(ps)),
             Err(e) => e,
         };
-        return match otlp::read(&data) {
-            Ok(d) if !d.profiles.is_empty() => Ok(Input::Profiles(d.profiles)),
-            Ok(_) => Err(format!("{}: an OTLP profiles request with no profile in it", path.display())),
-            Err(e) => Err(format!(
-                "{}: not a JFR file, nor a pprof or OTLP one (as pprof: {}; as OTLP: {})",
-                path.display(),
-                decode_error(&pprof_error),
-                decode_error(&e)
-            )),
+        let otlp_error = match otlp::read(&data) {
+            Ok(d) if !d.profiles.is_empty() => return Ok(Input::Profiles(d.profiles)),
+            Ok(_) => return Err(format!("{}: an OTLP profiles request with no profile in it", path.display())),
+            Err(e) => e,
         };
+        // Gzipped text: collapsed stacks (an empty one included).
+        if let (true, Ok(text)) = (gzipped, std::str::from_utf8(&data)) {
+            return read_collapsed(path, text);
+        }
+        return Err(format!(
+            "{}: not a JFR file, nor a pprof or OTLP one{} (as pprof: {}; as OTLP: {})",
+            path.display(),
+            if gzipped { " (it is gzipped; gunzipped, it is none of them)" } else { "" },
+            decode_error(&pprof_error),
+            decode_error(&otlp_error)
+        ));
     }
-    let text = String::from_utf8_lossy(&bytes);
+    read_collapsed(path, &String::from_utf8_lossy(&bytes))
+}
+
+/// A JFR recording read by `read` (given the progress callback), its
+/// warnings shown.
+fn read_jfr(path: &Path, read: impl FnOnce(&mut dyn FnMut(u64, u64)) -> Result<Recording, String>) -> Result<Input, String> {
+    let tty = std::io::stderr().is_terminal();
+    let mut last = 0u64;
+    let mut progress = |done: u64, total: u64| {
+        if tty && total > 0 && (done - last > total / 50 || done == total) {
+            last = done;
+            err_print!("\rreading {}: {:3}% ", path.display(), done * 100 / total);
+            if done == total {
+                errln!();
+            }
+        }
+    };
+    let rec = read(&mut progress)?;
+    for w in &rec.warnings {
+        errln!("oxprof: warning: {}: {w}", path.display());
+    }
+    Ok(Input::Jfr(Box::new(rec)))
+}
+
+/// Collapsed stacks (nothing, or blank lines only, is a profile of no
+/// samples), refusing an HTML page.
+fn read_collapsed(path: &Path, text: &str) -> Result<Input, String> {
     let head = text.trim_start().get(..15).unwrap_or("").to_ascii_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
         return Err(format!(
@@ -156,7 +190,7 @@ pub fn load(path: &Path) -> Result<Input, String> {
         ));
     }
     let meta = Meta { title: path.display().to_string(), event: "cpu".into(), ..Meta::default() };
-    collapsed::read(&text, meta)
+    collapsed::read(text, meta)
         .map(|p| Input::Profiles(vec![p]))
         .map_err(|e| format!("{} is neither JFR, pprof, OTLP nor collapsed stacks ({e})", path.display()))
 }
@@ -209,15 +243,19 @@ impl Selection {
         Ok(())
     }
 
-    /// The profiles of an input ([`Selection::kinds`]), with the context-label
-    /// selections applied: `--label` filters, `--by` groups, `--no-labels`.
-    pub fn profiles(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
+    /// The profiles of an input read from `file` ([`Selection::kinds`]),
+    /// with the context-label selections applied: `--label` filters, `--by`
+    /// groups, `--no-labels`. Every error names the file.
+    pub fn profiles(&self, input: &Input, file: &Path) -> Result<Vec<(&'static str, Profile)>, String> {
         let wanted = self.labels()?;
         // Whether the input has labels at all: the filters may leave none.
         if (!wanted.is_empty() || self.by.is_some()) && !input.has_labels() {
-            return Err("--label and --by need context labels, and this input has none (set them with OxProfiler.context, see docs/labels.md)".into());
+            return Err(format!(
+                "--label and --by need context labels, and {} has none (set them with OxProfiler.context, see docs/labels.md)",
+                file.display()
+            ));
         }
-        let mut profiles = self.kinds(input)?;
+        let mut profiles = self.kinds(input, file)?;
         for (_, p) in &mut profiles {
             labels::retain(p, &wanted);
             if let Some(key) = &self.by {
@@ -227,14 +265,79 @@ impl Selection {
             }
         }
         if profiles.iter().all(|(_, p)| p.is_empty()) {
-            return Err(self.nothing_left());
+            return Err(self.nothing_left(file));
         }
         Ok(profiles)
     }
 
-    /// The error when the selection leaves no samples: the filters given,
-    /// and which options to check.
-    pub fn nothing_left(&self) -> String {
+    /// Whether a kind (`--cpu`, `--wall`, `--alloc`, `--live`, `--lock`)
+    /// was asked for by name.
+    pub fn kind_asked(&self) -> bool {
+        self.cpu || self.wall || self.alloc || self.live || self.lock
+    }
+
+    /// For a JFR recording, a note per kind asked for by name that gives
+    /// no profile (not among `profiles`): which events it is read from,
+    /// and the events of other recorders that are not read.
+    pub fn unread_kinds(&self, input: &Input, profiles: &[(&str, Profile)]) -> Vec<String> {
+        let Input::Jfr(_) = input else { return Vec::new() };
+        let mut notes = Vec::new();
+        for (key, asked, note) in [
+            ("cpu", self.cpu, "no CPU samples: they are read from jdk.ExecutionSample; JDK 25's CPU-time samples (jdk.CPUTimeSample) are not read"),
+            (
+                "wall",
+                self.wall,
+                "no wall-clock samples: they are read from oxprof.WallClockSample and the JDK's jdk.NativeMethodSample; async-profiler's wall clock (profiler.WallClockSample) is not read",
+            ),
+        ] {
+            if asked && !profiles.iter().any(|(k, _)| *k == key) {
+                notes.push(note.to_string());
+            }
+        }
+        notes
+    }
+
+    /// Whether an option selects samples by what they hold: `--include`,
+    /// `--exclude`, `--state`, `--label`, `--by`.
+    pub fn filters_samples(&self) -> bool {
+        self.include.is_some() || self.exclude.is_some() || self.state.is_some() || !self.label.is_empty() || self.by.is_some()
+    }
+
+    /// The times and stacks of a recording's CPU samples this selection
+    /// keeps: within the time range, in the states of `--state`, whose
+    /// stacks `--include`/`--exclude` keep, with the labels of `--label`
+    /// (the kind options aside).
+    pub fn cpu_samples(&self, rec: &Recording) -> Result<Vec<(i64, u32)>, String> {
+        let (from, to) = self.range(rec)?;
+        let include = regex("--include", &self.include)?;
+        let exclude = regex("--exclude", &self.exclude)?;
+        let states = self.states()?;
+        let wanted = self.labels()?;
+        let mut verdict: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
+        let mut stack_ok = |stack: u32| {
+            *verdict.entry(stack).or_insert_with(|| {
+                let names = || rec.stacks.get(stack as usize).map_or(&[][..], Vec::as_slice).iter().map(|&f| rec.frames[f as usize].name.as_str());
+                include.as_ref().is_none_or(|r| names().any(|n| r.is_match(n))) && !exclude.as_ref().is_some_and(|r| names().any(|n| r.is_match(n)))
+            })
+        };
+        let labels_ok = |id: u32| {
+            let set = rec.label_sets.get(id as usize).map_or(&[][..], Vec::as_slice);
+            // As labels::retain: every key given, with one of its values.
+            wanted.iter().all(|(k, _)| set.iter().any(|(sk, sv)| sk == k && wanted.iter().any(|(wk, wv)| wk == k && wv == sv)))
+        };
+        Ok(rec
+            .cpu
+            .iter()
+            .filter(|s| from.is_none_or(|f| s.time >= f) && to.is_none_or(|t| s.time < t))
+            .filter(|s| states.as_ref().is_none_or(|keep| keep.contains(&s.state)) && labels_ok(s.labels))
+            .filter(|s| stack_ok(s.stack))
+            .map(|s| (s.time, s.stack))
+            .collect())
+    }
+
+    /// The error when the selection leaves no samples of `file`: the
+    /// filters given, and which options to check.
+    pub fn nothing_left(&self, file: &Path) -> String {
         let quoted = |flag: &str, v: &str| format!("{flag} {}", if v.contains([' ', '\'', '"']) || v.is_empty() { format!("{v:?}") } else { v.to_string() });
         let mut given: Vec<String> = Vec::new();
         for (flag, v) in [("--from", &self.from), ("--to", &self.to), ("--include", &self.include), ("--exclude", &self.exclude), ("--state", &self.state)] {
@@ -244,14 +347,14 @@ impl Selection {
         }
         given.extend(self.label.iter().map(|l| quoted("--label", l)));
         if given.is_empty() {
-            return "no samples in this input of the kinds asked for".into();
+            return format!("no samples in {}{}", file.display(), if self.kind_asked() { " of the kinds asked for" } else { "" });
         }
-        format!("no samples left after filtering with {} (check --from/--to, --include/--exclude, --state and --label)", given.join(", "))
+        format!("no samples left after filtering {} with {} (check --from/--to, --include/--exclude, --state and --label)", file.display(), given.join(", "))
     }
 
     /// The profiles of an input, one per kind asked for (all kinds present
     /// when none is asked for), as `(key, profile)`.
-    fn kinds(&self, input: &Input) -> Result<Vec<(&'static str, Profile)>, String> {
+    fn kinds(&self, input: &Input, file: &Path) -> Result<Vec<(&'static str, Profile)>, String> {
         let include = regex("--include", &self.include)?;
         let exclude = regex("--exclude", &self.exclude)?;
         let inc = include.as_ref().map(|r| move |s: &str| r.is_match(s));
@@ -280,8 +383,11 @@ impl Selection {
                 };
                 let profiles = convert::profiles(rec, &opts);
                 if profiles.is_empty() {
+                    let unread: String = self.unread_kinds(input, &[]).iter().map(|n| format!("; {n}")).collect();
                     return Err(format!(
-                        "the recording has no samples of the kinds asked for (CPU: {}, wall clock: {}, allocation: {}, live: {}, lock: {}{}{})",
+                        "no samples in {}{} (CPU: {}, wall clock: {}, allocation: {}, live: {}, lock: {}{}{}){unread}",
+                        file.display(),
+                        if self.kind_asked() { " of the kinds asked for" } else { "" },
                         rec.cpu.len(),
                         rec.wall.len(),
                         rec.alloc.len(),
@@ -295,7 +401,10 @@ impl Selection {
             }
             Input::Profiles(ps) => {
                 if self.from.is_some() || self.to.is_some() {
-                    return Err("--from/--to need a JFR recording; pprof, OTLP and collapsed files have no timestamped samples".into());
+                    return Err(format!(
+                        "--from/--to need a JFR recording; {} is a pprof, OTLP or collapsed file, which has no timestamped samples",
+                        file.display()
+                    ));
                 }
                 // Collapsed stacks (counts only) say not what they sampled:
                 // a kind flag other than the default --cpu cannot select.
@@ -306,8 +415,9 @@ impl Selection {
                         .collect();
                     if p.meta.counts_only() && !flags.is_empty() {
                         return Err(format!(
-                            "{} cannot select from this file: it holds one profile of counts only (collapsed stacks, or converted from them), which does not say what it sampled; leave {} out",
+                            "{} cannot select from {}: it holds one profile of counts only (collapsed stacks, or converted from them), which does not say what it sampled; leave {} out",
                             flags.join("/"),
+                            file.display(),
                             if flags.len() == 1 { "it" } else { "them" }
                         ));
                     }
@@ -337,7 +447,7 @@ impl Selection {
                 }
                 if out.is_empty() {
                     let held: Vec<&str> = ps.iter().map(|p| kind_key(&p.meta.event)).collect();
-                    return Err(format!("the file has no samples of the kinds asked for (it holds: {})", held.join(", ")));
+                    return Err(format!("no samples in {} of the kinds asked for (it holds: {})", file.display(), held.join(", ")));
                 }
                 let state_of = |p: &Profile, s: &oxprof_profile::Sample| {
                     s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::State).and_then(|f| ThreadState::from_frame_name(&f.name))
@@ -345,8 +455,9 @@ impl Selection {
                 if states.is_some() && !out.iter().any(|(_, p)| p.samples().iter().any(|s| state_of(p, s).is_some())) {
                     let events: Vec<&str> = out.iter().map(|(_, p)| p.meta.event.as_str()).collect();
                     return Err(format!(
-                        "--state needs thread states, and this {} profile has none (record with the agent's `state` option, or as JFR or pprof)",
-                        events.join("/")
+                        "--state needs thread states, and the {} profile of {} has none (record with the agent's `state` option, or as JFR or pprof)",
+                        events.join("/"),
+                        file.display()
                     ));
                 }
                 for (key, p) in &mut out {
@@ -400,6 +511,22 @@ impl Selection {
             }
         }
     }
+}
+
+/// For `--total`: every profile of `file` with samples has weights (time,
+/// bytes), else the one-line error naming the kind (the JDK's live-object
+/// samples of some versions carry no size).
+pub fn totals_recorded(profiles: &[(&str, Profile)], file: &Path) -> Result<(), String> {
+    use oxprof_profile::Counter;
+    let Some((key, p)) = profiles.iter().find(|(_, p)| !p.meta.counts_only() && !p.is_empty() && p.sum(Counter::Total) == 0) else { return Ok(()) };
+    let others: Vec<String> = profiles.iter().filter(|(k, _)| k != key).map(|(k, _)| format!("--{k}")).collect();
+    Err(format!(
+        "--total: the {key} samples of {} record no {} (all {} are 0), so there is nothing to total: leave out --total to count samples{}",
+        file.display(),
+        if p.meta.total_unit == "bytes" { "sizes" } else { "durations" },
+        p.sum(Counter::Samples),
+        if others.is_empty() { String::new() } else { format!(", or select the other kinds ({})", others.join(", ")) }
+    ))
 }
 
 /// The key of a profile's kind, from its event.

@@ -456,6 +456,11 @@ mod tests {
         assert!(agent_options(&args(&["--interval", "100us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_ok());
         // For lock profiling alone it is the mean waiting time per sample.
         assert!(agent_options(&args(&["--event", "lock", "--interval", "20us", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).is_ok());
+        // 0: every contended acquisition for locks; no sampling interval.
+        let o = agent_options(&args(&["--event", "lock", "--interval", "0", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).unwrap();
+        assert!(o.contains("interval=0"), "{o}");
+        let e = agent_options(&args(&["--interval", "0", "--", "java"]), Path::new("/o.html"), Path::new("/l"), Path::new("/s")).unwrap_err();
+        assert!(e.starts_with("--interval 0: ") && e.contains("at least 100us"), "{e}");
         assert_eq!(parse_status("samples=42 elapsed_ms=7\n"), Some(42));
     }
 }

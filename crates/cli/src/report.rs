@@ -1,6 +1,8 @@
 //! `oxprof report FILE`: a compact terminal summary of a recording: top
-//! methods by self and total time (CPU, wall clock), where wall time went
-//! by thread state (and per thread), top allocation sites (class and the
+//! methods by self and total (ranked and shared by the kind's weight: time,
+//! bytes; by samples when the samples carry none), where wall time went
+//! by thread state (and per thread), every kind per thread with `--threads`,
+//! top allocation sites (class and the
 //! frame that allocated it), leak suspects (ranked as the agent's text leak
 //! report when the recording has oxprof's `oxprof.LiveSite` events, with
 //! their paths to GC roots when recorded, else live-object samples by
@@ -66,15 +68,19 @@ pub fn run(args: ReportArgs) -> Result<std::process::ExitCode, String> {
     selection.show_state = true; // for the state tables; the method tables skip them
     let input = input::load(&args.file)?;
     let safepoints = Safepoints::of(&input, &selection)?;
-    let profiles = match selection.profiles(&input) {
+    let profiles = match selection.profiles(&input, &args.file) {
         // A recording of safepoints alone is still worth its section.
-        Err(_) if !safepoints.list.is_empty() => Vec::new(),
+        Err(_) if safepoints.alone(&input, &selection) => Vec::new(),
         p => p?,
     };
     let leak = leak_report(&input, &selection)?;
+    for note in selection.unread_kinds(&input, &profiles) {
+        errln!("oxprof: note: {}: {note}", args.file.display());
+    }
     let mut out = std::io::stdout().lock();
     let by = selection.by.as_deref().map(|key| by_label(&profiles, key, args.top, &mut out)).transpose();
-    match by.and_then(|_| write_report(&profiles, &safepoints, leak.as_ref(), args.top, &mut out)).and_then(|()| out.flush()) {
+    let tables = Tables { top: args.top, threads: selection.threads };
+    match by.and_then(|_| write_report(&profiles, &safepoints, leak.as_ref(), tables, &mut out)).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(format!("cannot write the report: {e}")),
         _ => {}
     }
@@ -224,31 +230,41 @@ fn kind_name(key: &str) -> &str {
 
 /// What the Safepoints section shows: the safepoints in time order, when
 /// the recording started (times are shown from there) and, for a JFR
-/// recording, its CPU samples, whose times place them in the window of the
-/// safepoint they were taken in.
+/// recording, the CPU samples the selection keeps, whose times place them
+/// in the window of the safepoint they were taken in.
 pub struct Safepoints<'a> {
     pub list: Vec<Safepoint>,
     pub start_ns: u64,
     pub recording: Option<&'a Recording>,
-    /// The selected time range (`--from`, `--to`), ns since the epoch.
-    pub range: (Option<i64>, Option<i64>),
+    /// The recording's CPU samples the selection keeps (time range,
+    /// `--state`, `--include`/`--exclude`, `--label`): (time, stack).
+    pub cpu: Vec<(i64, u32)>,
 }
 
 impl<'a> Safepoints<'a> {
-    /// The safepoints of an input within the selection's time range.
+    /// The safepoints of an input within the selection's time range; from
+    /// a JFR recording, each counts the CPU samples the selection keeps
+    /// that were taken while threads were being stopped.
     pub fn of(input: &'a Input, selection: &Selection) -> Result<Safepoints<'a>, String> {
-        let (recording, range) = match input {
-            Input::Jfr(rec) => (Some(&**rec), selection.range(rec)?),
-            Input::Profiles(_) => (None, (None, None)),
+        let mut list = selection.safepoints(input)?;
+        let (recording, cpu) = match input {
+            Input::Jfr(rec) => {
+                let cpu = selection.cpu_samples(rec)?;
+                list.iter_mut().for_each(|s| s.samples = 0);
+                safepoint::count_samples(&mut list, cpu.iter().map(|&(t, _)| t.max(0) as u64));
+                (Some(&**rec), cpu)
+            }
+            Input::Profiles(_) => (None, Vec::new()),
         };
-        Ok(Safepoints { list: selection.safepoints(input)?, start_ns: input.start_ns(), recording, range })
+        Ok(Safepoints { list, start_ns: input.start_ns(), recording, cpu })
     }
 
-    /// The recording's CPU samples within the time range.
-    fn cpu_samples(&self) -> u64 {
-        let (from, to) = self.range;
-        let in_range = |t: i64| from.is_none_or(|f| t >= f) && to.is_none_or(|to| t < to);
-        self.recording.map_or(0, |rec| rec.cpu.iter().filter(|s| in_range(s.time)).count() as u64)
+    /// Whether the Safepoints section alone stands for the input when the
+    /// selection gives no profile: a recording of safepoints and no
+    /// samples, read with no kind asked for and no filter of samples (a
+    /// filter that matches nothing is an error, safepoints or not).
+    pub fn alone(&self, input: &Input, selection: &Selection) -> bool {
+        !self.list.is_empty() && !input.has_samples() && !selection.kind_asked() && !selection.filters_samples()
     }
 }
 
@@ -272,26 +288,50 @@ pub fn leak_report(input: &Input, selection: &Selection) -> Result<Option<LeakFa
     Ok(Some(LeakFacts { report, facts }))
 }
 
+/// How the report's tables are drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct Tables {
+    /// Rows per table.
+    pub top: usize,
+    /// `--threads`: a table per thread for every kind.
+    pub threads: bool,
+}
+
 /// Writes the tables for every profile (the live one as `leak`'s ranking
 /// when there is one), then the Safepoints section when there are
 /// safepoints.
-pub fn write_report(profiles: &[(&str, Profile)], safepoints: &Safepoints, leak: Option<&LeakFacts>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
-    profile_tables(profiles, leak, top, out)?;
+pub fn write_report(
+    profiles: &[(&str, Profile)],
+    safepoints: &Safepoints,
+    leak: Option<&LeakFacts>,
+    tables: Tables,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    profile_tables(profiles, leak, tables, out)?;
     if !safepoints.list.is_empty() {
         if !profiles.is_empty() {
             writeln!(out)?;
         }
-        safepoint_section(safepoints, top, out)?;
+        safepoint_section(safepoints, tables.top, out)?;
     }
     Ok(())
 }
 
 /// The tables of every profile.
-fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, tables: Tables, out: &mut dyn Write) -> std::io::Result<()> {
+    let top = tables.top;
     for (i, (key, p)) in profiles.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
+        // The per-thread figures of `--threads`: the state tables hold them
+        // for CPU and wall samples with thread states.
+        let state_table = match *key {
+            "wall" => true,
+            "cpu" => !p.meta.counts_only() && state_totals(p).keys().any(|s| *s != ThreadState::Running),
+            _ => false,
+        };
+        let threads_shown = state_table && !state_totals(p).is_empty() && has_threads(p);
         match *key {
             "alloc" => {
                 methods(p, "Allocations by method", top, out)?;
@@ -324,14 +364,72 @@ fn profile_tables(profiles: &[(&str, Profile)], leak: Option<&LeakFacts>, top: u
             _ => {
                 methods(p, "CPU: top methods", top, out)?;
                 // CPU samples off the running state are worth a table.
-                if state_totals(p).keys().any(|s| *s != ThreadState::Running) {
+                if state_table {
                     writeln!(out)?;
                     states(p, "CPU by thread state", top, out)?;
                 }
             }
         }
+        if tables.threads && !threads_shown {
+            writeln!(out)?;
+            by_thread(p, &format!("{} by thread", thread_title(key, p)), top, out)?;
+        }
     }
     Ok(())
+}
+
+/// What a profile kind's per-thread table is of.
+fn thread_title(key: &str, p: &Profile) -> &'static str {
+    match key {
+        _ if p.meta.counts_only() => "Samples",
+        "alloc" => "Allocations",
+        "live" => "Live objects",
+        "lock" => "Lock waits",
+        "wall" => "Wall clock",
+        _ => "CPU",
+    }
+}
+
+/// Whether a profile has thread roots (`--threads`).
+fn has_threads(p: &Profile) -> bool {
+    p.frames().iter().any(|f| f.kind == FrameKind::Thread)
+}
+
+/// `--threads`: per thread, its weight (time, bytes; samples when the
+/// profile has no weights), share and samples, heaviest first.
+fn by_thread(p: &Profile, title: &str, top: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut by: HashMap<&str, (u64, u64)> = HashMap::new();
+    for s in p.samples() {
+        let Some(thread) = s.stack.iter().map(|&f| p.frame(f)).find(|f| f.kind == FrameKind::Thread) else { continue };
+        let e = by.entry(thread.name.as_str()).or_default();
+        e.0 += s.samples;
+        e.1 += s.total;
+    }
+    if by.is_empty() {
+        return writeln!(out, "{title}: no thread names in this input");
+    }
+    let weighed = weighs(p);
+    let weight = |v: &(u64, u64)| if weighed { v.1 } else { v.0 };
+    let all: u64 = by.values().map(weight).sum();
+    let mut rows: Vec<_> = by.into_iter().collect();
+    rows.sort_by(|a, b| weight(&b.1).cmp(&weight(&a.1)).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(b.0)));
+    writeln!(out, "{title} ({} threads)", rows.len())?;
+    writeln!(out, "  {:>8}{} {:>7}  thread", "samples", if weighed { format!(" {:>12}", unit_of(p)) } else { String::new() }, "share")?;
+    for (thread, v) in rows.iter().take(top) {
+        let cell = if weighed { format!(" {:>12}", format_quantity(v.1, unit_of(p))) } else { String::new() };
+        writeln!(out, "  {:>8}{cell} {:>6.2}%  {thread}", v.0, pct(weight(v), all))?;
+    }
+    if rows.len() > top {
+        writeln!(out, "  ({} more threads; --top shows more)", rows.len() - top)?;
+    }
+    Ok(())
+}
+
+/// Whether a profile's rows are ranked and shared by their weight (time,
+/// bytes): not for counts only, nor when no sample has a weight (the JDK's
+/// live-object samples without sizes), which rank by samples.
+fn weighs(p: &Profile) -> bool {
+    !p.meta.counts_only() && p.sum(Counter::Total) > 0
 }
 
 fn unit_of(p: &Profile) -> &str {
@@ -407,12 +505,17 @@ fn methods_by(p: &Profile, title: &str, top: usize, java_self: bool, out: &mut d
     }
     let note = if java_self { "; self = the innermost Java method, or the innermost frame of a stack without Java" } else { "" };
     writeln!(out, "{title} ({}){note}", amount(p, samples, total))?;
+    // Ranked and shared by the kind's weight (time waited, bytes), as the
+    // sites are: samples of one stack can weigh very different amounts.
+    let weighed = weighs(p);
+    let weight = |v: &(u64, u64)| if weighed { v.1 } else { v.0 };
+    let all = if weighed { total } else { samples };
     for (label, map) in [("self", &self_of), ("total", &total_of)] {
         let mut rows: Vec<(&&str, &(u64, u64))> = map.iter().collect();
-        rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
-        writeln!(out, "  by {label:<5}  {:>8} {:>7}{}  method", "samples", "share", total_cell(p, unit_of(p), 12))?;
-        for (name, (n, t)) in rows.into_iter().take(top) {
-            writeln!(out, "            {n:>8} {:>6.2}%{}  {name}", pct(*n, samples), total_cell(p, &format_quantity(*t, unit_of(p)), 12))?;
+        rows.sort_by(|a, b| weight(b.1).cmp(&weight(a.1)).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(b.0)));
+        writeln!(out, "  by {label:<5}  {:>8}{} {:>7}  method", "samples", total_cell(p, unit_of(p), 12), "share")?;
+        for (name, v) in rows.into_iter().take(top) {
+            writeln!(out, "            {:>8}{} {:>6.2}%  {name}", v.0, total_cell(p, &format_quantity(v.1, unit_of(p)), 12), pct(weight(v), all))?;
         }
     }
     Ok(())
@@ -578,16 +681,26 @@ fn sites(p: &Profile, title: &str, what: &str, top: usize, unsure: Option<f64>, 
         e.0 += s.samples;
         e.1 += s.total;
     }
+    // Without weights (the JDK's live-object samples of some versions
+    // carry no size): ranked and shared by samples, and said so.
+    let weighed = weighs(p);
+    let weight = |v: &(u64, u64)| if weighed { v.1 } else { v.0 };
+    let all = if weighed { total } else { samples };
     let mut rows: Vec<_> = by_site.into_iter().collect();
-    rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(&b.0)));
-    writeln!(out, "{title} ({samples} {what}, {})", format_quantity(total, unit_of(p)))?;
-    writeln!(out, "  {:>8} {:>12} {:>7}  class  <-  {}", what, unit_of(p), "share", if what == "waits" { "waited in" } else { "allocated in" })?;
+    rows.sort_by(|a, b| weight(&b.1).cmp(&weight(&a.1)).then(b.1 .0.cmp(&a.1 .0)).then(a.0.cmp(&b.0)));
+    let unit_cell = |text: &str| if weighed { format!(" {text:>12}") } else { String::new() };
+    if weighed {
+        writeln!(out, "{title} ({samples} {what}, {})", format_quantity(total, unit_of(p)))?;
+    } else {
+        writeln!(out, "{title} ({samples} {what}; no {} recorded: ranked by {what})", if unit_of(p) == "bytes" { "sizes" } else { "durations" })?;
+    }
+    writeln!(out, "  {:>8}{} {:>7}  class  <-  {}", what, unit_cell(unit_of(p)), "share", if what == "waits" { "waited in" } else { "allocated in" })?;
     let mut marked = false;
-    for ((class, site), (n, t)) in rows.into_iter().take(top) {
-        let share = pct(t, total);
+    for ((class, site), v) in rows.into_iter().take(top) {
+        let share = pct(weight(&v), all);
         let mark = if unsure.is_some_and(|u| share < 100.0 * u) { "~" } else { " " };
         marked |= mark == "~";
-        writeln!(out, "  {n:>8} {:>12} {share:>6.2}%{mark} {class}  <-  {site}", format_quantity(t, unit_of(p)))?;
+        writeln!(out, "  {:>8}{} {share:>6.2}%{mark} {class}  <-  {site}", v.0, unit_cell(&format_quantity(v.1, unit_of(p))))?;
     }
     if let (true, Some(u)) = (marked, unsure) {
         writeln!(out, "  ~ under {:.0}% of the total: this JVM's sampler may have put it off by half or more (see Accuracy)", 100.0 * u)?;
@@ -605,12 +718,12 @@ struct WindowMethods<'r> {
 }
 
 impl<'r> WindowMethods<'r> {
-    fn of(rec: &'r Recording, list: &[Safepoint]) -> WindowMethods<'r> {
+    fn of(rec: &'r Recording, list: &[Safepoint], cpu: &[(i64, u32)]) -> WindowMethods<'r> {
         let mut w = WindowMethods { by_safepoint: HashMap::new(), all: HashMap::new(), samples: 0 };
         let mut names: HashMap<u32, &'r str> = HashMap::new();
-        for s in &rec.cpu {
-            let Some(i) = safepoint::window_of(list, s.time.max(0) as u64) else { continue };
-            let name = *names.entry(s.stack).or_insert_with(|| innermost_java(rec, s.stack));
+        for &(time, stack) in cpu {
+            let Some(i) = safepoint::window_of(list, time.max(0) as u64) else { continue };
+            let name = *names.entry(stack).or_insert_with(|| innermost_java(rec, stack));
             *w.by_safepoint.entry(list[i].id).or_default().entry(name).or_default() += 1;
             *w.all.entry(name).or_default() += 1;
             w.samples += 1;
@@ -651,7 +764,7 @@ fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::i
         ns(stats.ttsp_max_ns),
         ns(stats.ttsp_sum_ns)
     )?;
-    let windows = sp.recording.map(|rec| WindowMethods::of(rec, &sp.list));
+    let windows = sp.recording.map(|rec| WindowMethods::of(rec, &sp.list, &sp.cpu));
     let slowest = safepoint::slowest(&sp.list, top);
     writeln!(out, "  the {} slowest to stop all threads, and what ran meanwhile", slowest.len())?;
     writeln!(out, "  {:>10} {:>10} {:>10} {:>8}  operation", "at (s)", "ttsp", "total", "samples")?;
@@ -665,7 +778,7 @@ fn safepoint_section(sp: &Safepoints, top: usize, out: &mut dyn Write) -> std::i
             }
         }
     }
-    let cpu = sp.cpu_samples();
+    let cpu = sp.cpu.len() as u64;
     if let Some(w) = windows.filter(|_| cpu > 0) {
         writeln!(out, "  CPU samples taken while threads were being stopped: {} of {} ({:.2}%)", w.samples, cpu, pct(w.samples, cpu))?;
         if w.samples > 0 {
