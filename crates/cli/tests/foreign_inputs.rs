@@ -40,7 +40,8 @@ public class Supp {
     public static void main(String[] args) throws Exception {
         Runnable r = () -> 𝑥Class.𝑥method(200);
         r.run();
-        rec(150, 150);
+        // Long enough for the JDK's sampler (every 20 ms) to catch it on a busy machine.
+        rec(150, 600);
         long a0 = cpuMs();
         spinA(300);
         long a1 = cpuMs();
