@@ -1106,7 +1106,8 @@ fn thread_stack(
     states.set(slot, state, t.labels);
     // A stack cut short (at `jstackdepth`, or where both walks stopped) ends
     // in the `[truncated]` marker: JFR's readers are told so too.
-    let cut = frames.last().is_some_and(|f| f.class.is_empty() && f.method == "[truncated]");
+    let marker = crate::sampling::cpu::failure_name(crate::sampling::signal::MARK_TRUNCATED);
+    let cut = frames.last().is_some_and(|f| f.class.is_empty() && f.method == marker);
     writer.stack(id, &frames, cut);
     Some((state, t.labels))
 }
