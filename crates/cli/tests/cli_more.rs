@@ -123,8 +123,12 @@ fn attach_duration_notices_the_jvm_exit_and_says_where_the_profile_went() {
         assert!(ended.elapsed() < Duration::from_secs(10), "oxprof still waits after the JVM exited");
         std::thread::sleep(Duration::from_millis(50));
     };
+    // The process has exited, but the reader thread may not have passed on its
+    // last lines yet: read until the stream closes.
     let mut err = vec![first];
-    err.extend(lines.try_iter());
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(10)) {
+        err.push(line);
+    }
     let err = err.join("\n");
     assert!(ended.elapsed() < Duration::from_secs(5), "noticed after {:?}:\n{err}", ended.elapsed());
     assert_eq!(status.code(), Some(0), "{err}");
