@@ -169,7 +169,31 @@ fn a_full_allocation_store_keeps_the_bytes_and_says_so() {
 
     // The same through JFR and `oxprof report`.
     let jfr = s.path("a.jfr");
-    run(&s.0, &env, &format!("start,event=alloc,alloc=0,file={}", jfr.display()), &["ManyStacks", "40000"]);
+    let o = run(&s.0, &env, &format!("start,event=alloc,alloc=0,file={}", jfr.display()), &["ManyStacks", "40000"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    let truth = truth_line(&stdout);
+    let sum = summary_fields(&err, "[oxprof] alloc summary:");
+    let num = |k: &str| sum.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| panic!("no {k} in {err}"));
+    // The streamed recording keeps the dropped samples as events, under
+    // `[dropped]` with their class and weight: its samples and bytes are
+    // the profile's.
+    for (flags, what) in [(&["--alloc"][..], "samples"), (&["--alloc", "--total"][..], "estimated_bytes")] {
+        let c = s.path("from-jfr.collapsed");
+        let r = oxprof_cmd().arg("convert").arg(&jfr).args(flags).arg("-o").arg(&c).output().unwrap();
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let stacks = read_collapsed(&c);
+        let ratio = total(&stacks) as f64 / num(what);
+        assert!((0.995..1.005).contains(&ratio), "the JFR's {what} are {ratio:.4} of the summary's: {err}");
+        if what == "estimated_bytes" {
+            let ratio = total(&stacks) as f64 / truth["bytes"];
+            assert!((0.98..1.08).contains(&ratio), "the JFR's bytes are {ratio:.3} of the program's: {err}");
+        } else {
+            let ratio = samples_with(&stacks, "[dropped]") as f64 / num("dropped");
+            assert!((0.995..1.005).contains(&ratio), "the JFR's [dropped] samples are {ratio:.4} of the summary's dropped: {err}");
+            let with_class = stacks.iter().filter(|(st, _)| st.iter().any(|f| f == "[dropped]") && st.iter().any(|f| f.contains("byte[]"))).count();
+            assert!(with_class > 0, "the dropped samples should keep their class (byte[])");
+        }
+    }
     let r = oxprof_cmd().arg("report").arg(&jfr).output().unwrap();
     let report = text(&r.stdout);
     assert!(r.status.success(), "{}", text(&r.stderr));

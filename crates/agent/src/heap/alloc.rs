@@ -30,6 +30,10 @@ use crate::sampling::store::{RawFrame, SampleStore};
 /// `method` field holds the class id.
 pub const MARK_ALLOC_CLASS: i32 = 3;
 
+/// The one frame of the stack that holds the samples the full store turned
+/// away (in the profile and in a streamed JFR recording).
+pub const DROPPED_FRAME: &str = "[dropped]";
+
 /// Tags oxprof puts on class objects carry this bit, then the class id.
 const CLASS_TAG: jlong = 1 << 62;
 
@@ -409,8 +413,10 @@ impl AllocSampler {
             };
             let frames = raw.get(..n + 1).unwrap_or_default();
             if !store.record(tid_key, crate::sampling::label_slots::current(tid), frames, weight) {
-                // Counted as dropped by the store; its bytes go to `[dropped]`.
+                // Counted as dropped by the store; its bytes go to `[dropped]`,
+                // in a streamed recording too.
                 self.accuracy.drop_sample(weight);
+                store.log_dropped(weight, class_id);
             }
             // The live site is stack + class, without the thread.
             // SAFETY: `object` is live (this function's contract).
@@ -419,6 +425,7 @@ impl AllocSampler {
         if recorded.is_err() {
             store.count_dropped();
             self.accuracy.drop_sample(weight);
+            store.log_dropped(weight, class_id);
         }
     }
 

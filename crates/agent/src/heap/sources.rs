@@ -135,7 +135,7 @@ impl AllocSource {
             if lost > 0 {
                 // As an allocated class: what was allocated is unknown, and
                 // the stack is not a failed walk.
-                let dropped = profile.intern(Frame::new("[dropped]", FrameKind::Alloc));
+                let dropped = profile.intern(Frame::new(crate::heap::alloc::DROPPED_FRAME, FrameKind::Alloc));
                 profile.add(vec![dropped], lost, lost_weight);
             }
             profile

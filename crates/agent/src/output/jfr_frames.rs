@@ -59,7 +59,8 @@ pub struct Context<'a> {
     pub threads: &'a Threads,
 }
 
-fn synthetic(name: String) -> JfrFrame {
+/// A frame that is no Java method: a native function or a marker.
+pub fn synthetic(name: String) -> JfrFrame {
     JfrFrame { class: String::new(), method: name, descriptor: String::new(), line: -1, bci: -1, kind: FrameType::Native }
 }
 

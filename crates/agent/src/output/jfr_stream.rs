@@ -40,16 +40,16 @@ use oxprof_profile::OutputFormat;
 use std::collections::HashMap;
 
 use crate::heap::accuracy::accuracy_facts;
-use crate::heap::alloc::MARK_ALLOC_CLASS;
+use crate::heap::alloc::{DROPPED_FRAME, MARK_ALLOC_CLASS};
 use crate::jvmti::{self, Jni};
 use crate::locks::sampler::{MARK_LOCK_CLASS, MARK_PARK_CLASS};
 use crate::log;
 use crate::options::Config;
 use crate::output;
-use crate::output::jfr_frames::{alloc_stack, cpu_stack, Context, Lines};
+use crate::output::jfr_frames::{alloc_stack, cpu_stack, synthetic, Context, Lines};
 use crate::sampling::cputime::thread_cpu_ns;
 use crate::sampling::event_log::{now_ticks, EventLog};
-use crate::sampling::store::SampleStore;
+use crate::sampling::store::{SampleStore, DROPPED_SLOT};
 use crate::sampling::threads;
 use crate::Agent;
 
@@ -933,21 +933,31 @@ impl Inner {
         }
         if let Some(src) = self.alloc {
             while let Some(e) = src.log.pop() {
-                let Some(t) = src.store.trace(e.slot) else {
-                    self.counts.missing += 1;
-                    continue;
-                };
-                let (class, stack) = match t.frames.split_first() {
-                    Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (agent.profiler.alloc.class_name(c.method), rest),
-                    _ => ("[unknown class]".to_string(), &t.frames[..]),
-                };
                 let id = ALLOC_STACK_BIT | e.slot as u64;
-                if !self.writer.has_stack(id) {
-                    let frames = alloc_stack(&cx, &mut self.lines, stack);
-                    self.writer.stack(id, &frames, false);
-                }
+                let (class, labels) = if e.slot == DROPPED_SLOT {
+                    // A sample the full store turned away: its class and bytes
+                    // under a one-frame `[dropped]` stack, as in the profile.
+                    if !self.writer.has_stack(id) {
+                        self.writer.stack(id, &[synthetic(DROPPED_FRAME.to_string())], false);
+                    }
+                    (agent.profiler.alloc.class_name(e.other as usize), 0)
+                } else {
+                    let Some(t) = src.store.trace(e.slot) else {
+                        self.counts.missing += 1;
+                        continue;
+                    };
+                    let (class, stack) = match t.frames.split_first() {
+                        Some((c, rest)) if c.bci == MARK_ALLOC_CLASS => (agent.profiler.alloc.class_name(c.method), rest),
+                        _ => ("[unknown class]".to_string(), &t.frames[..]),
+                    };
+                    if !self.writer.has_stack(id) {
+                        let frames = alloc_stack(&cx, &mut self.lines, stack);
+                        self.writer.stack(id, &frames, false);
+                    }
+                    (class, t.labels)
+                };
                 self.name_thread(agent, e.tid);
-                let labels = labels_in_chunk(&mut self.writer, t.labels);
+                let labels = labels_in_chunk(&mut self.writer, labels);
                 if let Err(err) = self.writer.allocation_sample(e.ticks as i64, e.tid as u64, id, &class, e.weight, labels) {
                     return self.fail(err);
                 }

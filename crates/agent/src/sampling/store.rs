@@ -25,6 +25,10 @@
 //! module guarantees that).
 
 use std::ptr::NonNull;
+
+/// The slot an event log names for a sample the store had no room for
+/// ([`SampleStore::log_dropped`]); no stack ever has it.
+pub const DROPPED_SLOT: u32 = u32::MAX;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -670,6 +674,18 @@ impl SampleStore {
     /// Counts `n` samples lost.
     pub fn add_dropped(&self, n: u64) {
         self.dropped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Logs a sample this store did not take (already counted as dropped)
+    /// to the attached event log, if any, under [`DROPPED_SLOT`], so that a
+    /// streamed recording keeps its time, thread and weight; `other` is the
+    /// caller's (the allocation store's: the object's class id).
+    pub fn log_dropped(&self, weight: u64, other: u32) {
+        let log = self.log.load(Ordering::Acquire);
+        if !log.is_null() {
+            // SAFETY: an attached log is leaked ('static) and never freed.
+            unsafe { &*log }.push(DROPPED_SLOT, weight, other);
+        }
     }
 
     // signal-safe: off (mapped before any handler records into it)
