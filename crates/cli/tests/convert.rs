@@ -35,11 +35,27 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
                 continue; // an empty stack trace
             }
             // oxprof's JVM-thread frames have no class: jfr print shows ".[GC Thread]".
-            let method = frame_method(frame).trim_start_matches('.').to_string();
+            let method = without_run_suffix(frame_method(frame).trim_start_matches('.'));
             *leaves.entry(method).or_insert(0) += 1;
         }
     }
     leaves
+}
+
+/// A `jfr print` method name without the per-run suffix of its hidden or
+/// anonymous class, as profiles name it (so that two runs compare): JDK 11's
+/// identity hash (`Foo$$Lambda$62.917831210.get$Lambda`), later JDKs'
+/// address (`Foo$$Lambda$14.0x0000000800c03000.run`, `+0x…`, `/0x…`).
+fn without_run_suffix(name: &str) -> String {
+    let Some((class, method)) = name.rsplit_once('.') else { return name.to_string() };
+    let run_part = |p: &str| {
+        !p.is_empty() && (p.bytes().all(|b| b.is_ascii_digit()) || p.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())))
+    };
+    if !class.contains('$') || !class.split(['.', '/', '+']).any(run_part) {
+        return name.to_string();
+    }
+    let kept: Vec<&str> = class.split(['.', '/', '+']).filter(|p| !run_part(p)).collect();
+    format!("{}.{method}", kept.join("."))
 }
 
 /// The class and method of a `jfr print` frame line, `Class.method(params)
