@@ -404,3 +404,47 @@ fn spans_are_jfr_events_and_report_lists_the_slowest() {
     assert!(report.starts_with("Slowest spans (3 of 21;") && !report.contains("sleepy"), "{report}");
     assert!(report.lines().nth(2).is_some_and(|r| r.contains(" slow ")), "{report}");
 }
+
+/// Contexts on virtual threads (JDK 21+) label nothing, as documented, and
+/// cost nothing per virtual thread: a context on each of thousands of
+/// short virtual threads allocates no more on the carriers than none (it
+/// made a 2 KiB per-thread table for every virtual thread before), while a
+/// platform thread's context still labels its samples.
+#[test]
+#[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
+fn contexts_on_virtual_threads_cost_nothing_per_thread() {
+    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    let s = Scratch::new("labels-virtual");
+    compile_with_jar(&s.0, &["VtLabels.java"]);
+    let mut tried = 0;
+    for home in std::env::split_paths(&jdks) {
+        let java = home.join("bin/java");
+        let version = text(&Command::new(&java).arg("-version").output().unwrap().stderr);
+        let major: u32 = version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0);
+        if major < 21 {
+            continue;
+        }
+        tried += 1;
+        let out = s.path(&format!("vt{major}.collapsed"));
+        let o = Command::new(&java)
+            .current_dir(&s.0)
+            .arg(format!("-agentpath:{}=start,event=cpu,interval=5ms,threads,file={}", agent().display(), out.display()))
+            .args(["-cp", &with_jar(&s.0), "VtLabels", "2000"])
+            .output()
+            .expect("run java");
+        let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "JDK {major}: {stdout}\n{stderr}");
+        let truth = truth_line(&stdout);
+        let extra = truth["context_bytes"] - truth["plain_bytes"];
+        eprintln!("JDK {major}: {truth:?}");
+        assert!(extra < 256.0, "JDK {major}: a context costs {extra} bytes per virtual thread ({truth:?})");
+        let stacks = read_collapsed(&out);
+        // The platform thread's samples inside its context (label frames
+        // come first, then the thread's).
+        let burning = |st: &Vec<String>| st.iter().any(|f| f.starts_with("[platform-worker")) && st.iter().any(|f| f == "VtLabels.burn");
+        let platform: u64 = stacks.iter().filter(|(st, _)| burning(st)).map(|(_, n)| n).sum();
+        let labelled: u64 = stacks.iter().filter(|(st, _)| burning(st) && st.iter().any(|f| f == "[worker=platform]")).map(|(_, n)| n).sum();
+        assert!(platform > 10 && labelled == platform, "JDK {major}: {labelled} of the platform thread's {platform} samples in its context labelled");
+    }
+    assert!(tried >= 1, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks})");
+}

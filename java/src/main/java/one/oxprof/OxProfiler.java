@@ -193,7 +193,7 @@ public final class OxProfiler {
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
-        return ThreadLabels.CURRENT.get().push(key, value, null, null);
+        return ThreadLabels.current().push(key, value, null, null);
     }
 
     /** {@link #context(String, String)} with two labels. */
@@ -203,7 +203,7 @@ public final class OxProfiler {
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
-        return ThreadLabels.CURRENT.get().push(key1, value1, key2, value2);
+        return ThreadLabels.current().push(key1, value1, key2, value2);
     }
 
     /**
@@ -219,7 +219,7 @@ public final class OxProfiler {
         if (!ThreadLabels.active()) {
             return Context.NONE;
         }
-        return ThreadLabels.CURRENT.get().push(keysAndValues);
+        return ThreadLabels.current().push(keysAndValues);
     }
 
     /**

@@ -45,7 +45,14 @@ final class ThreadLabels {
     /** Contexts opened with the over-limit set (labelStats' refused=). */
     private static final LongAdder REFUSED = new LongAdder();
 
-    static final ThreadLocal<ThreadLabels> CURRENT = ThreadLocal.withInitial(ThreadLabels::new);
+    /** A platform thread's labels, made on its first context. */
+    private static final ThreadLocal<ThreadLabels> CURRENT = ThreadLocal.withInitial(() -> new ThreadLabels(true));
+    /**
+     * What every virtual thread gets: no slot, so contexts do nothing (their
+     * samples are taken on a carrier), and nothing made or kept per virtual
+     * thread, which may live for one request.
+     */
+    private static final ThreadLabels NONE = new ThreadLabels(false);
 
     static {
         ByteBuffer active = null;
@@ -106,12 +113,14 @@ final class ThreadLabels {
     private int depth;
     private int current;
 
-    private ThreadLabels() {
-        ByteBuffer s = null;
-        if (!isVirtual(Thread.currentThread())) {
-            s = registerThread0();
-        }
+    private ThreadLabels(boolean register) {
+        ByteBuffer s = register ? registerThread0() : null;
         slot = s == null ? null : s.order(ByteOrder.nativeOrder());
+    }
+
+    /** The current thread's labels: a virtual thread's are {@link #NONE}. */
+    static ThreadLabels current() {
+        return isVirtual(Thread.currentThread()) ? NONE : CURRENT.get();
     }
 
     private static boolean isVirtual(Thread t) {
