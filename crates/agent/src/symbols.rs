@@ -23,7 +23,7 @@ use crate::jvmti::{Jni, Jvmti};
 /// A resolved method.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MethodName {
-    /// Class in Java form, e.g. `java.util.HashMap` or `Foo$$Lambda$14`.
+    /// Class in Java form, e.g. `java.util.HashMap` or `Foo$$Lambda`.
     pub class: Arc<str>,
     pub method: String,
     /// The JVM method descriptor, e.g. `(I)V` (empty when unknown).
@@ -101,21 +101,25 @@ pub fn class_name_from_signature(sig: &str) -> String {
     name
 }
 
-/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda$14`; JDK 11's
+/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda`; JDK 11's
 /// VM-anonymous `Foo$$Lambda$14.1525262377` (an identity hash, different
-/// in every run) → `Foo$$Lambda$14`. No Java name's part is all digits.
+/// in every run) → `Foo$$Lambda`. No Java name's part is all digits. The
+/// lambda counter goes too, as the profile crate's readers drop it
+/// ([`oxprof_profile::names::without_lambda_counter`]): it numbers lambdas
+/// in the order they were spun, which changes from run to run.
 fn strip_hidden_suffix(name: &str) -> String {
+    let mut name = name;
     if let Some(pos) = name.rfind("0x") {
         if pos > 0 && matches!(name.as_bytes()[pos - 1], b'.' | b'+') && name[pos + 2..].bytes().all(|b| b.is_ascii_hexdigit()) && pos + 2 < name.len() {
-            return name[..pos - 1].to_string();
+            name = &name[..pos - 1];
         }
     }
     if let Some((head, tail)) = name.rsplit_once('.') {
         if !head.is_empty() && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
-            return head.to_string();
+            name = head;
         }
     }
-    name.to_string()
+    oxprof_profile::names::without_lambda_counter(name).to_string()
 }
 
 /// Hidden and VM-anonymous classes carry an address (or, on JDK 11, an
@@ -377,11 +381,11 @@ mod tests {
         assert_eq!(class_name_from_signature("Ljava/lang/String;"), "java.lang.String");
         assert_eq!(class_name_from_signature("[I"), "int[]");
         assert_eq!(class_name_from_signature("[[Ljava/util/Map$Entry;"), "java.util.Map$Entry[][]");
-        assert_eq!(class_name_from_signature("LFoo$$Lambda$14.0x0000000800c03000;"), "Foo$$Lambda$14");
+        assert_eq!(class_name_from_signature("LFoo$$Lambda$14.0x0000000800c03000;"), "Foo$$Lambda");
         assert_eq!(class_name_from_signature("LFoo$$Lambda+0x0000000800c03000;"), "Foo$$Lambda");
         assert_eq!(class_name_from_signature("Lcom/x0/Bar0x;"), "com.x0.Bar0x");
         assert!(is_hidden_signature("LFoo$$Lambda$14.0x0000000800c03000;"));
-        assert_eq!(class_name_from_signature("LMix$$Lambda$8/2054881392;"), "Mix$$Lambda$8");
+        assert_eq!(class_name_from_signature("LMix$$Lambda$8/2054881392;"), "Mix$$Lambda");
         assert_eq!(class_name_from_signature("Ljava/lang/invoke/LambdaForm$MH/1725154839;"), "java.lang.invoke.LambdaForm$MH");
         assert!(is_hidden_signature("LMix$$Lambda$8/2054881392;"));
         assert!(!is_hidden_signature("Lorg/h2/V2;"));

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use oxprof_profile::flamegraph::{self, HtmlOptions};
-use oxprof_profile::{Counter, OutputFormat, Profile};
+use oxprof_profile::model::thread_of_root;
+use oxprof_profile::{Counter, Frame, FrameKind, OutputFormat, Profile};
 
 use crate::convert::emit;
 use crate::input::{self, Selection};
@@ -89,7 +90,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     }
     let kind = if single(&after_p) { before_key } else { key };
     let counter = if args.total { Counter::Total } else { Counter::Samples };
-    let (before_p, after_p) = (before_p.without_lines(), after_p.without_lines());
+    let (before_p, after_p) = (comparable(&before_p), comparable(&after_p));
     match format {
         OutputFormat::FlameGraph => emit(&args.output, |w| flamegraph::write_html_diff(&before_p, &after_p, counter, &HtmlOptions::default(), w))?,
         _ => emit(&args.output, |w| write_collapsed_diff(&before_p, &after_p, counter, w))?,
@@ -98,6 +99,22 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
         errln!("oxprof: wrote {} ({kind} samples compared)", args.output.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A profile as two runs compare: frames by name alone, so what differs
+/// from run to run of the same code does not split a stack in two: no
+/// source lines, thread roots without the agent's ` tid=N` (`[pool-1 tid=4711]`
+/// → `[pool-1]`), and a Java method whether interpreted, compiled or
+/// inlined this time (JIT decisions differ between runs) one kind, `Java`.
+fn comparable(p: &Profile) -> Profile {
+    p.map_frames(|f| match f.kind {
+        FrameKind::Thread => {
+            let (name, _) = thread_of_root(&f.name);
+            Frame::new(format!("[{name}]"), FrameKind::Thread)
+        }
+        FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined => Frame::new(f.name.clone(), FrameKind::Java),
+        kind => Frame::new(f.name.clone(), kind),
+    })
 }
 
 /// `frame;frame before after` per distinct stack of either profile.

@@ -315,3 +315,43 @@ fn lock_report_columns_agree_on_the_innermost_java_method() {
     }
     assert!(by_self.iter().any(|m| m == "jdk.internal.misc.Unsafe.park"), "{report}");
 }
+
+/// Two runs of the same code compare stack by stack: what differs from run
+/// to run without the code changing (the agent's ` tid=N` in thread roots,
+/// the lambda counter of JDKs before 21, whether the JIT had compiled or
+/// inlined a method yet) must not make `diff` show the same work as gone
+/// from one side and new in the other.
+#[test]
+fn diff_of_two_runs_of_the_same_code_matches_their_stacks() {
+    let s = Scratch::new("diff-runs");
+    compile(&s.0, &["DiffRuns.java"]);
+    let mut files = Vec::new();
+    for (name, arg) in [("a", "same"), ("b", "flip")] {
+        let out = s.path(&format!("{name}.collapsed"));
+        let o = run_java(&s.0, &format!("start,event=cpu,interval=5ms,threads,file={}", out.display()), &[], &s.0, &["DiffRuns", arg]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        files.push(out);
+    }
+    let tids = |f: &Path| std::fs::read_to_string(f).unwrap().lines().filter(|l| l.starts_with("[worker tid=")).count();
+    assert!(tids(&files[0]) > 0 && tids(&files[1]) > 0, "the worker's thread root should carry its tid");
+    let d = s.path("d.collapsed");
+    let o = run(&["diff", files[0].to_str().unwrap(), files[1].to_str().unwrap(), "-o", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // `stack before after` per stack; the worker's spin on both sides.
+    let (mut both, mut one_side) = (0u64, 0u64);
+    for line in std::fs::read_to_string(&d).unwrap().lines().filter(|l| l.contains("DiffRuns.spin")) {
+        let mut it = line.rsplitn(3, ' ');
+        let after: u64 = it.next().unwrap().parse().unwrap();
+        let before: u64 = it.next().unwrap().parse().unwrap();
+        if before > 0 && after > 0 {
+            both += before + after;
+        } else {
+            one_side += before + after;
+        }
+    }
+    // 1.5 s of spin at 5 ms in each run: up to 600 samples in all, fewer on
+    // a busy machine. Rare leaves (a timer read caught in the vDSO) may sit
+    // on one side only.
+    assert!(both >= 60, "too few spin samples on both sides: {both} (one side only: {one_side})");
+    assert!(one_side * 10 < both, "{one_side} spin samples on one side only, {both} on both:\n{}", std::fs::read_to_string(&d).unwrap());
+}

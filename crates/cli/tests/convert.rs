@@ -42,8 +42,9 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
     leaves
 }
 
-/// A `jfr print` method name without the per-run suffix of its hidden or
-/// anonymous class, as profiles name it (so that two runs compare): JDK 11's
+/// A `jfr print` method name without the per-run suffix and lambda counter
+/// of its hidden or anonymous class, as profiles name it (so that two runs
+/// compare): JDK 11's
 /// identity hash (`Foo$$Lambda$62.917831210.get$Lambda`), later JDKs'
 /// address (`Foo$$Lambda$14.0x0000000800c03000.run`, `+0x…`, `/0x…`).
 fn without_run_suffix(name: &str) -> String {
@@ -51,11 +52,17 @@ fn without_run_suffix(name: &str) -> String {
     let run_part = |p: &str| {
         !p.is_empty() && (p.bytes().all(|b| b.is_ascii_digit()) || p.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())))
     };
-    if !class.contains('$') || !class.split(['.', '/', '+']).any(run_part) {
+    if !class.contains('$') {
         return name.to_string();
     }
     let kept: Vec<&str> = class.split(['.', '/', '+']).filter(|p| !run_part(p)).collect();
-    format!("{}.{method}", kept.join("."))
+    let class = kept.join(".");
+    // The lambda counter before JDK 21 (`$$Lambda$62`) changes from run to run too.
+    let class = match class.rsplit_once("$$Lambda$") {
+        Some((head, n)) if n.bytes().all(|b| b.is_ascii_digit()) => format!("{head}$$Lambda"),
+        _ => class,
+    };
+    format!("{class}.{method}")
 }
 
 /// The class and method of a `jfr print` frame line, `Class.method(params)

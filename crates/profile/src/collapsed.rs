@@ -260,7 +260,7 @@ mod tests {
             lines,
             [
                 "[main tid=123]:Thread;Main.main:Java;Main.work:Java",
-                "[tid=125]:Thread;java.lang.Thread.run:Jit;Truth$$Lambda$14.run:Java;clock_gettime@@GLIBC_2.17:Java;do_syscall_64:Kernel",
+                "[tid=125]:Thread;java.lang.Thread.run:Jit;Truth$$Lambda.run:Java;clock_gettime@@GLIBC_2.17:Java;do_syscall_64:Kernel",
                 "[endpoint=GET /x]:Label;[running]:State;[worker-1 tid=124]:Thread;A.b:Java",
                 "[tid=x]:Label;java.lang.String:Alloc",
             ]

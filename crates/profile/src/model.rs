@@ -319,6 +319,17 @@ impl Profile {
         out
     }
 
+    /// The same samples with every frame replaced by what `f` makes of it;
+    /// stacks that become equal are merged.
+    pub fn map_frames(&self, f: impl Fn(&Frame) -> Frame) -> Profile {
+        let mut out = Profile { meta: self.meta.clone(), safepoints: self.safepoints.clone(), ..Profile::default() };
+        let map: Vec<u32> = self.frames.iter().map(|fr| out.intern(f(fr))).collect();
+        for s in &self.samples {
+            out.add(s.stack.iter().map(|&id| map[id as usize]).collect(), s.samples, s.total);
+        }
+        out
+    }
+
     /// Keeps only the stacks for which `keep` is true (frame ids as given).
     pub fn retain(&mut self, mut keep: impl FnMut(&Profile, &Sample) -> bool) {
         let samples = std::mem::take(&mut self.samples);

@@ -25,9 +25,20 @@ fn strip_once(name: &str) -> Option<&str> {
     (!head.is_empty() && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())).then_some(head)
 }
 
+/// `Foo$$Lambda$14` → `Foo$$Lambda`: the counter before JDK 21 numbers
+/// lambda classes in the order the JVM spun them, which changes from run to
+/// run of the same code (JDK 21 dropped it). The lambda's body, the next
+/// frame (`Foo.lambda$main$0`), tells lambdas apart.
+pub fn without_lambda_counter(name: &str) -> &str {
+    match name.rsplit_once("$$Lambda$") {
+        Some((head, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => &name[..head.len() + "$$Lambda".len()],
+        _ => name,
+    }
+}
+
 /// A class name (dotted or slashed, `[]` array suffixes allowed) without
-/// its hidden-class suffixes, dotted: `Foo$$Lambda$97+0x00007f2e04007a08.510854293`
-/// → `Foo$$Lambda$97`, `java/lang/String` → `java.lang.String`. Anything
+/// its hidden-class suffixes and lambda counter, dotted: `Foo$$Lambda$97+0x00007f2e04007a08.510854293`
+/// → `Foo$$Lambda`, `java/lang/String` → `java.lang.String`. Anything
 /// that is not a class name comes back unchanged.
 pub fn class(name: &str) -> Cow<'_, str> {
     if !is_class_name(name) {
@@ -39,6 +50,7 @@ pub fn class(name: &str) -> Cow<'_, str> {
     while let Some(shorter) = strip_once(base) {
         base = shorter;
     }
+    base = without_lambda_counter(base);
     if base.len() + dims == name.len() && !name.contains('/') {
         return Cow::Borrowed(name);
     }
@@ -97,17 +109,22 @@ mod tests {
     #[test]
     fn hidden_and_anonymous_class_suffixes_are_dropped() {
         // JDK 17's JFR: the address, then an identity hash.
-        assert_eq!(method("Truth$$Lambda$97+0x00007f2e04007a08.510854293.run"), "Truth$$Lambda$97.run");
+        assert_eq!(method("Truth$$Lambda$97+0x00007f2e04007a08.510854293.run"), "Truth$$Lambda.run");
         // JDK 11's JFR: a VM-anonymous class's identity hash.
-        assert_eq!(method("Truth$$Lambda$89.1402433372.run"), "Truth$$Lambda$89.run");
-        assert_eq!(class("Truth$$Lambda$89.1402433372"), "Truth$$Lambda$89");
+        assert_eq!(method("Truth$$Lambda$89.1402433372.run"), "Truth$$Lambda.run");
+        assert_eq!(class("Truth$$Lambda$89.1402433372"), "Truth$$Lambda");
         // async-profiler: `.0x…` and `/0x…`; JDK 21's lambdas have no counter.
-        assert_eq!(method("Truth$$Lambda$14.0x00007f41bc000a08.run"), "Truth$$Lambda$14.run");
+        assert_eq!(method("Truth$$Lambda$14.0x00007f41bc000a08.run"), "Truth$$Lambda.run");
         assert_eq!(method("Truth$$Lambda/0x0000000800c03000.run"), "Truth$$Lambda.run");
         assert_eq!(method("java/lang/invoke/LambdaForm$MH/0x0000000800c04000.invoke"), "java.lang.invoke.LambdaForm$MH.invoke");
         assert_eq!(class("LambdaForm$MH/1725154839[]"), "LambdaForm$MH[]");
-        // The agent's names stay as they are.
-        assert!(matches!(method("Truth$$Lambda$14.run"), Cow::Borrowed(_)));
+        // The lambda counter of JDKs before 21 goes too (it numbers lambdas
+        // in the order they were spun, different from run to run).
+        assert_eq!(method("Truth$$Lambda$14.run"), "Truth$$Lambda.run");
+        assert_eq!(class("a.b.C$$Lambda$3[]"), "a.b.C$$Lambda[]");
+        assert_eq!(class("a.b.C$$Lambda$x3"), "a.b.C$$Lambda$x3");
+        // Names without suffixes stay as they are.
+        assert!(matches!(method("Truth$$Lambda.run"), Cow::Borrowed(_)));
         assert_eq!(class("com.x0.Bar0x"), "com.x0.Bar0x");
     }
 

@@ -1281,8 +1281,8 @@ mod tests {
             assert_eq!(
                 lines,
                 [
-                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda$14.run:Java;Truth.spin:Java",
-                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda$14.run:Java;Truth.spin:Java;os::current_thread_cpu_time:Java;do_syscall_64:Kernel",
+                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda.run:Java;Truth.spin:Java",
+                    "[cpu-worker tid=28690]:Thread;java.lang.Thread.run:Java;Truth$$Lambda.run:Java;Truth.spin:Java;os::current_thread_cpu_time:Java;do_syscall_64:Kernel",
                 ]
             );
         }

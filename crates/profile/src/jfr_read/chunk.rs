@@ -896,8 +896,8 @@ impl<'a> Resolver<'a> {
 
 /// `java/lang/String` → `java.lang.String`, `[B` → `byte[]`,
 /// `[Ljava/lang/Object;` → `java.lang.Object[]`; a hidden class without
-/// its per-run suffix (`Foo$$Lambda$88+0x00007fe040008838/433287555` →
-/// `Foo$$Lambda$88`, see [`crate::names`]).
+/// its per-run suffix and lambda counter (`Foo$$Lambda$88+0x00007fe040008838/433287555` →
+/// `Foo$$Lambda`, see [`crate::names`]).
 pub fn java_class_name(internal: &str) -> String {
     let dims = internal.bytes().take_while(|&b| b == b'[').count();
     if dims == 0 {
@@ -1137,8 +1137,8 @@ mod tests {
         assert_eq!(java_class_name("[[Ljava/lang/Object;"), "java.lang.Object[][]");
         // Tester's finding: hidden classes kept per-run suffixes, so two
         // runs' profiles named the same lambda differently.
-        assert_eq!(java_class_name("Names$$Lambda$88+0x00007fe040008838/433287555"), "Names$$Lambda$88");
-        assert_eq!(java_class_name("Truth$$Lambda$89/1402433372"), "Truth$$Lambda$89");
+        assert_eq!(java_class_name("Names$$Lambda$88+0x00007fe040008838/433287555"), "Names$$Lambda");
+        assert_eq!(java_class_name("Truth$$Lambda$89/1402433372"), "Truth$$Lambda");
         assert_eq!(java_class_name("[LTruth$$Lambda+0x0000000800c03000;"), "Truth$$Lambda[]");
     }
 
