@@ -224,6 +224,32 @@ fn group_due(tick_start: u64, interval_ns: u64, k: u64, groups: u64) -> u64 {
 /// signals wakes every waiting thread at once. (Sending a tick's signals in
 /// one burst made a saturated Jetty's 2 ms sleeps read 0.67–0.84 of their
 /// truth; spread out, 0.96, as async-profiler, which spreads them too.)
+/// Tick lengths drawn uniformly from half to one and a half intervals.
+/// Fixed ticks would look at a thread at the same point of every cycle of
+/// work that repeats at a divisor or multiple of the interval (busy 2 ms
+/// every 20 ms, sampled every 50 ms: seen at two phases only, running
+/// 13–33% of the time instead of 10%); random ones see every phase alike.
+/// Each sample weighs the time since its thread was last accounted for, so
+/// totals do not depend on the lengths.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(seed: u64) -> Jitter {
+        Jitter(seed | 1)
+    }
+
+    /// A length in [interval/2, 3·interval/2), xorshift64-drawn.
+    fn around(&mut self, interval_ns: u64) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        let half = interval_ns / 2;
+        half.saturating_add(x % interval_ns.max(1))
+    }
+}
+
 fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: &Taken, stats: &Stats, registry: &Threads) {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
@@ -237,6 +263,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
     // budget left threads out, so phases stay put otherwise.
     let mut rotation = 0usize;
     let mut tick_start = start;
+    let mut jitter = Jitter::new(start ^ u64::from(pid.unsigned_abs()));
     let budget = signals_per_tick(interval_ns);
     let slack = std::env::var("OXPROF_WALL_SLACK_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(IDLE_SLACK_NS);
     while !stop.load(Ordering::Acquire) && !taken.check(false) {
@@ -262,9 +289,11 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
         let group = THREAD_GROUP.max(count.div_ceil(MAX_GROUPS));
         let groups = count.div_ceil(group).max(1) as u64;
         let (mut sent, mut deferred) = (0usize, 0u64);
+        // This tick's length: the interval on average, drawn afresh each tick.
+        let tick_len = jitter.around(interval_ns);
         for i in 0..count {
             // This group's moment in the tick.
-            if i > 0 && i % group == 0 && !sleep_until(group_due(tick_start, interval_ns, (i / group) as u64, groups), stop, taken) {
+            if i > 0 && i % group == 0 && !sleep_until(group_due(tick_start, tick_len, (i / group) as u64, groups), stop, taken) {
                 break;
             }
             let Some(&tid) = tids.get((rotation + i) % count) else { continue };
@@ -318,7 +347,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
         stats.deferred.fetch_add(deferred, Ordering::Relaxed);
         stats.threads.store(count as u64, Ordering::Relaxed);
         stats.ticks.fetch_add(1, Ordering::Relaxed);
-        tick_start = tick_start.saturating_add(interval_ns);
+        tick_start = tick_start.saturating_add(tick_len);
         let now = monotonic_ns();
         if tick_start <= now {
             tick_start = now; // late: skip the missed ticks (the weights cover them)
@@ -456,6 +485,22 @@ impl WallSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_lengths_average_the_interval_and_cover_its_range() {
+        let mut j = Jitter::new(12345);
+        let n = 100_000u64;
+        let lens: Vec<u64> = (0..n).map(|_| j.around(50_000_000)).collect();
+        assert!(lens.iter().all(|&l| (25_000_000..75_000_000).contains(&l)));
+        let mean = lens.iter().sum::<u64>() / n;
+        assert!((49_500_000..50_500_000).contains(&mean), "{mean}");
+        // Every tenth of the range drawn about as often.
+        let mut bins = [0u64; 10];
+        for l in &lens {
+            bins[((l - 25_000_000) / 5_000_000) as usize] += 1;
+        }
+        assert!(bins.iter().all(|&b| (9_000..11_000).contains(&b)), "{bins:?}");
+    }
 
     #[test]
     fn the_signal_budget_follows_the_interval() {
