@@ -217,3 +217,29 @@ fn each_interval_lists_its_own_safepoints() {
     assert!(recorded >= 20, "{recorded} safepoints in 4 s");
     assert!(listed <= recorded && listed + 2 >= recorded, "the intervals list {listed} safepoints, the recording counted {recorded}: {per_interval:?}");
 }
+
+/// More safepoints than the agent's record ring holds (16,384) between a
+/// start and a stop: every one is in the page, not only the last 16,384.
+#[test]
+fn a_recording_keeps_more_safepoints_than_the_ring_holds() {
+    let s = Scratch::new("ttsp-many");
+    compile(&s.0, &["ManySafepoints.java"]);
+    let page = s.path("many.html");
+    let o = std::process::Command::new(java())
+        .current_dir(&s.0)
+        .arg(format!("-agentpath:{}=start,ttsp,file={}", agent().display(), page.display()))
+        .args(["-cp", s.0.to_str().unwrap(), "ManySafepoints", "25000"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let requests = truth_line(&text(&o.stdout))["requests"] as u64;
+    let summary = summary_fields(&err, "[oxprof] safepoint summary:");
+    let recorded: u64 = summary.get("safepoints").and_then(|v| v.parse().ok()).expect("safepoint summary");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let listed = html.split("<b>Safepoints</b> ").nth(1).and_then(|r| r.split(' ').next()).map_or(0, |n| n.replace(',', "").parse::<u64>().unwrap_or(0));
+    eprintln!("{requests} requests, {recorded} safepoints recorded, {listed} on the page; {summary:?}");
+    assert!(recorded >= requests, "{recorded} safepoints recorded for {requests} requests: {err}");
+    assert_eq!(listed, recorded, "the page lists {listed} of the {recorded} safepoints: {err}");
+    assert_eq!(summary.get("dropped_records").map(String::as_str), Some("0"), "{err}");
+}

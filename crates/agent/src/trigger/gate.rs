@@ -19,6 +19,8 @@ use crate::trigger::traps::{self, Action, JvmVariables, PlannedStep};
 const KEEP: usize = 100_000;
 /// Records the ring holds between two reads.
 const RING: usize = 1 << 14;
+/// How often the follower thread moves records out of the ring.
+const COLLECT_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// `ttsp`'s three functions, the same names on JDK 11, 17, 21 and 25
 /// (`record_safepoint_synchronized` takes a `long` from JDK 13 on, none on
@@ -26,6 +28,27 @@ const RING: usize = 1 << 14;
 pub const TTSP_BEGIN: &str = "SafepointSynchronize::begin";
 pub const TTSP_END: &str = "RuntimeService::record_safepoint_synchronized";
 pub const TTSP_RELEASE: &str = "SafepointSynchronize::end";
+
+/// The JVM's name of the VM operation a class implements: `VM_<name>`
+/// for most; JFR's operations are classes of other names (HotSpot 11–25).
+fn operation_name(class: &str) -> String {
+    if let Some(name) = class.strip_prefix("VM_") {
+        return name.to_string();
+    }
+    let known = if class.starts_with("JfrVMOperation<") {
+        Some("JFRCheckpoint")
+    } else {
+        match class {
+            "JfrSafepointWriteVMOperation" => Some("JFRSafepointWrite"),
+            "JfrSafepointClearVMOperation" => Some("JFRSafepointClear"),
+            "JfrClassLoaderStatsVMOperation" => Some("ClassLoaderStatsOperation"),
+            // The old-object sampler's start and stop (JfrOldObjectSampler).
+            "StartOperation" | "StopOperation" => Some("JFROldObject"),
+            _ => None,
+        }
+    };
+    known.map_or_else(|| class.to_string(), str::to_string)
+}
 
 /// A function a trigger stops at.
 #[derive(Clone, Debug)]
@@ -194,7 +217,16 @@ impl Gate {
                 on_start();
                 let mut applied = traps::window_open();
                 apply(applied);
+                let mut collected = std::time::Instant::now();
                 while !stop.load(Ordering::SeqCst) {
+                    // The ring holds 16,384 records: thousands of safepoints a
+                    // second would overwrite it between dumps.
+                    if collected.elapsed() >= COLLECT_PERIOD {
+                        if let Some(g) = current().filter(|g| !g.is_stopped()) {
+                            g.collect();
+                        }
+                        collected = std::time::Instant::now();
+                    }
                     let seen = traps::window_seq();
                     let open = traps::window_open();
                     if open != applied {
@@ -209,7 +241,7 @@ impl Gate {
                         switches.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    traps::wait_for_move(seen, std::time::Duration::from_millis(200));
+                    traps::wait_for_move(seen, COLLECT_PERIOD);
                 }
             })
             .map_err(|e| format!("cannot start the trigger thread: {e}"))?;
@@ -255,8 +287,10 @@ impl Gate {
         left
     }
 
-    /// Moves new records from the ring into the kept list.
-    fn collect(&self) {
+    /// Moves new records from the ring into the kept list (at stop, dump
+    /// and interval ends, and every 100 ms from the follower thread, so the
+    /// ring never overflows between them).
+    pub fn collect(&self) {
         let mut kept = lock(&self.kept);
         let mut fresh = Vec::new();
         let (next, lost) = records::read_from(kept.cursor, &mut fresh);
@@ -274,13 +308,14 @@ impl Gate {
         self.vtables.get_or_init(|| VtableNames::of_object("/libjvm.so"))
     }
 
-    /// A VM operation's name from its vtable (`VM_ThreadDump` → `ThreadDump`).
+    /// A VM operation's name from its vtable, as the JVM's own log
+    /// (`-Xlog:safepoint`) and JFR name it (`VM_ThreadDump` → `ThreadDump`).
     pub fn operation(&self, vtable: u64) -> Option<String> {
         if vtable == 0 || !self.ttsp {
             return None;
         }
         let class = self.vtables().class_of(vtable as usize)?;
-        Some(class.strip_prefix("VM_").unwrap_or(class).to_string())
+        Some(operation_name(class))
     }
 
     /// Wall-clock ns since the epoch of a monotonic time.
@@ -360,5 +395,20 @@ impl Gate {
             "{what} summary: {counted}={count} {t}_p50={p50} {t}_p99={p99} {t}_max={longest} {t}_total={total} samples_kept={kept_samples} samples_outside={skipped} hits={hits} resumed={resumed} write_failures={failures} timer_switches={switches} dropped_records={dropped} open_at_stop={} code={restored}",
             if self.open_at_stop.load(std::sync::atomic::Ordering::Relaxed) { "yes" } else { "no" },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_are_named_as_the_jvm_names_them() {
+        assert_eq!(operation_name("VM_ThreadDump"), "ThreadDump");
+        assert_eq!(operation_name("JfrVMOperation<JfrRecorderService, &JfrRecorderService::safepoint_write()>"), "JFRCheckpoint");
+        assert_eq!(operation_name("JfrSafepointWriteVMOperation"), "JFRSafepointWrite");
+        assert_eq!(operation_name("JfrClassLoaderStatsVMOperation"), "ClassLoaderStatsOperation");
+        assert_eq!(operation_name("StopOperation"), "JFROldObject");
+        assert_eq!(operation_name("SomethingNew"), "SomethingNew");
     }
 }
