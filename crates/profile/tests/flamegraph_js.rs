@@ -159,3 +159,49 @@ fn node(driver: &str, args: &[&str], page: &[u8]) -> String {
     assert!(o.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
     stdout
 }
+
+/// Node script: the shading of a differential page's boxes, `name shade`
+/// per node (preorder, merged by name as the page shows them).
+const DIFF_DRIVER: &str = r#"
+const fs = require('fs');
+const vm = require('vm');
+const page = fs.readFileSync(0, 'utf8');
+const block = (id) => page.match(new RegExp('<script[^>]*id="' + id + '"[^>]*>([\\s\\S]*?)</script>'))[1];
+const FG = vm.runInNewContext(block('fg-lib') + '; FG', {});
+const cfg = JSON.parse(block('fg-config'));
+const names = JSON.parse(block('fg-names'));
+const kindOf = (f) => cfg.kinds.charCodeAt(f) - 97;
+const tree = FG.mergeByName(FG.decodeTree(block('fg-tree').split('\n')[0], true), (f) => names[f], kindOf);
+const shades = FG.diffShades(tree);
+const out = [];
+for (let i = 0; i < tree.count; i++) out.push(names[tree.frame[i]] + ' ' + shades[i]);
+console.log(out.join('\n'));
+"#;
+
+/// A differential page shades a box by its change in share against the
+/// largest change on the page: the method whose share doubled and the one
+/// whose share fell are the darkest red and blue; a new stack of one sample
+/// stays pale (shaded by its change relative to its own size, it was as red
+/// as the regression).
+#[test]
+fn diff_shading_follows_the_change_in_share() {
+    let profile = |stacks: &[(&[&str], u64)]| {
+        let mut p = Profile::new(Meta::default());
+        for (frames, n) in stacks {
+            p.add_frames(frames.iter().map(|f| frame(f, FrameKind::Jit)), *n, *n);
+        }
+        p
+    };
+    let before = profile(&[(&["main", "stable"], 500), (&["main", "slow"], 100)]);
+    let after = profile(&[(&["main", "stable"], 500), (&["main", "slow"], 300), (&["main", "noise"], 1)]);
+    let mut page = Vec::new();
+    oxprof_profile::flamegraph::write_html_diff(&before, &after, oxprof_profile::Counter::Samples, &HtmlOptions::default(), &mut page).unwrap();
+    let out = node(DIFF_DRIVER, &[], &page);
+    let shade = |name: &str| -> f64 {
+        out.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in\n{out}")).parse().unwrap()
+    };
+    assert!(shade("slow") > 0.9, "{out}");
+    assert!(shade("stable") < -0.9, "{out}");
+    assert!(shade("noise") > 0.0 && shade("noise") < 0.05, "{out}");
+    assert!(shade("main").abs() < 1e-9, "{out}");
+}
