@@ -50,7 +50,8 @@ fn jfr_print_leaves(jfr_tool: &Path, file: &Path, event: &str) -> HashMap<String
 fn without_run_suffix(name: &str) -> String {
     let Some((class, method)) = name.rsplit_once('.') else { return name.to_string() };
     let run_part = |p: &str| {
-        !p.is_empty() && (p.bytes().all(|b| b.is_ascii_digit()) || p.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())))
+        !p.is_empty()
+            && (p.bytes().all(|b| b.is_ascii_digit()) || p.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())))
     };
     if !class.contains('$') {
         return name.to_string();

@@ -55,12 +55,14 @@ fn periodic_work_is_not_aliased_by_the_interval() {
     let s = Scratch::new("wall-periodic");
     compile(&s.0, &["Periodic.java"]);
     let out = s.path("p.collapsed");
-    let o = run_java(&s.0, &format!("start,event=wall,interval=40ms,threads,state,total,file={}", out.display()), &[], &s.0, &["Periodic", "4", "2", "8000", "5"]);
+    let o =
+        run_java(&s.0, &format!("start,event=wall,interval=40ms,threads,state,total,file={}", out.display()), &[], &s.0, &["Periodic", "4", "2", "8000", "5"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     let truth = truth_line(&text(&o.stdout))["busy_share"];
     let got = by_thread_and_state(&out);
-    let periodic = |state: Option<&str>| got.iter().filter(|((t, st), _)| t.starts_with("periodic-") && state.is_none_or(|s| s == st)).map(|(_, v)| v).sum::<f64>();
+    let periodic =
+        |state: Option<&str>| got.iter().filter(|((t, st), _)| t.starts_with("periodic-") && state.is_none_or(|s| s == st)).map(|(_, v)| v).sum::<f64>();
     let share = periodic(Some("running")) / periodic(None);
     eprintln!("running share {share:.4}, truth {truth:.4}");
     assert!((share - truth).abs() < 0.04, "the periodic threads ran {:.1}% of their time, the profile says {:.1}%: {got:?}", 100.0 * truth, 100.0 * share);
