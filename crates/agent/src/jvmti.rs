@@ -600,6 +600,41 @@ impl Jni {
         !obj.is_null() && jni_call!(self.0, IsInstanceOf, 0, obj, class) != 0
     }
 
+    /// Whether `obj` is a virtual thread (JNI `IsVirtualThread`, JNI 21+);
+    /// false for null and where the JVM has no such function (before JDK
+    /// 21, no virtual threads either). The bindings' table ends before the
+    /// function, so it is read from the slot after `GetModule`, once.
+    ///
+    /// # Safety
+    /// `obj` must be null or a live reference.
+    pub unsafe fn is_virtual_thread(self, obj: jobject) -> bool {
+        use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+        type IsVirtualThread = unsafe extern "C" fn(*mut JNIEnv, jobject) -> jboolean;
+        const JNI_VERSION_21: jint = 0x0015_0000;
+        /// The function (null: none), once `LOOKED_UP`.
+        static FUNCTION: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
+        static LOOKED_UP: AtomicBool = AtomicBool::new(false);
+        if !LOOKED_UP.load(Ordering::Acquire) {
+            if jni_call!(self.0, GetVersion, 0) >= JNI_VERSION_21 {
+                // SAFETY: `self.0` is the current thread's JNIEnv; a JNI 21+
+                // VM's function table (jni.h) has `IsVirtualThread` right
+                // after `GetModule`, every entry a function pointer, and
+                // lives as long as the VM.
+                let next = unsafe { ptr::addr_of!((**self.0).GetModule).cast::<*mut c_void>().add(1).read() };
+                FUNCTION.store(next, Ordering::Relaxed);
+            }
+            LOOKED_UP.store(true, Ordering::Release);
+        }
+        let f = FUNCTION.load(Ordering::Relaxed);
+        if f.is_null() || obj.is_null() {
+            return false;
+        }
+        // SAFETY: `f` is the VM's `IsVirtualThread` (above), whose signature
+        // is `IsVirtualThread`; `obj` is a live reference (this function's
+        // contract).
+        unsafe { std::mem::transmute::<*mut c_void, IsVirtualThread>(f)(self.0, obj) != 0 }
+    }
+
     /// Defines a class in the boot class loader (`DefineClass` with a null
     /// loader); a local reference, or null with the exception cleared (for
     /// one, when it was defined already).
