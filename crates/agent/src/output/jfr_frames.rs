@@ -13,8 +13,8 @@ use oxprof_profile::jfr::{FrameType, JfrFrame};
 use oxprof_profile::FrameKind;
 
 use crate::jvmti::{Jni, Jvmti};
-use crate::sampling::cpu::{failure_name, split_cpu_stack, thread_category};
-use crate::sampling::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME};
+use crate::sampling::cpu::{failure_name, split_cpu_stack, thread_category, virtual_thread_gap, VirtualGap, FROZEN_FRAMES};
+use crate::sampling::signal::{MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_TRUNCATED};
 use crate::sampling::store::{JavaFrameType, RawFrame};
 use crate::sampling::threads::Threads;
 use crate::symbols::Symbols;
@@ -109,7 +109,11 @@ fn frame(cx: &Context<'_>, lines: &mut Lines, f: &RawFrame) -> JfrFrame {
 /// the frames stored above it: native and kernel frames, as in the profile
 /// (a GC thread's stack is its native frames under `[GC Thread]`), and the
 /// Java frames of a walk that stopped short (under `[unknown_Java]`, say).
-pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFrame]) -> Vec<JfrFrame> {
+/// A virtual thread's stack is marked as in the profile (see
+/// [`virtual_thread_gap`]): the frozen frames' marker above
+/// `Continuation.enterSpecial`, or `[truncated]` at the root of a stack
+/// that lost frames; the gap found is returned with the frames.
+pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFrame]) -> (Vec<JfrFrame>, VirtualGap) {
     let (above, marker) = split_cpu_stack(frames, tid, cx.threads);
     let root = match marker {
         Some(MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD) => {
@@ -117,9 +121,35 @@ pub fn cpu_stack(cx: &Context<'_>, lines: &mut Lines, tid: u32, frames: &[RawFra
             synthetic(format!("[{}]", thread_category(&name)))
         }
         Some(code) => synthetic(failure_name(code).to_string()),
-        None => return frames.iter().map(|f| frame(cx, lines, f)).collect(),
+        None => {
+            let mut out: Vec<JfrFrame> = frames.iter().map(|f| frame(cx, lines, f)).collect();
+            let gap = mark_virtual_thread(&mut out, false);
+            return (out, gap);
+        }
     };
-    above.iter().map(|f| frame(cx, lines, f)).chain(std::iter::once(root)).collect()
+    let failed = !matches!(marker, Some(MARK_NO_JAVA_FRAME | MARK_NON_JAVA_THREAD));
+    let mut out: Vec<JfrFrame> = above.iter().map(|f| frame(cx, lines, f)).chain(std::iter::once(root)).collect();
+    let gap = mark_virtual_thread(&mut out, failed);
+    (out, gap)
+}
+
+/// Marks a virtual thread's stack (`frames` leaf first) as the profile
+/// does (see `cpu::trace_frames`); a stack that is a failed walk's
+/// already (`failed`) gets no second failure marker.
+fn mark_virtual_thread(frames: &mut Vec<JfrFrame>, failed: bool) -> VirtualGap {
+    let names: Vec<String> = frames.iter().rev().map(|f| if f.class.is_empty() { f.method.clone() } else { format!("{}.{}", f.class, f.method) }).collect();
+    let root_first: Vec<(&str, bool)> =
+        names.iter().zip(frames.iter().rev()).map(|(n, f)| (n.as_str(), !f.class.is_empty() && f.kind != FrameType::Native)).collect();
+    let gap = virtual_thread_gap(&root_first);
+    // A position root first (the frame the marker goes before) as one leaf first.
+    let leaf_first = |root_at: usize| frames.len() - root_at;
+    match gap {
+        VirtualGap::None => {}
+        VirtualGap::Broken(_) if failed => return VirtualGap::None,
+        VirtualGap::Frozen(i) => frames.insert(leaf_first(i + 1), synthetic(FROZEN_FRAMES.to_string())),
+        VirtualGap::Broken(i) => frames.insert(leaf_first(i), synthetic(failure_name(MARK_TRUNCATED).to_string())),
+    }
+    gap
 }
 
 /// An allocation stack (from GetStackTrace: no frame types).

@@ -47,6 +47,7 @@ use crate::log;
 use crate::options::Config;
 use crate::output;
 use crate::output::jfr_frames::{alloc_stack, cpu_stack, synthetic, Context, Lines};
+use crate::sampling::cpu::VirtualGap;
 use crate::sampling::cputime::thread_cpu_ns;
 use crate::sampling::event_log::{now_ticks, EventLog};
 use crate::sampling::store::{SampleStore, DROPPED_SLOT};
@@ -110,23 +111,28 @@ struct Wall {
 }
 
 /// Per stored slot, its sample's state (`ThreadState as u8`, refined as
-/// [`crate::sampling::cpu::refine_state`] does) and context-label set, so a
-/// trace is read once per chunk, when its stack is written. [`NO_STATE`] =
-/// not known yet.
+/// [`crate::sampling::cpu::refine_state`] does), context-label set and
+/// whether its stack shows a virtual thread's frozen frames, so a trace is
+/// read once per chunk, when its stack is written. [`NO_STATE`] = not known
+/// yet.
 #[derive(Default)]
-struct States(Vec<(u8, u32)>);
+struct States(Vec<(u8, u32, bool)>);
+
+/// What a sample's stack says beside its frames: its state, label set, and
+/// whether it shows a virtual thread's frozen frames.
+type StackFacts = (ThreadState, u32, bool);
 
 impl States {
-    fn get(&self, slot: u32) -> Option<(ThreadState, u32)> {
-        self.0.get(slot as usize).filter(|s| s.0 != NO_STATE).map(|&(s, l)| (ThreadState::from_u8(s), l))
+    fn get(&self, slot: u32) -> Option<StackFacts> {
+        self.0.get(slot as usize).filter(|s| s.0 != NO_STATE).map(|&(s, l, f)| (ThreadState::from_u8(s), l, f))
     }
 
-    fn set(&mut self, slot: u32, s: ThreadState, labels: u32) {
+    fn set(&mut self, slot: u32, (s, labels, frozen): StackFacts) {
         let i = slot as usize;
         if self.0.len() <= i {
-            self.0.resize(i + 1, (NO_STATE, 0));
+            self.0.resize(i + 1, (NO_STATE, 0, false));
         }
-        self.0[i] = (s as u8, labels);
+        self.0[i] = (s as u8, labels, frozen);
     }
 }
 
@@ -157,6 +163,10 @@ struct Counts {
     safepoints: u64,
     /// `oxprof.Span` events.
     spans: u64,
+    /// CPU and wall-clock events whose stack shows a virtual thread's
+    /// frames still frozen in its continuation (under their marker), as
+    /// the profiles' `frozen=` counts them.
+    frozen: u64,
 }
 
 struct Inner {
@@ -630,9 +640,10 @@ impl Inner {
         let dropped: u64 = self.sources().map(|s| s.log.dropped() + s.store.stats().dropped).sum::<u64>() + crate::spans::dropped();
         let stats = self.writer.stats();
         format!(
-            "jfr summary: execution_samples={} wall_samples={} lock_events={} safepoints={} spans={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
+            "jfr summary: execution_samples={} wall_samples={} frozen={} lock_events={} safepoints={} spans={} allocation_samples={} allocation_bytes={} old_object_samples={} dropped={} missing={} chunks={} bytes={}{} file={}",
             c.cpu,
             c.wall,
+            c.frozen,
             c.lock,
             c.safepoints,
             c.spans,
@@ -897,7 +908,7 @@ impl Inner {
         if let Some(src) = self.cpu {
             while let Some(e) = src.log.pop() {
                 let id = e.slot as u64;
-                let Some((state, labels)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.cpu_states, &cx, src.store, id, e.slot) else {
+                let Some((state, labels, frozen)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.cpu_states, &cx, src.store, id, e.slot) else {
                     self.counts.missing += 1;
                     continue;
                 };
@@ -907,20 +918,25 @@ impl Inner {
                     return self.fail(err);
                 }
                 self.counts.cpu += 1;
+                self.counts.frozen += u64::from(frozen);
                 self.rotate(agent);
             }
         }
         if let Some(src) = self.wall.as_ref().map(|w| w.src) {
             while let Some(e) = src.log.pop() {
                 let id = WALL_STACK_BIT | e.slot as u64;
-                let Some((state, labels)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.wall_states, &cx, src.store, id, e.slot) else {
+                let Some((state, labels, frozen)) = thread_stack(&mut self.writer, &mut self.lines, &mut self.wall_states, &cx, src.store, id, e.slot) else {
                     self.counts.missing += 1;
                     continue;
                 };
                 self.name_thread(agent, e.tid);
                 let labels = labels_in_chunk(&mut self.writer, labels);
+                let written = self.counts.wall;
                 if let Err(err) = self.wall_sample(e.ticks as i64, e.tid, id, (state, labels), e.weight) {
                     return self.fail(err);
+                }
+                if frozen {
+                    self.counts.frozen += self.counts.wall - written;
                 }
                 self.rotate(agent);
             }
@@ -1093,9 +1109,10 @@ fn intervals(carry: &mut i64, weight_ns: u64, interval_ns: u64) -> u64 {
 }
 
 /// Makes sure stack `id` (slot `slot` of `store`) is in the chunk's pool,
-/// and returns the sample's state and label set: read (the state refined)
-/// when the stack is written (once per chunk), cached per slot. `None` when
-/// the slot is no longer in the store.
+/// and returns the sample's state, label set and whether its stack shows a
+/// virtual thread's frozen frames: read (the state refined) when the stack
+/// is written (once per chunk), cached per slot. `None` when the slot is no
+/// longer in the store.
 fn thread_stack(
     writer: &mut JfrWriter<File>,
     lines: &mut Lines,
@@ -1104,22 +1121,24 @@ fn thread_stack(
     store: &SampleStore,
     id: u64,
     slot: u32,
-) -> Option<(ThreadState, u32)> {
+) -> Option<StackFacts> {
     if writer.has_stack(id) {
         if let Some(s) = states.get(slot) {
             return Some(s);
         }
     }
     let t = store.trace(slot)?;
-    let frames = cpu_stack(cx, lines, t.tid, &t.frames);
+    let (frames, gap) = cpu_stack(cx, lines, t.tid, &t.frames);
     let state = refine_state(ThreadState::from_u8(t.state), &frames);
-    states.set(slot, state, t.labels);
-    // A stack cut short (at `jstackdepth`, or where both walks stopped) ends
-    // in the `[truncated]` marker: JFR's readers are told so too.
+    let frozen = matches!(gap, VirtualGap::Frozen(_));
+    states.set(slot, (state, t.labels, frozen));
+    // A stack cut short (at `jstackdepth`, or where both walks stopped, or
+    // a virtual thread's that lost frames) ends in the `[truncated]`
+    // marker: JFR's readers are told so too.
     let marker = crate::sampling::cpu::failure_name(crate::sampling::signal::MARK_TRUNCATED);
     let cut = frames.last().is_some_and(|f| f.class.is_empty() && f.method == marker);
     writer.stack(id, &frames, cut);
-    Some((state, t.labels))
+    Some((state, t.labels, frozen))
 }
 
 /// A sample's state told apart by its innermost Java frame (see

@@ -58,6 +58,10 @@ pub struct Summary {
     pub samples: u64,
     pub java_samples: u64,
     pub failed: u64,
+    /// Samples of virtual threads whose lower frames were still frozen in
+    /// their continuation (under [`FROZEN_FRAMES`]): whole at both ends,
+    /// not failed, but cut from their callers.
+    pub frozen: u64,
     pub dropped: u64,
     /// Samples that carry native or kernel frames.
     pub native_samples: u64,
@@ -67,12 +71,28 @@ pub struct Summary {
 impl Summary {
     /// Failed walks as a share of the Java threads' samples, in percent.
     pub fn failed_pct(&self) -> f64 {
-        if self.java_samples == 0 {
-            0.0
-        } else {
-            100.0 * self.failed as f64 / self.java_samples as f64
-        }
+        share_pct(self.failed, self.java_samples)
     }
+
+    /// Samples under the frozen frames' marker as a share of the Java
+    /// threads' samples, in percent.
+    pub fn frozen_pct(&self) -> f64 {
+        share_pct(self.frozen, self.java_samples)
+    }
+}
+
+fn share_pct(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
+    }
+}
+
+/// The profile header's line for the samples under the frozen frames'
+/// marker (beside "failed walks"), for CPU and wall-clock profiles.
+pub fn frozen_meta(summary: &Summary) -> (String, String) {
+    ("frozen frames".into(), format!("{} ({:.2}% of Java samples, cut from their callers)", summary.frozen, summary.frozen_pct()))
 }
 
 /// Reads a stored CPU stack (leaf first): the frames above its marker (its
@@ -366,11 +386,13 @@ impl EventSource for CpuSource {
             crate::hotspot::javastack::exception_blob_steps()
         ));
         let mut summary_line = format!(
-            "summary: samples={} java_samples={} failed={} failed_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
+            "summary: samples={} java_samples={} failed={} failed_pct={:.2} frozen={} frozen_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
             s.samples,
             s.java_samples,
             s.failed,
             s.failed_pct(),
+            s.frozen,
+            s.frozen_pct(),
             s.dropped,
             self.engine.short(),
             s.native_samples,
@@ -418,6 +440,9 @@ impl CpuSource {
         let m = &mut profile.meta;
         m.extra.push(("samples".into(), summary.samples.to_string()));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
+        if summary.frozen > 0 {
+            m.extra.push(frozen_meta(&summary));
+        }
         for (reason, n) in &summary.failed_by_reason {
             m.extra.push((format!("failed {reason}"), n.to_string()));
         }
@@ -499,29 +524,124 @@ pub fn trace_frames(
             t.frames.iter().rev().for_each(|f| out.push(memo.id(profile, cx, f)));
         }
     }
-    mark_frozen_frames(profile, out, first);
+    let failed = matches!(marker, Some(code) if code != MARK_NO_JAVA_FRAME && code != MARK_NON_JAVA_THREAD);
+    match mark_virtual_thread_frames(profile, out, first, failed) {
+        VirtualGap::None => {}
+        VirtualGap::Frozen(_) => summary.frozen += t.samples,
+        VirtualGap::Broken(_) => {
+            summary.failed += t.samples;
+            *summary.failed_by_reason.entry(failure_name(MARK_TRUNCATED)).or_default() += t.samples;
+        }
+    }
 }
 
 /// The frame a virtual thread's stack shows where frames were left out.
 pub const FROZEN_FRAMES: &str = "[frames still frozen in the continuation]";
 
-/// A virtual thread's stack runs from its carrier's frames through
-/// `Continuation.enterSpecial` to `Continuation.enter` and the thread's own
-/// frames. HotSpot thaws a continuation lazily: after a virtual thread
-/// resumes, only its top frames are back on the carrier's stack, the rest
-/// stay in a heap stack chunk until returned into, and no stack walk sees
-/// them. Such a stack jumps from `enterSpecial` straight to the top frames;
-/// it is marked there (from `first` in `out`), rather than shown as if
-/// `enterSpecial` called them.
-fn mark_frozen_frames(profile: &mut Profile, out: &mut Vec<u32>, first: usize) {
-    let Some(stack) = out.get(first..) else { return };
-    let at = stack.windows(2).position(|w| {
-        profile.frame(w[0]).name == "jdk.internal.vm.Continuation.enterSpecial" && !profile.frame(w[1]).name.starts_with("jdk.internal.vm.Continuation.enter")
-    });
-    if let Some(i) = at {
-        let marker = profile.intern(Frame::new(FROZEN_FRAMES, FrameKind::Error));
-        out.insert(first + i + 1, marker);
+const ENTER_SPECIAL: &str = "jdk.internal.vm.Continuation.enterSpecial";
+const ENTER: &str = "jdk.internal.vm.Continuation.enter";
+const ENTER0: &str = "jdk.internal.vm.Continuation.enter0";
+const CONTINUATION_RUN: &str = "jdk.internal.vm.Continuation.run";
+const CONTINUATION: &str = "jdk.internal.vm.Continuation.";
+
+/// What a stack says about a virtual thread's frames (see
+/// [`virtual_thread_gap`]); positions are indices in the frames read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VirtualGap {
+    /// Nothing missing (or no virtual thread).
+    None,
+    /// HotSpot has not thawed the frames below the top ones yet: the
+    /// [`FROZEN_FRAMES`] marker goes right after this frame
+    /// (`Continuation.enterSpecial`).
+    Frozen(usize),
+    /// Frames a virtual thread's stack must have are missing, at its root
+    /// or in its middle: the stack counts as a failed walk, under the
+    /// `[truncated]` marker, which goes before this frame (its first Java frame).
+    Broken(usize),
+}
+
+/// Reads a stack (root first; each frame's name and whether it is a
+/// (non-`native`) Java method's) for what a whole virtual thread's stack
+/// must look like: its carrier's frames, `Continuation.run`, then
+/// `Continuation.enterSpecial`, `Continuation.enter`, `Continuation.enter0`
+/// and the thread's own frames. HotSpot thaws a continuation lazily: after a
+/// virtual thread resumes, only its top frames are back on the carrier's
+/// stack, the rest stay in a heap stack chunk until returned into, and no
+/// stack walk sees them; such a stack jumps from `enterSpecial` straight to
+/// the top frames ([`VirtualGap::Frozen`]). A stack may end at
+/// `enterSpecial` or at `enter` (the own walk's end there, as
+/// `GetStackTrace`'s do: the virtual thread's own frames). Other gaps
+/// cannot be: only `enterSpecial` calls `enter`,
+/// only `enter` calls `enter0`, `enter` calls nothing but `enter0` and the
+/// continuation's own methods, and `Continuation.run` reaches the
+/// thread's code only through `enterSpecial`. AsyncGetCallTrace was seen to
+/// return such stacks on JDK 25 (ending, without an error, at
+/// `Continuation.enter`, named without the `enter0` it called, or jumping
+/// from it to the top frames): they are
+/// [`VirtualGap::Broken`], never passed off as whole.
+pub fn virtual_thread_gap(frames: &[(&str, bool)]) -> VirtualGap {
+    let first_java = frames.iter().position(|&(_, java)| java);
+    let thawing = frames.iter().any(|&(name, java)| !java && (name.starts_with("thaw<") || name.starts_with("Thaw<") || name.starts_with("ThawBase::")));
+    let reaches_entry = || frames.iter().any(|&(name, _)| name == CONTINUATION_RUN || name == ENTER_SPECIAL);
+    if let Some(i) = first_java.filter(|_| thawing && !reaches_entry()) {
+        return VirtualGap::Broken(i);
     }
+    if !frames.iter().any(|(name, _)| name.starts_with(CONTINUATION)) {
+        return VirtualGap::None;
+    }
+    let jdk_code = |name: &str| name.starts_with("java.") || name.starts_with("jdk.") || name.starts_with("sun.");
+    let mut frozen = VirtualGap::None;
+    for (i, &(name, _)) in frames.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|b| frames.get(b)).map(|&(n, _)| n);
+        // The next frame when it is a Java method's (not native code the
+        // method called).
+        let next = frames.get(i + 1);
+        let next_java = next.filter(|&&(_, java)| java).map(|&(n, _)| n);
+        let broken = match name {
+            // A stack may end at `enter` (the own walk's do, as
+            // `GetStackTrace`'s), but not with another caller.
+            ENTER => before.is_some_and(|b| b != ENTER_SPECIAL && !b.starts_with('[')) || next_java.is_some_and(|n| !n.starts_with(CONTINUATION)),
+            ENTER0 => before != Some(ENTER),
+            // Above `Continuation.run`, the thread's code only after the entry.
+            CONTINUATION_RUN => {
+                next_java.is_some_and(|n| n.starts_with("java.lang.VirtualThread"))
+                    || frames.iter().skip(i + 1).take_while(|&&(n, _)| n != ENTER_SPECIAL && n != ENTER).any(|&(n, java)| java && !jdk_code(n))
+            }
+            _ => false,
+        };
+        if broken {
+            return VirtualGap::Broken(first_java.unwrap_or(0));
+        }
+        if name == ENTER_SPECIAL && frozen == VirtualGap::None && next.is_some_and(|(n, _)| !n.starts_with(ENTER)) {
+            frozen = VirtualGap::Frozen(i);
+        }
+    }
+    frozen
+}
+
+/// Marks a virtual thread's stack (from `first` in `out`, root first) as
+/// [`virtual_thread_gap`] reads it: the frozen frames' marker after
+/// `enterSpecial`, or, unless the stack is already a failed walk's
+/// (`failed`), the `[truncated]` marker before its first Java frame.
+fn mark_virtual_thread_frames(profile: &mut Profile, out: &mut Vec<u32>, first: usize, failed: bool) -> VirtualGap {
+    let Some(stack) = out.get(first..) else { return VirtualGap::None };
+    let frames: Vec<(&str, bool)> = stack
+        .iter()
+        .map(|&id| {
+            let f = profile.frame(id);
+            (f.name.as_str(), matches!(f.kind, FrameKind::Java | FrameKind::Interpreted | FrameKind::Jit | FrameKind::Inlined))
+        })
+        .collect();
+    let gap = virtual_thread_gap(&frames);
+    let (marker, at) = match gap {
+        VirtualGap::None => return gap,
+        VirtualGap::Broken(_) if failed => return VirtualGap::None,
+        VirtualGap::Frozen(i) => (Frame::new(FROZEN_FRAMES, FrameKind::Error), i + 1),
+        VirtualGap::Broken(i) => (Frame::new(failure_name(MARK_TRUNCATED), FrameKind::Error), i),
+    };
+    let marker = profile.intern(marker);
+    out.insert(first + at, marker);
+    gap
 }
 
 #[cfg(test)]
@@ -564,5 +684,60 @@ mod tests {
         // -3, which is also unknown_not_Java's code) is a frame, not a marker.
         let unnamed = [a, RawFrame { bci: BCI_NATIVE_FRAME, method: 0 }];
         assert_eq!(split_cpu_stack(&unnamed, 7, &threads), (&unnamed[..], None));
+    }
+
+    /// Virtual threads' stacks, from what HotSpot's frames must look like:
+    /// frozen frames above `enterSpecial`, and the gaps no walk may pass off
+    /// as whole (as AsyncGetCallTrace returned them on JDK 25).
+    #[test]
+    fn virtual_thread_gaps() {
+        fn java(names: &str) -> Vec<(&str, bool)> {
+            names.split(';').map(|n| (n, !n.starts_with('[') && !n.contains('<'))).collect()
+        }
+        let carrier = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;jdk.internal.vm.Continuation.run";
+        let entry = "jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;jdk.internal.vm.Continuation.enter0";
+        let body = "java.lang.VirtualThread$VThreadContinuation$1.run;java.lang.VirtualThread.run;App.task;App.deep;App.work";
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};{entry};{body}"))), VirtualGap::None);
+        assert_eq!(virtual_thread_gap(&java("[w tid=1];App.main;App.work")), VirtualGap::None, "no virtual thread");
+        // Lower frames frozen: the marker goes after enterSpecial, with or without the carrier.
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enterSpecial;App.deep;App.work"))), VirtualGap::Frozen(4));
+        assert_eq!(virtual_thread_gap(&java("jdk.internal.vm.Continuation.enterSpecial;App.work")), VirtualGap::Frozen(0));
+        // enterSpecial calling into the thaw: frozen too (nothing thawed yet).
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enterSpecial;thaw<G1>"))), VirtualGap::Frozen(4));
+        // The virtual thread's own frames, from enter (as the own walk ends them).
+        assert_eq!(virtual_thread_gap(&java(&format!("[w tid=1];{};{body}", &entry[42..]))), VirtualGap::None);
+        assert_eq!(virtual_thread_gap(&java(&format!("{};{body}", &entry[42..]))), VirtualGap::None);
+        // enter called by anything but enterSpecial, enter0 by anything but enter.
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};{};{body}", &entry[42..]))), VirtualGap::Broken(1));
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enter0;{body}"))), VirtualGap::Broken(1));
+        // enter jumping to the top frames, or without enter0.
+        assert_eq!(
+            virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;App.deep"))),
+            VirtualGap::Broken(1)
+        );
+        assert_eq!(
+            virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;{body}"))),
+            VirtualGap::Broken(1)
+        );
+        // enter calling the continuation's own methods, or native code, is whole.
+        assert_eq!(
+            virtual_thread_gap(&java(&format!(
+                "{carrier};jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;jdk.internal.vm.Continuation.finish"
+            ))),
+            VirtualGap::None
+        );
+        assert_eq!(
+            virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;thaw<G1>"))),
+            VirtualGap::None
+        );
+        // Continuation.run straight into the thread's code.
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};App.work"))), VirtualGap::Broken(1));
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};java.lang.VirtualThread.parkNanos"))), VirtualGap::Broken(1));
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};jdk.internal.vm.Continuation.mount"))), VirtualGap::None);
+        let jdk_then_app = "jdk.internal.vm.Continuation.compareAndSetMounted;jdk.internal.misc.Unsafe.compareAndSetByte;App$$Lambda.run;App.work";
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};{jdk_then_app}"))), VirtualGap::Broken(1));
+        // Inside the thaw with no continuation below.
+        assert_eq!(virtual_thread_gap(&java("App.work;thaw<G1>;Thaw<G1>::thaw_slow")), VirtualGap::Broken(0));
+        assert_eq!(virtual_thread_gap(&java(&format!("{carrier};thaw<G1>"))), VirtualGap::None);
     }
 }

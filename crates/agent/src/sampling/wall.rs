@@ -419,7 +419,7 @@ impl EventSource for WallSource {
         // the stack records behind them: `walked=` by the signal handler,
         // `reused=` counted again without a signal (idle threads).
         let mut summary_line = format!(
-            "wall summary: samples={held} recorded={} walked={} reused={reused} signalled={signalled} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
+            "wall summary: samples={held} recorded={} walked={} reused={reused} signalled={signalled} deferred={} failed_signals={} ticks={} threads={} failed={} failed_pct={:.2} frozen={} frozen_pct={:.2} dropped={} handler_ns={} sampler_ns_per_thread_tick={}",
             s.samples,
             s.samples.saturating_sub(reused),
             st.deferred.load(Ordering::Relaxed),
@@ -428,6 +428,8 @@ impl EventSource for WallSource {
             st.threads.load(Ordering::Relaxed),
             s.failed,
             s.failed_pct(),
+            s.frozen,
+            s.frozen_pct(),
             s.dropped,
             signal::wall_handler_mean_ns().unwrap_or(0),
             sampler_ns.map_or("n/a".to_string(), |ns| (ns / (signalled + reused).max(1)).to_string()),
@@ -474,6 +476,9 @@ impl WallSource {
             ),
         ));
         m.extra.push(("failed walks".into(), format!("{} ({:.2}% of Java samples)", summary.failed, summary.failed_pct())));
+        if summary.frozen > 0 {
+            m.extra.push(crate::sampling::cpu::frozen_meta(&summary));
+        }
         m.extra.push(("dropped".into(), summary.dropped.to_string()));
         if let Some(note) = self.taken.note() {
             m.extra.push(("signal taken".into(), note));
