@@ -57,8 +57,17 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, String> {
     let before = input::load(&args.before)?;
     let after = input::load(&args.after)?;
     // The selection's errors name the file.
-    let b = args.selection.profiles(&before, &args.before)?;
-    let a = args.selection.profiles(&after, &args.after)?;
+    // A kind flag selects from the file that has kinds; collapsed stacks
+    // beside it (which do not say their kind) are read as they are.
+    let for_input = |input: &input::Input| {
+        if input.counts_only() && !(before.counts_only() && after.counts_only()) {
+            args.selection.without_kinds()
+        } else {
+            args.selection.clone()
+        }
+    };
+    let b = for_input(&before).profiles(&before, &args.before)?;
+    let a = for_input(&after).profiles(&after, &args.after)?;
     // One kind is compared: when a file holds several, the user says which.
     let sel = &args.selection;
     let flags = [("cpu", sel.cpu), ("wall", sel.wall), ("alloc", sel.alloc), ("live", sel.live), ("lock", sel.lock)];

@@ -26,6 +26,12 @@ pub enum Input {
 }
 
 impl Input {
+    /// Whether the input is one profile of counts only (collapsed stacks,
+    /// or converted from them): it does not say what it sampled.
+    pub fn counts_only(&self) -> bool {
+        matches!(self, Input::Profiles(ps) if ps.len() == 1 && ps.iter().all(|p| p.meta.counts_only()))
+    }
+
     /// Whether any sample of the input has context labels (before any
     /// selection).
     pub fn has_labels(&self) -> bool {
@@ -217,6 +223,12 @@ fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<Regex>, String> 
 }
 
 impl Selection {
+    /// The same selection without kind flags: what a file that does not say
+    /// its kind (collapsed stacks) is read with beside one that does.
+    pub fn without_kinds(&self) -> Selection {
+        Selection { cpu: false, wall: false, alloc: false, live: false, lock: false, ..self.clone() }
+    }
+
     /// The states `--state` names (`None` when not given); checked before
     /// any file is read.
     pub fn states(&self) -> Result<Option<Vec<ThreadState>>, String> {
