@@ -197,9 +197,8 @@ fn diff_shading_follows_the_change_in_share() {
     let mut page = Vec::new();
     oxprof_profile::flamegraph::write_html_diff(&before, &after, oxprof_profile::Counter::Samples, &HtmlOptions::default(), &mut page).unwrap();
     let out = node(DIFF_DRIVER, &[], &page);
-    let shade = |name: &str| -> f64 {
-        out.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in\n{out}")).parse().unwrap()
-    };
+    let shade =
+        |name: &str| -> f64 { out.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in\n{out}")).parse().unwrap() };
     assert!(shade("slow") > 0.9, "{out}");
     assert!(shade("stable") < -0.9, "{out}");
     assert!(shade("noise") > 0.0 && shade("noise") < 0.05, "{out}");
