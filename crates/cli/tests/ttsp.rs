@@ -243,3 +243,22 @@ fn a_recording_keeps_more_safepoints_than_the_ring_holds() {
     assert_eq!(listed, recorded, "the page lists {listed} of the {recorded} safepoints: {err}");
     assert_eq!(summary.get("dropped_records").map(String::as_str), Some("0"), "{err}");
 }
+
+/// A window opened and never closed (begin entered, end never called) has
+/// no record, but its samples are in the profile: the summary counts them
+/// as kept (it said `samples_kept=0` beside a profile of hundreds).
+#[test]
+fn a_window_open_at_stop_counts_its_samples() {
+    let s = Scratch::new("trigger-open");
+    compile(&s.0, &["OpenWindow.java"]);
+    let out = s.path("open.collapsed");
+    let o = run_java(&s.0, &format!("start,event=cpu,interval=2ms,begin=JVM_Sleep,end=JVM_Yield,file={}", out.display()), &[], &s.0, &["OpenWindow", "800"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let t = summary_fields(&err, "trigger summary:");
+    assert_eq!(t["open_at_stop"], "yes", "{err}");
+    let kept: u64 = t["samples_kept"].parse().unwrap();
+    let profile = total(&read_collapsed(&out));
+    assert!(profile > 50, "{profile} samples in the open window: {err}");
+    assert_eq!(kept, profile, "the summary's kept samples against the profile's: {err}");
+}

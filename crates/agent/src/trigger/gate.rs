@@ -380,7 +380,9 @@ impl Gate {
         let list = self.safepoints();
         let stats = SafepointStats::of(&list);
         let dropped = lock(&self.kept).dropped;
-        let kept_samples: u64 = list.iter().map(|s| s.samples).sum();
+        // Closed windows' samples, and those of a window still open (no
+        // record yet, but its samples are in the profile).
+        let kept_samples: u64 = list.iter().map(|s| s.samples).sum::<u64>() + traps::open_window_samples();
         let left = lock(&self.stopped).clone();
         let switches = self.switches.load(std::sync::atomic::Ordering::Relaxed);
         let restored = match left {

@@ -313,6 +313,15 @@ pub fn counters() -> (u64, u64, u64, u64) {
 
 // signal-safe: off (arming and disarming run on a JVMTI or attach thread)
 
+/// Samples kept in the window still open (0 when none is): a window that
+/// never closed has no record, but its samples are in the profile.
+pub fn open_window_samples() -> u64 {
+    if WIN_BEGIN.load(Ordering::SeqCst) == 0 {
+        return 0;
+    }
+    WIN_SAMPLES.load(Ordering::Relaxed)
+}
+
 /// One step of a plan: an address and its action.
 #[derive(Clone, Copy, Debug)]
 pub struct PlannedStep {
