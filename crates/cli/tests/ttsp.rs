@@ -242,6 +242,9 @@ fn a_recording_keeps_more_safepoints_than_the_ring_holds() {
     assert!(recorded >= requests, "{recorded} safepoints recorded for {requests} requests: {err}");
     assert_eq!(listed, recorded, "the page lists {listed} of the {recorded} safepoints: {err}");
     assert_eq!(summary.get("dropped_records").map(String::as_str), Some("0"), "{err}");
+    // A page shared later says its samples are gated.
+    assert!(html.contains("CPU profile while threads are stopped for safepoints"), "no gated title on the page");
+    assert!(html.contains("only while threads were being stopped for a safepoint"), "no gated header line on the page");
 }
 
 /// A window opened and never closed (begin entered, end never called) has

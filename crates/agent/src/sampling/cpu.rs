@@ -417,7 +417,14 @@ impl CpuSource {
         let traces = crate::sampling::interval::read(store, cx.close_interval);
         native_symbols::resolver().refresh();
         let mut summary = Summary { dropped: store.stats().dropped, ..Summary::default() };
-        let meta = cx.rec.meta("CPU profile", self.event.name(), self.engine.describe(), cx.rec.config.interval_ns, "ns");
+        // A gated recording (`ttsp`, `begin=`/`end=`) says so in its title
+        // and header: its samples are only those inside the windows.
+        let gated = crate::trigger::gate::current().map(|g| g.profile_note());
+        let title = gated.as_ref().map_or("CPU profile", |(t, _)| *t);
+        let mut meta = cx.rec.meta(title, self.event.name(), self.engine.describe(), cx.rec.config.interval_ns, "ns");
+        if let Some((_, line)) = gated {
+            meta.extra.push(line);
+        }
         let build = |memo: &mut FrameMemo, summary: &mut Summary| {
             let config = &cx.rec.config;
             let mut profile = Profile::new(meta.clone());

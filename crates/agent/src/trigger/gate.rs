@@ -193,6 +193,20 @@ impl Gate {
         )
     }
 
+    /// The CPU profile's title and header line saying its samples are
+    /// gated, so a page or report shared later says so.
+    pub fn profile_note(&self) -> (&'static str, (String, String)) {
+        if self.ttsp {
+            (
+                "CPU profile while threads are stopped for safepoints",
+                ("samples kept".into(), "only while threads were being stopped for a safepoint (ttsp)".into()),
+            )
+        } else {
+            let what: Vec<String> = self.targets.iter().map(|t| format!("{}={}", t.option, t.found.name)).collect();
+            ("CPU profile inside trigger windows", ("samples kept".into(), format!("only inside the windows {}", what.join(" … "))))
+        }
+    }
+
     /// Whether its triggers were removed.
     pub fn is_stopped(&self) -> bool {
         lock(&self.stopped).is_some()
