@@ -128,6 +128,8 @@ fn comparable(p: &Profile) -> Profile {
 
 /// `frame;frame before after` per distinct stack of either profile.
 fn write_collapsed_diff(before: &Profile, after: &Profile, counter: Counter, out: &mut dyn Write) -> std::io::Result<()> {
+    // Lock profiles compare time waited, as the page does.
+    let counter = flamegraph::shown_counter(after, counter);
     let merged = flamegraph::merge_for_diff(before, after, counter);
     for s in merged.samples() {
         let names: Vec<String> = s.stack.iter().map(|&f| merged.frame(f).name.replace(';', ":")).collect();

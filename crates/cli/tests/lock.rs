@@ -57,6 +57,20 @@ fn lock_waits_in_jfr_and_pprof() {
         eprintln!("JFR {site}: {:.0} ms vs truth {:.0} ms ({off:.1}% off)", est / 1e6, t[key] / 1e6);
         assert!(off <= 10.0, "{site}: {est} vs {}", t[key]);
     }
+    // A collapsed diff of lock waits compares time waited, as the page does
+    // (it compared event counts unless --total was given): the recording
+    // against itself gives each stack its nanoseconds on both sides.
+    let d = s.path("d.collapsed");
+    let c = oxprof_cmd().args(["diff", rec.to_str().unwrap(), rec.to_str().unwrap(), "--lock", "-o", d.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let waited: f64 = std::fs::read_to_string(&d)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("LockContention.monitorSite"))
+        .map(|l| l.rsplit(' ').nth(1).unwrap().parse::<f64>().unwrap())
+        .sum();
+    let off = (waited - t["monitor_wait"]).abs() / t["monitor_wait"];
+    assert!(off <= 0.10, "the lock diff's before column holds {waited} for {} ns waited", t["monitor_wait"]);
     // pprof: Go's mutex-profile names, read back as a lock profile.
     let r = oxprof_cmd().args(["report", pb.to_str().unwrap(), "--top", "3"]).output().unwrap();
     let report = text(&r.stdout);

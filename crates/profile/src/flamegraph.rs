@@ -200,14 +200,17 @@ pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Cou
     let views = [view];
     let page = Page::build_with(&views, |v| Tree::build_diff(v.profile));
     let title = if opts.title.trim().is_empty() { "Differential flame graph".to_string() } else { opts.title.clone() };
-    let unit = match counter {
-        Counter::Samples => "samples".to_string(),
-        Counter::Total => after.meta.total_unit.clone(),
+    // Each side in its own unit: collapsed stacks (counts only) beside a
+    // recording's totals are samples, whatever the other side holds.
+    let unit_of = |p: &Profile| match counter {
+        Counter::Total if !p.meta.counts_only() => p.meta.total_unit.clone(),
+        _ => "samples".to_string(),
     };
+    let unit = unit_of(after);
     let sub = if opts.subtitle.is_empty() {
         format!(
             "before: {} · after: {} · width: after · red: larger share than before, blue: smaller",
-            format_quantity(before.sum(counter), &unit),
+            format_quantity(before.sum(counter), &unit_of(before)),
             format_quantity(after.sum(counter), &unit)
         )
     } else {
