@@ -24,10 +24,16 @@ fn stacks_cut_at_the_depth_limit_are_marked_truncated() {
     let out = s.path("deep.collapsed");
     let o = run_java(&s.0, &format!("start,event=cpu,interval=5ms,jstackdepth=64,file={}", out.display()), &[], &s.0, &["DeepStack", "300"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = roots(&read_collapsed(&out));
+    let stacks = read_collapsed(&out);
+    let r = roots(&stacks);
     let all: u64 = r.values().sum();
     assert!(all >= 100, "too few samples of down: {r:?}");
-    assert_eq!(r.get("[truncated]").copied().unwrap_or(0), all, "every stack of a 300-deep recursion cut at 64 frames is marked: {r:?}");
+    // A sample taken while the recursion was still shallow (going down or
+    // coming back) fits in 64 frames and is whole; every other is marked.
+    for (frames, _) in stacks.iter().filter(|(f, _)| f.iter().any(|x| x.starts_with("DeepStack.down")) && f[0] != "[truncated]") {
+        assert!(frames.len() < 64, "a stack of {} frames not marked cut: {:?}", frames.len(), &frames[..3]);
+    }
+    assert!(r.get("[truncated]").copied().unwrap_or(0) * 100 >= all * 95, "stacks of a 300-deep recursion cut at 64 frames are marked: {r:?}");
     let f = summary(&text(&o.stderr));
     assert!(f["failed"].parse::<u64>().unwrap() >= all * 9 / 10, "cut stacks count as failed walks: {f:?}");
 
