@@ -419,8 +419,7 @@ fn contexts_on_virtual_threads_cost_nothing_per_thread() {
     let mut tried = 0;
     for home in std::env::split_paths(&jdks) {
         let java = home.join("bin/java");
-        let version = text(&Command::new(&java).arg("-version").output().unwrap().stderr);
-        let major: u32 = version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0);
+        let major = java_major(&java);
         if major < 21 {
             continue;
         }

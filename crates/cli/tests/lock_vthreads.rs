@@ -8,14 +8,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
-
-fn major(java: &Path) -> u32 {
-    let version = text(&Command::new(java).arg("-version").output().unwrap().stderr);
-    version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0)
-}
 
 /// Runs VtMonitors with every contended entry recorded; returns the
 /// profile's waiting at the monitor site and the program's truth, in ns.
@@ -48,7 +42,7 @@ fn monitor_waits_of_virtual_threads_are_measured_whole() {
     let mut failures = Vec::new();
     for home in std::env::split_paths(&jdks) {
         let java = home.join("bin/java");
-        let major = major(&java);
+        let major = java_major(&java);
         if major < 21 {
             continue;
         }

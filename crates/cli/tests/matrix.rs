@@ -94,8 +94,7 @@ fn virtual_threads_with_every_event_on() {
     let mut tried = 0;
     for home in std::env::split_paths(&jdks) {
         let java = home.join("bin/java");
-        let version = text(&Command::new(&java).arg("-version").output().unwrap().stderr);
-        let major: u32 = version.split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0);
+        let major = java_major(&java);
         if major < 21 {
             continue;
         }

@@ -22,8 +22,7 @@ fn virtual_thread_jdks() -> Vec<(u32, std::path::PathBuf)> {
     let found: Vec<(u32, std::path::PathBuf)> = std::env::split_paths(&jdks)
         .map(|home| home.join("bin/java"))
         .filter_map(|java| {
-            let version = text(&Command::new(&java).arg("-version").output().ok()?.stderr);
-            let major: u32 = version.split('"').nth(1)?.split('.').next()?.parse().ok()?;
+            let major = java_major(&java);
             (major >= 21).then_some((major, java))
         })
         .collect();

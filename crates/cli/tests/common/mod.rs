@@ -322,6 +322,13 @@ pub fn assert_refused(o: &Output, opts: &str, expected: &str) {
     assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
 }
 
+/// The feature version of the JVM `java` runs (`"21.0.8"` → 21), from
+/// `java -version`; 0 when it cannot be read.
+pub fn java_major(java: &Path) -> u32 {
+    let Ok(o) = Command::new(java).arg("-version").output() else { return 0 };
+    text(&o.stderr).split('"').nth(1).and_then(|v| v.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0)
+}
+
 /// Whether the running kernel is at least `major.minor`.
 pub fn kernel_at_least(major: u32, minor: u32) -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel release");
