@@ -48,10 +48,40 @@ fn run_matrix(java: &Path, dir: &Path, jvm_args: &[&str], program_args: &[&str],
     Run { cpu: sib("cpu"), wall: sib("wall"), alloc: sib("alloc"), lock: sib("lock"), failed_pct, stdout: text(&o.stdout), stderr }
 }
 
+/// The frames a failed walk leaves (the agent's `failure_name`).
+const FAILURES: [&str; 13] = [
+    "[no_class_load]",
+    "[gc_active]",
+    "[unknown_not_Java]",
+    "[not_walkable_not_Java]",
+    "[unknown_Java]",
+    "[not_walkable_Java]",
+    "[unknown_state]",
+    "[thread_exit]",
+    "[deopt]",
+    "[safepoint]",
+    "[truncated]",
+    "[own_walk_differs]",
+    "[unknown_error]",
+];
+
 fn check_sites(r: &Run, label: &str, max_failed_pct: f64) {
     let err = &r.stderr;
     assert!(samples_with(&r.cpu, "Matrix.burn") > 200, "{label}: CPU samples in Matrix.burn: {}\n{err}", samples_with(&r.cpu, "Matrix.burn"));
-    assert!(r.failed_pct < max_failed_pct, "{label}: {:.2}% of CPU samples failed\n{err}", r.failed_pct);
+    if r.failed_pct >= max_failed_pct {
+        // Say where the walks failed: the failure's frame and what is above it.
+        let mut failed: Vec<(String, u64)> = r
+            .cpu
+            .iter()
+            .filter_map(|(st, n)| {
+                let at = st.iter().position(|f| FAILURES.contains(&f.as_str()))?;
+                Some((st[at..].iter().take(8).cloned().collect::<Vec<_>>().join(";"), *n))
+            })
+            .collect();
+        failed.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let shown: Vec<String> = failed.iter().take(12).map(|(st, n)| format!("{n} {st}")).collect();
+        panic!("{label}: {:.2}% of CPU samples failed\n{}\n{err}", r.failed_pct, shown.join("\n"));
+    }
     assert!(samples_with(&r.alloc, "Matrix.allocate") > 0, "{label}: no allocation sample in Matrix.allocate\n{err}");
     assert!(samples_with(&r.lock, "Matrix.contend") > 0, "{label}: no lock sample in Matrix.contend\n{err}");
     assert!(samples_with(&r.wall, "Matrix.contend") > 0, "{label}: no wall-clock sample of the contenders\n{err}");
@@ -103,12 +133,16 @@ fn virtual_threads_with_every_event_on() {
         let r = run_matrix(&java, &s.0, &["-Xmx1g"], &["3", "virtual"], &label);
         let started: u64 = r.stdout.lines().find_map(|l| l.strip_prefix("VIRTUAL ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
         assert!(started >= 10_000, "{label}: {started} virtual threads");
-        // Few walks fail, virtual threads included: on JDK 21 0.22–0.61% in
-        // session 19, 0.00–0.06% since session 22. On JDK 25 (no own walk:
-        // AsyncGetCallTrace, which ends some virtual threads' stacks at
-        // Continuation.enter or skips frames above it) those stacks count
-        // as failed since session 32: 1.76% here with every event on.
-        let limit = if major >= 25 { 5.0 } else { 0.3 };
+        // Few walks fail, virtual threads included. On JDK 21 the own walk
+        // leaves about a tenth of the virtual threads' samples to
+        // AsyncGetCallTrace (mostly where frames are still frozen), and a
+        // few of its stacks skip frames a virtual thread's stack must have
+        // (counted as failed since session 32): 0.04-0.16% on a quiet
+        // machine, 0.47% in one CI run on a loaded 2-core machine (session
+        // 33). On JDK 25 (no own walk: AsyncGetCallTrace, which ends some
+        // virtual threads' stacks at Continuation.enter or skips frames
+        // above it) 1.4-3.3%.
+        let limit = if major >= 25 { 5.0 } else { 1.0 };
         check_sites(&r, &label, limit);
         // The virtual threads' own frames sit above their carrier's: the
         // whole way down to VirtualThread.run, or, where HotSpot has not
