@@ -92,34 +92,15 @@ pub fn class_name_from_signature(sig: &str) -> String {
         _ => {
             let inner = base.strip_prefix('L').unwrap_or(base);
             let inner = inner.strip_suffix(';').unwrap_or(inner);
-            strip_hidden_suffix(&inner.replace('/', "."))
+            // Hidden and VM-anonymous classes' suffixes and the lambda
+            // counter go, as the profile crate's readers drop them.
+            oxprof_profile::names::class(&inner.replace('/', ".")).into_owned()
         }
     };
     for _ in 0..dims {
         name.push_str("[]");
     }
     name
-}
-
-/// `Foo$$Lambda$14.0x0000000800c03000` → `Foo$$Lambda`; JDK 11's
-/// VM-anonymous `Foo$$Lambda$14.1525262377` (an identity hash, different
-/// in every run) → `Foo$$Lambda`. No Java name's part is all digits. The
-/// lambda counter goes too, as the profile crate's readers drop it
-/// ([`oxprof_profile::names::without_lambda_counter`]): it numbers lambdas
-/// in the order they were spun, which changes from run to run.
-fn strip_hidden_suffix(name: &str) -> String {
-    let mut name = name;
-    if let Some(pos) = name.rfind("0x") {
-        if pos > 0 && matches!(name.as_bytes()[pos - 1], b'.' | b'+') && name[pos + 2..].bytes().all(|b| b.is_ascii_hexdigit()) && pos + 2 < name.len() {
-            name = &name[..pos - 1];
-        }
-    }
-    if let Some((head, tail)) = name.rsplit_once('.') {
-        if !head.is_empty() && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
-            name = head;
-        }
-    }
-    oxprof_profile::names::without_lambda_counter(name).to_string()
 }
 
 /// Hidden and VM-anonymous classes carry an address (or, on JDK 11, an
