@@ -87,8 +87,9 @@ def workload(name, scratch):
         return args, WORK, ("com.sun.tools.javac.Main.main",)
     classes = os.path.join(scratch, "classes")
     os.makedirs(classes, exist_ok=True)
-    src = os.path.join(ROOT, "crates", "cli", "tests", "java", "Throws.java")
-    subprocess.run(["javac", "-d", classes, src], check=True)
+    java_dir = os.path.join(ROOT, "crates", "cli", "tests", "java")
+    srcs = [os.path.join(java_dir, n) for n in ("Throws.java", "CpuBudget.java")]
+    subprocess.run(["javac", "-d", classes, *srcs], check=True)
     return ["-cp", classes, "Throws", "8"], scratch, ("Throws.main",)
 
 

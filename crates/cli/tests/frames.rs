@@ -186,7 +186,7 @@ fn exception_heavy_code_keeps_its_stacks() {
     let s = Scratch::new("throws");
     let classes = compiled(&s);
     let out = s.path("throws.collapsed");
-    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &classes, &["Throws", "4"]);
+    let o = run_java(&s.0, &format!("start,interval=1ms,file={}", out.display()), &[], &classes, &["Throws", "3"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     let caught: u64 = text(&o.stdout).lines().find_map(|l| l.strip_prefix("TRUTH caught=")).and_then(|v| v.trim().parse().ok()).expect("no truth line");

@@ -4,8 +4,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Exception-heavy work for the stack walk tests: three threads throw and
  * catch through up to eight frames, with exceptions that skip their stack
  * trace, ones that fill it in, and ones the JDK throws
- * (NumberFormatException), for a number of seconds (first argument).
- * Prints how many it caught.
+ * (NumberFormatException), each until it has spent a number of seconds of
+ * CPU time (first argument; see CpuBudget). Prints how many it caught.
  */
 public class Throws {
     static final AtomicLong caught = new AtomicLong();
@@ -22,9 +22,10 @@ public class Throws {
         }
         return depth(n - 1, mode) + 1;
     }
-    static long work(int mode, long until) {
+    static long work(int mode, String seconds) {
+        CpuBudget budget = CpuBudget.of(seconds);
         long sum = 0;
-        while (System.nanoTime() < until) {
+        while (budget.more()) {
             for (int i = 0; i < 100; i++) {
                 try {
                     sum += depth(i % 8, mode);
@@ -37,11 +38,10 @@ public class Throws {
         return sum;
     }
     public static void main(String[] a) throws Exception {
-        long until = System.nanoTime() + (long) (Double.parseDouble(a[0]) * 1e9);
         Thread[] ts = new Thread[3];
         for (int m = 0; m < 3; m++) {
             final int mode = m;
-            ts[m] = new Thread(() -> System.out.println("sum " + work(mode, until)), "thrower-" + m);
+            ts[m] = new Thread(() -> System.out.println("sum " + work(mode, a[0])), "thrower-" + m);
             ts[m].start();
         }
         for (Thread t : ts) t.join();
