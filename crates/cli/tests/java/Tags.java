@@ -5,7 +5,9 @@
  * there too, where the frame is half built. The four classes are called
  * equally often by construction (the array cycles through them), and each
  * method does the same work (one Math.sin), so each gets a quarter of the
- * methods' samples. Prints "TRUTH calls=<n>" at the end.
+ * methods' samples. Works until the main thread has spent a number of
+ * seconds of CPU time (first argument, default 3; see CpuBudget). Prints
+ * "TRUTH calls=<n>" at the end.
  */
 public class Tags {
     abstract static class Node {
@@ -49,15 +51,14 @@ public class Tags {
     }
 
     public static void main(String[] args) {
-        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
         Node[] nodes = new Node[1024];
         for (int i = 0; i < nodes.length; i++) {
             int k = i % 4;
             nodes[i] = k == 0 ? new A() : k == 1 ? new B() : k == 2 ? new C() : new D();
         }
-        long end = System.nanoTime() + (long) (seconds * 1e9);
+        CpuBudget budget = CpuBudget.of(args.length > 0 ? args[0] : "3");
         long calls = 0, s = 0;
-        while (System.nanoTime() < end) {
+        while (budget.more()) {
             s += sum(nodes, 100);
             calls += 100L * nodes.length;
         }
