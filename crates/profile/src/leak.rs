@@ -170,6 +170,12 @@ pub struct LeakReport {
     pub used_bytes: u64,
     /// Live objects tracked right now.
     pub tracked: u64,
+    /// Tracked objects allocated since the last GC, which no collector has
+    /// judged yet: left out of the sites (most are garbage in a program that
+    /// churns; a report after a forced GC has none). Estimated bytes, and
+    /// tracked samples.
+    pub unjudged_bytes: f64,
+    pub unjudged_tracked: u64,
     /// Why paths to GC roots are missing, when they were asked for.
     pub gc_roots_note: Option<String>,
     /// Why no GC was forced although one was asked for.
@@ -231,7 +237,16 @@ impl LeakReport {
         } else {
             write!(out, "; no thinning (budget {})", fmt_bytes(self.budget_bytes as f64))?;
         }
-        writeln!(out, "; tracking memory {}", fmt_bytes(self.used_bytes as f64))
+        writeln!(out, "; tracking memory {}", fmt_bytes(self.used_bytes as f64))?;
+        if self.unjudged_tracked > 0 {
+            writeln!(
+                out,
+                "left out: {} in {} tracked samples allocated since the last GC, which has not judged them yet",
+                fmt_bytes(self.unjudged_bytes),
+                self.unjudged_tracked
+            )?;
+        }
+        Ok(())
     }
 
     /// Writes the ranked text report (call [`LeakReport::rank`] first).

@@ -145,6 +145,10 @@ pub struct LiveSnapshot {
     pub used: u64,
     pub tracked: u64,
     pub sweep_ns_per_entry: f64,
+    /// Tracked objects allocated since the last GC, which no collector has
+    /// judged yet, left out of the sites (their estimated bytes, and count).
+    pub unjudged_bytes: f64,
+    pub unjudged_tracked: u64,
 }
 
 /// Counters for status lines.
@@ -193,6 +197,15 @@ fn keep(level: u32) -> bool {
 }
 
 impl State {
+    /// Whether the entry's object went through no GC yet, when the JVM has
+    /// reported `gcs` GCs: such an object may well be garbage (most
+    /// short-lived objects are), so it counts as live only once a collection
+    /// has kept it. Without any GC reported since tracking started (Epsilon,
+    /// a collector without GC events) every tracked object counts.
+    fn unjudged(&self, e: &Entry, gcs: u64) -> bool {
+        gcs > self.gcs_at_start && (gcs as u32).wrapping_sub(e.gc) == 0
+    }
+
     fn over_budget(&self) -> bool {
         self.entries.len() as u64 * ENTRY_BYTES + self.site_bytes > self.budget
     }
@@ -398,6 +411,9 @@ impl LiveTracker {
     /// holds a valid entry, and one missed now is swept next time.
     pub fn sweep(&self, jni: Jni) {
         let t0 = Instant::now();
+        // The growth point is "live after the last GC": objects allocated
+        // since (during the sweep's chunks too) are not counted in it.
+        let gcs = self.gcs.load(Ordering::Acquire);
         let mut checked = 0u64;
         let mut i = 0usize;
         loop {
@@ -422,7 +438,7 @@ impl LiveTracker {
                 continue;
             }
             let mut bytes: HashMap<u32, f64> = HashMap::new();
-            for e in &st.entries {
+            for e in st.entries.iter().filter(|e| !st.unjudged(e, gcs)) {
                 *bytes.entry(e.site).or_default() += e.weight;
             }
             let secs = st.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0);
@@ -518,7 +534,7 @@ impl LiveTracker {
         self.sweep(jni);
         let st = lock(&self.state);
         let now_ns = st.started.map(|s| s.elapsed().as_nanos() as u64).unwrap_or(0);
-        let gcs_now = self.gcs.load(Ordering::Acquire) as u32;
+        let gcs_now = self.gcs.load(Ordering::Acquire);
         #[derive(Default)]
         struct Acc {
             bytes: f64,
@@ -530,13 +546,19 @@ impl LiveTracker {
             weak: usize,
         }
         let mut acc: HashMap<u32, Acc> = HashMap::new();
+        let (mut unjudged_bytes, mut unjudged_tracked) = (0.0, 0u64);
         for e in &st.entries {
+            if st.unjudged(e, gcs_now) {
+                unjudged_bytes += e.weight;
+                unjudged_tracked += 1;
+                continue;
+            }
             let a = acc.entry(e.site).or_default();
             a.bytes += e.weight;
             a.objects += if e.size > 0 { e.weight / e.size as f64 } else { 0.0 };
             a.n += 1;
             a.age_ns += now_ns.saturating_sub(e.born_ns) as f64;
-            let survived = gcs_now.wrapping_sub(e.gc) as f64;
+            let survived = (gcs_now as u32).wrapping_sub(e.gc) as f64;
             a.gcs += survived;
             if survived >= OLD_GCS {
                 a.old += 1;
@@ -565,15 +587,17 @@ impl LiveTracker {
         LiveSnapshot {
             sites,
             duration_secs: now_ns as f64 / 1e9,
-            gcs: (gcs_now as u64).saturating_sub(st.gcs_at_start),
+            gcs: gcs_now.saturating_sub(st.gcs_at_start),
             forced_gc,
             interval: st.interval,
             effective_interval: st.interval.saturating_mul(1 << level),
             thinnings: st.thinnings,
             budget: st.budget,
             used: st.used(),
-            tracked: st.entries.len() as u64,
+            tracked: st.entries.len() as u64 - unjudged_tracked,
             sweep_ns_per_entry: st.sweep_ns as f64 / st.swept_entries.max(1) as f64,
+            unjudged_bytes,
+            unjudged_tracked,
         }
     }
 }

@@ -159,6 +159,8 @@ pub fn build(
         budget_bytes: snap.budget,
         used_bytes: snap.used,
         tracked: snap.tracked,
+        unjudged_bytes: snap.unjudged_bytes,
+        unjudged_tracked: snap.unjudged_tracked,
         gc_roots_note: None,
         no_gc_reason: no_gc_why,
         sites: Vec::with_capacity(snap.sites.len()),
@@ -234,7 +236,7 @@ pub fn build(
     }
     let profile = report.to_profile();
     let summary_line = format!(
-        "live summary: tracked={} sites={} live_bytes={:.0} gcs={} forced_gc={} thinnings={} effective_interval={} memory={} budget={} sweep_ns_per_object={:.1}",
+        "live summary: tracked={} sites={} live_bytes={:.0} gcs={} forced_gc={} thinnings={} effective_interval={} memory={} budget={} sweep_ns_per_object={:.1} unjudged_bytes={:.0}",
         report.tracked,
         report.sites.len(),
         report.live_bytes().max(0.0), // an estimate of nothing prints 0, not -0
@@ -244,7 +246,8 @@ pub fn build(
         report.effective_interval,
         report.used_bytes,
         report.budget_bytes,
-        snap.sweep_ns_per_entry
+        snap.sweep_ns_per_entry,
+        report.unjudged_bytes
     );
     Built { label: "Live objects".into(), key: "live", profile, summary_line, leak: Some(Box::new(report)) }
 }
