@@ -11,6 +11,10 @@ apt_install() {
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$@"; else sudo apt-get update -qq && sudo apt-get install -y -qq "$@"; fi
 }
 command -v javac >/dev/null || apt_install openjdk-17-jdk-headless
+# C and C++ compilers build the native libraries of the native-code tests
+# (crates/cli/tests/native_sweep.rs, crates/cli/tests/c/).
+command -v gcc >/dev/null || apt_install gcc
+command -v g++ >/dev/null || apt_install g++
 # Go's pprof reads the pprof files the converter and agent write.
 command -v go >/dev/null || apt_install golang-go
 # Node runs the flame graph page's data functions (crates/profile/tests/flamegraph_js.rs).

@@ -109,8 +109,15 @@ impl SymbolTable {
         t
     }
 
+    /// Sorts by start; for equal starts the largest size wins, then a
+    /// plain name over a compiler-made alias such as GCC's
+    /// `ns_rec.localalias` (a local symbol at the function's own address,
+    /// listed before the global one: every frame of a recursive function
+    /// was named by it).
     fn sort(&mut self) {
-        self.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let names = &self.names;
+        let dotted = |e: &(u64, u64, u32, u32)| names.get(e.2 as usize..(e.2 + e.3) as usize).is_some_and(|n| n.contains(&b'.'));
+        self.entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(dotted(a).cmp(&dotted(b))));
         self.entries.dedup_by_key(|e| e.0);
         self.entries.shrink_to_fit();
     }
@@ -181,6 +188,28 @@ impl Elf {
             Some(d) => SymbolTable::new(functions(&file).chain(functions(d))),
             None => SymbolTable::new(functions(&file)),
         };
+        Some(Elf { symbols, segments })
+    }
+
+    /// The kernel's vDSO (`[vdso]` in the maps), read from this process's
+    /// memory: `clock_gettime`, `gettimeofday` and the like run there (the
+    /// JVM's `System.nanoTime`), and were shown as `[vdso]`.
+    fn load_vdso(m: &Mapping) -> Option<Elf> {
+        // SAFETY: getauxval only reads the auxiliary vector.
+        let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
+        if base == 0 || base != m.start || m.end <= m.start {
+            return None;
+        }
+        // SAFETY: the vDSO image is mapped readable (r-xp) at `base` for
+        // the life of the process, `m.end - m.start` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, m.end - m.start) };
+        let file = object::File::parse(bytes).ok()?;
+        let segments = file.segments().map(|s| (s.file_range().0, s.file_range().1, s.address())).collect();
+        // Its functions have two names (`clock_gettime`, a weak alias, and
+        // `__vdso_clock_gettime`): the second tells the frame from libc's
+        // `clock_gettime` that called it.
+        let vdso_named = functions(&file).any(|(_, _, n)| n.starts_with(b"__vdso_"));
+        let symbols = SymbolTable::new(functions(&file).filter(|(_, _, n)| !vdso_named || n.starts_with(b"__vdso_")));
         Some(Elf { symbols, segments })
     }
 
@@ -412,7 +441,7 @@ const MAPS_REREAD_AFTER: std::time::Duration = std::time::Duration::from_secs(30
 /// The dynamic loader's counts of objects loaded and unloaded since the
 /// process started (`dlpi_adds`, `dlpi_subs` of `dl_iterate_phdr`); `None`
 /// from a loader that does not keep them.
-fn loader_counts() -> Option<(u64, u64)> {
+pub(crate) fn loader_counts() -> Option<(u64, u64)> {
     unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `data` is the `Option` passed below, alive during the
         // call; `info` is the loader's description of one object, `size`
@@ -428,6 +457,35 @@ fn loader_counts() -> Option<(u64, u64)> {
     // loader passes; `out` outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(first), &mut out as *mut Option<(u64, u64)> as *mut libc::c_void) };
     out
+}
+
+/// Most mappings [`SEEN`] keeps.
+const SEEN_MAX: usize = 4096;
+
+/// Executable file mappings seen while profiling (by the `cstack=dwarf`
+/// library watcher, and at each dump), oldest first, so that an address in
+/// a library unloaded (`dlclose`) before the dump is still named from its
+/// file, which stays on disk: it was `[unknown]`.
+static SEEN: Mutex<Vec<Mapping>> = Mutex::new(Vec::new());
+
+/// Adds (start, end, file offset, path) of executable file mappings to
+/// [`SEEN`]. Not for signal handlers.
+pub fn remember_mappings<'a>(maps: impl Iterator<Item = (usize, usize, u64, &'a str)>) {
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    for (start, end, offset, path) in maps {
+        if !path.starts_with('/') || seen.iter().rev().any(|m| m.start == start && m.end == end && m.offset == offset && m.path == path) {
+            continue;
+        }
+        if seen.len() >= SEEN_MAX {
+            seen.remove(0);
+        }
+        seen.push(Mapping { start, end, offset, path: path.to_string() });
+    }
+}
+
+/// The latest mapping of [`SEEN`] that held `pc`.
+fn seen_mapping(pc: usize) -> Option<Mapping> {
+    SEEN.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().find(|m| m.start <= pc && pc < m.end).cloned()
 }
 
 /// The mapping holding `pc` in `maps` (sorted by start).
@@ -559,6 +617,7 @@ impl NativeSymbols {
 
     /// Takes `maps` as the process's mappings (see [`NativeSymbols::refresh`]).
     fn set_maps(&mut self, maps: Vec<Mapping>) {
+        remember_mappings(maps.iter().map(|m| (m.start, m.end, m.offset, m.path.as_str())));
         if maps != self.maps {
             let keys = mapping_keys(&maps);
             let (old, old_keys) = (std::mem::replace(&mut self.maps, maps), std::mem::replace(&mut self.map_keys, keys));
@@ -623,17 +682,22 @@ impl NativeSymbols {
 
     /// The mapping holding `pc`, rereading `/proc/self/maps` when none
     /// does (a mapping made since): once per [`NativeSymbols::refresh`],
-    /// and again whenever the loader loaded or unloaded a library.
+    /// and again whenever the loader loaded or unloaded a library. An
+    /// address outside every mapping now takes the last one seen there
+    /// ([`SEEN`]): a library unloaded since.
     fn mapping(&mut self, pc: usize) -> Option<Mapping> {
-        find_mapping(&self.maps, pc).cloned().or_else(|| {
-            let loader = loader_counts();
-            let loaded = self.maps_read.is_none_or(|(seen, _)| Some(seen) != loader);
-            if std::mem::replace(&mut self.read_since_refresh, true) && !loaded {
-                return None;
-            }
-            self.reread(loader);
-            find_mapping(&self.maps, pc).cloned()
-        })
+        find_mapping(&self.maps, pc)
+            .cloned()
+            .or_else(|| {
+                let loader = loader_counts();
+                let loaded = self.maps_read.is_none_or(|(seen, _)| Some(seen) != loader);
+                if std::mem::replace(&mut self.read_since_refresh, true) && !loaded {
+                    return None;
+                }
+                self.reread(loader);
+                find_mapping(&self.maps, pc).cloned()
+            })
+            .or_else(|| seen_mapping(pc))
     }
 
     fn user_frame(&mut self, pc: usize) -> Frame {
@@ -641,12 +705,13 @@ impl NativeSymbols {
             return Frame::new("[unknown]", FrameKind::Native);
         };
         let file_offset = (pc - m.start) as u64 + m.offset;
-        if !m.path.starts_with('/') {
-            // [vdso], anonymous code: no file to read.
+        let vdso = m.path == "[vdso]";
+        if !m.path.starts_with('/') && !vdso {
+            // Anonymous code: no file to read.
             let label = if m.path.is_empty() { "[unknown]" } else { m.path.as_str() };
             return Frame::new(label, FrameKind::Native);
         }
-        let elf = self.objects.entry(m.path.clone()).or_insert_with(|| Elf::load(&m.path));
+        let elf = self.objects.entry(m.path.clone()).or_insert_with(|| if vdso { Elf::load_vdso(&m) } else { Elf::load(&m.path) });
         let name = elf.as_ref().and_then(|e| e.symbols.lookup(e.address_of(file_offset)?));
         let is_jvm = file_name(&m.path).starts_with("libjvm");
         match name {
@@ -662,6 +727,7 @@ impl NativeSymbols {
                 self.by_symbol.insert(key, f.clone());
                 f
             }
+            None if vdso => Frame::new("[vdso]", FrameKind::Native),
             None => Frame::new(format!("{}+0x{:x}", file_name(&m.path), file_offset), FrameKind::Native),
         }
     }
@@ -709,6 +775,14 @@ mod tests {
         assert_eq!(t.lookup(0x1010), None);
         assert_eq!(t.lookup(0x2fff), Some("b"));
         assert_eq!(t.lookup(0x3000), None);
+    }
+
+    #[test]
+    fn a_plain_name_wins_over_a_local_alias_at_the_same_address() {
+        // As in a GCC -fPIC object: the local alias is listed first.
+        let t = SymbolTable::new([(0x1000, 0x40, &b"ns_rec.localalias"[..]), (0x1000, 0x40, &b"ns_rec"[..]), (0x2000, 0x10, &b"f.cold"[..])].into_iter());
+        assert_eq!(t.lookup(0x1010), Some("ns_rec"));
+        assert_eq!(t.lookup(0x2008), Some("f.cold"), "a clone alone keeps its name");
     }
 
     #[test]
@@ -809,6 +883,27 @@ mod tests {
         assert!(f.name.contains("getpid"), "{}", f.name);
         let f = r.frame(1, false);
         assert_eq!(f.name, "[unknown]");
+    }
+
+    #[test]
+    fn names_functions_of_the_vdso() {
+        // SAFETY: getauxval only reads the auxiliary vector.
+        let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
+        if base == 0 {
+            return; // no vDSO here
+        }
+        let mut r = NativeSymbols::default();
+        r.refresh();
+        let m = find_mapping(&r.maps, base).cloned().expect("the vDSO is mapped");
+        assert_eq!(m.path, "[vdso]");
+        // SAFETY: as in Elf::load_vdso.
+        let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, m.end - m.start) };
+        let file = object::File::parse(bytes).unwrap();
+        let (addr, _, _) = functions(&file).find(|(_, _, n)| n.ends_with(b"clock_gettime")).expect("clock_gettime in the vDSO");
+        let text = file.segments().next().unwrap();
+        let pc = base + (addr - text.address() + text.file_range().0) as usize + 4;
+        let f = r.frame(pc, false);
+        assert!(f.name.contains("clock_gettime"), "{}", f.name);
     }
 
     /// A library stripped of `.symtab` whose separate debug file is

@@ -1,0 +1,232 @@
+//! Native code under the CPU profiler, checked against what the program
+//! measures itself: `tests/java/NativeSweep.java` calls JNI functions of
+//! `tests/c/native_sweep.c` (built here with gcc) that burn a known amount of
+//! their thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in leaf functions of
+//! their own, and libraries of `tests/c/native_sweep_lib.c` opened (and
+//! closed) with dlopen mid-run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// The JDK's `include` directory (for `jni.h`), beside the `javac` in use.
+fn jdk_include() -> PathBuf {
+    let javac = std::fs::canonicalize(tool("javac")).expect("javac");
+    javac.parent().and_then(Path::parent).expect("JDK home").join("include")
+}
+
+fn gcc(args: &[&str]) {
+    let o = Command::new("gcc").args(args).output().expect("run gcc (the native tests need a C compiler)");
+    assert!(o.status.success(), "gcc {args:?}: {}", text(&o.stderr));
+}
+
+/// Compiles NativeSweep.java and its JNI library into `dir`, and the
+/// dlopen'ed library as `lib<prefix>.so` for each (prefix, gcc flags).
+fn build(dir: &Path, libs: &[(&str, &[&str])]) {
+    compile(dir, &["NativeSweep.java"]);
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let inc = jdk_include();
+    let (inc, inc_linux) = (format!("-I{}", inc.display()), format!("-I{}", inc.join("linux").display()));
+    let out = dir.join("libnative_sweep.so");
+    let src = c.join("native_sweep.c");
+    gcc(&["-O2", "-fno-omit-frame-pointer", "-g", "-shared", "-fPIC", &inc, &inc_linux, "-o", out.to_str().unwrap(), src.to_str().unwrap(), "-lpthread"]);
+    let lib_src = c.join("native_sweep_lib.c");
+    for (prefix, flags) in libs {
+        let out = dir.join(format!("lib{prefix}.so"));
+        let define = format!("-DPFX={prefix}");
+        let mut args = vec!["-O2", "-shared", "-fPIC", define.as_str(), "-o", out.to_str().unwrap(), lib_src.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        gcc(&args);
+    }
+}
+
+/// Runs NativeSweep from `dir` with the agent's options `opts`, each phase
+/// burning `ms` of CPU; `wrap` is a command (and its arguments) to run `java`
+/// under.
+fn run(dir: &Path, wrap: &[&str], opts: &str, ms: u32, phases: &[&str]) -> Output {
+    let mut cmd = match wrap.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(java());
+            c
+        }
+        None => Command::new(java()),
+    };
+    cmd.current_dir(dir).arg(format!("-agentpath:{}={opts}", agent().display())).arg("-cp").arg(dir).arg("NativeSweep").arg(dir).arg(ms.to_string());
+    cmd.args(phases);
+    cmd.output().expect("run java")
+}
+
+/// Samples whose stack holds `frames` one after the other (root first).
+fn with_chain(stacks: &Collapsed, frames: &[&str]) -> u64 {
+    stacks.iter().filter(|(s, _)| s.windows(frames.len()).any(|w| w.iter().zip(frames).all(|(a, b)| a == b))).map(|(_, n)| n).sum()
+}
+
+/// Samples with a frame satisfying `pred`.
+fn samples_where(stacks: &Collapsed, pred: impl Fn(&str) -> bool) -> u64 {
+    stacks.iter().filter(|(s, _)| s.iter().any(|f| pred(f))).map(|(_, n)| n).sum()
+}
+
+/// Every frame of a recursive JNI function is named by its symbol (GCC's
+/// local alias `ns_rec.localalias`, listed first in the symbol table, named
+/// them all), and the recursion shows at its depth.
+#[test]
+fn recursive_native_frames_are_named_by_their_function() {
+    let s = Scratch::new("native-rec");
+    build(&s.0, &[]);
+    let out = s.path("deep.collapsed");
+    let o = run(&s.0, &[], &format!("start,event=cpu,interval=10ms,file={}", out.display()), 400, &["deep"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let stacks = read_collapsed(&out);
+    let leaf = samples_with(&stacks, "ns_deep_leaf");
+    assert!(leaf >= 10, "{leaf} samples in ns_deep_leaf: {err}");
+    let aliased = samples_where(&stacks, |f| f.contains(".localalias"));
+    assert_eq!(aliased, 0, "frames named by a compiler alias: {:?}", stacks.iter().find(|(s, _)| s.iter().any(|f| f.contains(".localalias"))));
+    // ns_rec(40) .. ns_rec(2) (the last call and the JNI entry may be tail calls).
+    for (st, n) in stacks.iter().filter(|(s, _)| s.last().is_some_and(|f| f == "ns_deep_leaf")) {
+        let recs = st.iter().filter(|f| *f == "ns_rec").count();
+        assert!((38..=41).contains(&recs), "{recs} ns_rec frames ({n} samples): {st:?}");
+    }
+}
+
+/// perf_events that may not count kernel time (perf_event_paranoid >= 2 and
+/// no CAP_PERFMON) miss every sample in a system call: a thread that spends
+/// its CPU time reading /dev/zero showed 2% of it. `cpu` then falls back to
+/// ctimer, which counts it, and says why.
+#[test]
+fn cpu_without_kernel_counting_falls_back_and_counts_system_time() {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(-1);
+    if paranoid < 2 {
+        eprintln!("skipped: perf_event_paranoid={paranoid} lets anyone count kernel time");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let has_setpriv = Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if root && !has_setpriv {
+        eprintln!("skipped: running as root without setpriv to drop capabilities");
+        return;
+    }
+    // Root keeps its uid (the scratch files stay its own) but no capability.
+    let wrap: &[&str] = if root { &["setpriv", "--bounding-set=-all", "--inh-caps=-all"] } else { &[] };
+    let s = Scratch::new("native-sys");
+    build(&s.0, &[]);
+    let out = s.path("sys.collapsed");
+    let o = run(&s.0, wrap, &format!("start,event=cpu,interval=10ms,total,file={}", out.display()), 600, &["burn", "sys"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let truth = truth_line(&stdout);
+    let stacks = read_collapsed(&out);
+    let ms = |frame: &str| samples_with(&stacks, frame) as f64 / 1e6;
+    let (burn, sys) = (ms("NativeSweep.burn"), ms("NativeSweep.sys"));
+    eprintln!("burn {burn:.0} ms (truth {}), sys {sys:.0} ms (truth {})", truth["burn"], truth["sys"]);
+    assert!(err.contains("user time only"), "the log says why perf_events is not used: {err}");
+    assert!(err.contains("engine timer_create"), "ctimer runs: {err}");
+    for (name, got) in [("burn", burn), ("sys", sys)] {
+        let want = truth[name];
+        assert!(got > 0.6 * want && got < 1.5 * want, "{name}: {got:.0} ms in the profile, {want:.0} ms of CPU measured: {err}");
+    }
+}
+
+/// A library loaded mid-run is unwound with its DWARF tables from its first
+/// samples: the watcher checked for new libraries every 500 ms, and until
+/// then a library built without frame pointers lost its callers (half of a
+/// 1 s phase's samples showed `NativeSweep.dl;nofpg_leaf`, a fifth of these
+/// 400 ms phases').
+#[test]
+fn dwarf_unwinds_libraries_loaded_mid_run_at_once() {
+    let s = Scratch::new("native-dwarf-load");
+    let nofp: &[&str] = &["-fomit-frame-pointer", "-g"];
+    build(&s.0, &[("nofpg", nofp)]);
+    // Four copies: four loads, each at its own moment.
+    let phases: Vec<String> = (0..4)
+        .map(|i| {
+            let name = format!("libnofpg{i}.so");
+            std::fs::copy(s.path("libnofpg.so"), s.path(&name)).unwrap();
+            format!("dl:{name}:nofpg")
+        })
+        .collect();
+    let phases: Vec<&str> = phases.iter().map(String::as_str).collect();
+    let out = s.path("dwarf.collapsed");
+    let o = run(&s.0, &[], &format!("start,event=cpu,interval=10ms,cstack=dwarf,file={}", out.display()), 400, &phases);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let stacks = read_collapsed(&out);
+    let leaf = samples_with(&stacks, "nofpg_leaf");
+    let whole = with_chain(&stacks, &["NativeSweep.dl", "Java_NativeSweep_dl", "nofpg_outer", "nofpg_middle", "nofpg_leaf"]);
+    eprintln!("{whole} of {leaf} samples in nofpg_leaf unwound whole");
+    assert!(leaf >= 60, "{leaf} samples in nofpg_leaf: {err}");
+    // 157-158 of 160 here; 126-130 of 161 when the watcher looked every 500 ms
+    // (a sample lost per 10 ms of CPU before the library's tables were in).
+    assert!(
+        whole as f64 >= 0.92 * leaf as f64,
+        "{whole} of {leaf} samples unwound through the new libraries: {:?}",
+        stacks.iter().filter(|(s, _)| s.iter().any(|f| f == "nofpg_leaf")).collect::<Vec<_>>()
+    );
+}
+
+/// Frames of a library unloaded (dlclose) before the dump keep their names:
+/// they were `[unknown]` (the names came from the mappings at dump time).
+/// With `cstack=dwarf`, whose watcher sees every library load.
+#[test]
+fn frames_of_an_unloaded_library_keep_their_names() {
+    let s = Scratch::new("native-unload");
+    build(&s.0, &[("unl", &["-fno-omit-frame-pointer", "-g"])]);
+    let out = s.path("unl.collapsed");
+    let o = run(&s.0, &[], &format!("start,event=cpu,interval=10ms,cstack=dwarf,file={}", out.display()), 500, &["dlclose:libunl.so:unl", "burn"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let stacks = read_collapsed(&out);
+    let phase = samples_with(&stacks, "NativeSweep.dl");
+    let named = with_chain(&stacks, &["Java_NativeSweep_dl", "unl_outer", "unl_middle", "unl_leaf"]);
+    eprintln!("{named} of {phase} samples of the unloaded library named");
+    assert!(phase >= 25, "{phase} samples in NativeSweep.dl: {err}");
+    assert!(
+        named as f64 >= 0.8 * phase as f64,
+        "{named} of {phase}: {:?}",
+        stacks.iter().filter(|(s, _)| s.iter().any(|f| f == "NativeSweep.dl")).collect::<Vec<_>>()
+    );
+}
+
+/// A C++ library's frames are demangled (`sweep::Burner<int>::spin`, from
+/// the `.isra.0` clone GCC made of it), and native threads, attached to the
+/// JVM or not, show with the CPU time they used (ctimer, weighed by its
+/// overruns: `total`).
+#[test]
+fn cpp_frames_and_native_threads_match_their_cpu_time() {
+    let s = Scratch::new("native-cpp");
+    build(&s.0, &[]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/native_sweep_cpp.cpp");
+    let lib = s.path("libcpp.so");
+    let o = Command::new("g++")
+        .args(["-O2", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-o", lib.to_str().unwrap(), src.to_str().unwrap()])
+        .output()
+        .expect("run g++");
+    assert!(o.status.success(), "g++: {}", text(&o.stderr));
+    let out = s.path("cpp.collapsed");
+    let o = run(&s.0, &[], &format!("start,event=ctimer,interval=10ms,total,file={}", out.display()), 500, &["dl:libcpp.so:cpp", "threads"]);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let truth = truth_line(&stdout);
+    let stacks = read_collapsed(&out);
+    let ms = |n: u64| n as f64 / 1e6;
+    let cpp = ms(with_chain(&stacks, &["Java_NativeSweep_dl", "cpp_outer", "sweep::run", "sweep::Burner<int>::spin"]));
+    let attached =
+        ms(stacks.iter().filter(|(s, _)| s.first().is_some_and(|f| f == "[ns-attached]") && s.iter().any(|f| f == "ns_thread")).map(|(_, n)| n).sum());
+    let raw = ms(stacks.iter().filter(|(s, _)| s.iter().any(|f| f == "ns_raw_leaf")).map(|(_, n)| n).sum());
+    let raw_named = ms(stacks.iter().filter(|(s, _)| s.first().is_some_and(|f| f == "[ns-raw]")).map(|(_, n)| n).sum());
+    eprintln!(
+        "cpp {cpp:.0} ms (truth {}), attached {attached:.0} (truth {}), raw {raw:.0} (truth {}, {raw_named:.0} named)",
+        truth["cpp"], truth["threads"], truth["raw"]
+    );
+    for (name, got, want) in [("cpp", cpp, truth["cpp"]), ("attached", attached, truth["threads"]), ("raw", raw, truth["raw"])] {
+        assert!(got > 0.7 * want && got < 1.3 * want, "{name}: {got:.0} ms in the profile, {want:.0} ms of CPU measured: {err}");
+    }
+    // The unattached thread's name is not asserted: the registry may see it
+    // before it names itself and keep the name it inherited (`[java]`, seen
+    // once on a loaded machine).
+}
