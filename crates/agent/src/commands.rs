@@ -15,7 +15,7 @@ use oxprof_profile::OutputFormat;
 /// Runs the command in `config` and returns the reply lines.
 pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {
     if config.start {
-        return crate::start(agent, config, jni);
+        return start(agent, config, jni);
     }
     if let Some(f) = config.file.as_deref().filter(|f| config.command.is_some() && crate::options::numbers_intervals(f)) {
         if !output::intervals::is_active() {
@@ -26,11 +26,14 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
         }
     }
     match config.command {
-        Some(Command::Start) => crate::start(agent, config, jni),
+        Some(Command::Start) => start(agent, config, jni),
         Some(Command::Stop) => {
             output::intervals::stop_thread();
             let rec = agent.profiler.stop(Some((agent.jvmti, jni))).ok_or("profiling is not running; start it first")?;
             let written = write_recording(agent, &rec, &config, jni, true);
+            // Every output of the recording is written: no sample is left to
+            // name a set, so the sets no thread holds can retire.
+            recycle_label_sets();
             release_freed_memory();
             written.map(for_reply)
         }
@@ -44,6 +47,29 @@ pub fn run(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String
         }
         Some(Command::Status) => Ok(vec![agent.profiler.with_recording(status_line)]),
         None => Ok(vec!["oxprof agent loaded; profiling is not running".into()]),
+    }
+}
+
+/// Starts a recording. The label sets the earlier recordings made and no
+/// thread holds are given back first (they retired when the last one
+/// stopped): without this, sets only ever accumulated across recordings
+/// (`oxprof attach` sessions, `execute("start")`...`stop`), and once 4096
+/// had been named in a JVM's life every new one was over the limit, in
+/// every later recording.
+fn start(agent: &'static Agent, config: Config, jni: Jni) -> Result<Vec<String>, String> {
+    if agent.profiler.with_recording(|rec| rec.is_none()) {
+        recycle_label_sets();
+    }
+    crate::start(agent, config, jni)
+}
+
+/// Between recordings, as at an interval's end (`crate::labels::recycle`):
+/// ids in no slot retire at a stop and are freed at the next start if no
+/// thread asked for them meanwhile (a thread that got an id just before
+/// the stop has it in its slot by then).
+fn recycle_label_sets() {
+    if let Some((retired, freed)) = crate::labels::recycle(&crate::sampling::label_slots::in_use()) {
+        crate::log::debug(&format!("label sets recycled between recordings: {retired} retiring, {freed} freed for new sets"));
     }
 }
 

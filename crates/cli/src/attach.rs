@@ -311,8 +311,16 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
     if let (Some(o), true) = (&args.output, session.shares_our_files()) {
         check_output_dir(&absolute(o)).map_err(in_the_jvm)?;
     }
-    for l in session.send(options)? {
+    let lines = session.send(options)?;
+    for l in &lines {
         outln!("{l}");
+    }
+    // A dump or stop that ran but did not write the file asked for (a JFR
+    // recording streams to the file chosen at start) fails, as the Java
+    // API's `execute` throws for it: a script's next step would look for
+    // a file that is not there.
+    if let Some(n) = lines.iter().find_map(|l| l.strip_prefix("note: ").filter(|n| n.ends_with(" was not written"))) {
+        return Err(n.to_string());
     }
     Ok(ExitCode::SUCCESS)
 }

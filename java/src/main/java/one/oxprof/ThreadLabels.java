@@ -32,8 +32,19 @@ final class ThreadLabels {
      * generation (ids cached in an older one are stale: see
      * crates/agent/src/labels.rs); null when the agent is not available.
      */
-    private static final ByteBuffer ACTIVE;
-    private static final String UNAVAILABLE;
+    private static volatile ByteBuffer ACTIVE;
+    private static volatile String UNAVAILABLE;
+    /**
+     * Contexts opened while the agent could not be loaded, and when loading
+     * it was last tried (System.nanoTime): an agent that was not there at
+     * the first context may come later (`oxprof attach PID start` into a
+     * service that ships only oxprof.jar), so loading is tried again, at
+     * most once a second and every {@link #RETRY_EVERY} contexts.
+     */
+    private static int missed;
+    private static volatile long lastTry;
+    private static final int RETRY_EVERY = 64;
+    private static final long RETRY_NANOS = 1_000_000_000L;
     private static final MethodHandle IS_VIRTUAL;
     /** (parent set, labels) → generation << 32 | set id. */
     private static final ConcurrentHashMap<Key, Long> IDS = new ConcurrentHashMap<>();
@@ -55,6 +66,22 @@ final class ThreadLabels {
     private static final ThreadLabels NONE = new ThreadLabels(false);
 
     static {
+        lastTry = System.nanoTime();
+        load();
+        MethodHandle isVirtual = null;
+        try {
+            isVirtual = MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+        } catch (ReflectiveOperationException e) {
+            // Before JDK 21: no virtual threads.
+        }
+        IS_VIRTUAL = isVirtual;
+    }
+
+    /** Loads the agent (as {@link OxProfiler#getInstance()}) and takes its flag words, or says why not. */
+    private static synchronized void load() {
+        if (ACTIVE != null) {
+            return;
+        }
         ByteBuffer active = null;
         String why = null;
         try {
@@ -66,15 +93,28 @@ final class ThreadLabels {
         } catch (RuntimeException | LinkageError e) {
             why = e.toString();
         }
-        ACTIVE = active == null ? null : active.order(ByteOrder.nativeOrder());
         UNAVAILABLE = why;
-        MethodHandle isVirtual = null;
-        try {
-            isVirtual = MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
-        } catch (ReflectiveOperationException e) {
-            // Before JDK 21: no virtual threads.
+        if (active != null) {
+            ACTIVE = active.order(ByteOrder.nativeOrder());
         }
-        IS_VIRTUAL = isVirtual;
+    }
+
+    /**
+     * Whether the agent, unavailable so far, could be loaded now: tried at
+     * most once a second, on every {@link #RETRY_EVERY}th call (a racy
+     * count: an approximate rate is all it sets).
+     */
+    private static boolean retried(boolean counted) {
+        if (counted && (++missed & (RETRY_EVERY - 1)) != 0) {
+            return false;
+        }
+        long now = System.nanoTime();
+        if (now - lastTry < RETRY_NANOS) {
+            return false;
+        }
+        lastTry = now;
+        load();
+        return ACTIVE != null;
     }
 
     /** The agent's label-set generation. */
@@ -85,12 +125,18 @@ final class ThreadLabels {
     /** Whether a recording runs (labels are set only then). */
     static boolean active() {
         ByteBuffer a = ACTIVE;
-        return a != null && a.getInt(0) != 0;
+        if (a == null) {
+            if (!retried(true)) {
+                return false;
+            }
+            a = ACTIVE;
+        }
+        return a.getInt(0) != 0;
     }
 
     /** The agent's count of label sets, the limit, and this side's cache. */
     static String stats() {
-        if (ACTIVE == null) {
+        if (ACTIVE == null && !retried(false)) {
             return "labels unavailable: " + UNAVAILABLE;
         }
         return stats0(REFUSED.sum()) + " cached=" + IDS.size();
