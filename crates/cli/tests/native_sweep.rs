@@ -93,45 +93,6 @@ fn recursive_native_frames_are_named_by_their_function() {
     }
 }
 
-/// perf_events that may not count kernel time (perf_event_paranoid >= 2 and
-/// no CAP_PERFMON) miss every sample in a system call: a thread that spends
-/// its CPU time reading /dev/zero showed 2% of it. `cpu` then falls back to
-/// ctimer, which counts it, and says why.
-#[test]
-fn cpu_without_kernel_counting_falls_back_and_counts_system_time() {
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(-1);
-    if paranoid < 2 {
-        eprintln!("skipped: perf_event_paranoid={paranoid} lets anyone count kernel time");
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let has_setpriv = Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
-    if root && !has_setpriv {
-        eprintln!("skipped: running as root without setpriv to drop capabilities");
-        return;
-    }
-    // Root keeps its uid (the scratch files stay its own) but no capability.
-    let wrap: &[&str] = if root { &["setpriv", "--bounding-set=-all", "--inh-caps=-all"] } else { &[] };
-    let s = Scratch::new("native-sys");
-    build(&s.0, &[]);
-    let out = s.path("sys.collapsed");
-    let o = run(&s.0, wrap, &format!("start,event=cpu,interval=10ms,total,file={}", out.display()), 600, &["burn", "sys"]);
-    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{err}");
-    let truth = truth_line(&stdout);
-    let stacks = read_collapsed(&out);
-    let ms = |frame: &str| samples_with(&stacks, frame) as f64 / 1e6;
-    let (burn, sys) = (ms("NativeSweep.burn"), ms("NativeSweep.sys"));
-    eprintln!("burn {burn:.0} ms (truth {}), sys {sys:.0} ms (truth {})", truth["burn"], truth["sys"]);
-    assert!(err.contains("user time only"), "the log says why perf_events is not used: {err}");
-    assert!(err.contains("engine timer_create"), "ctimer runs: {err}");
-    for (name, got) in [("burn", burn), ("sys", sys)] {
-        let want = truth[name];
-        assert!(got > 0.6 * want && got < 1.5 * want, "{name}: {got:.0} ms in the profile, {want:.0} ms of CPU measured: {err}");
-    }
-}
-
 /// A library loaded mid-run is unwound with its DWARF tables from its first
 /// samples: the watcher checked for new libraries every 500 ms, and until
 /// then a library built without frame pointers lost its callers (half of a

@@ -280,38 +280,8 @@ pub fn probe(interval_ns: u64) -> io::Result<Delivery> {
     if delivery == Delivery::Prof {
         open_counter(tid, interval_ns, false, Delivery::Prof).map(drop).map_err(refused)?;
     }
-    // A counter that may not count kernel time (perf_event_paranoid >= 2
-    // without CAP_PERFMON) misses every sample taken in a system call: a
-    // thread reading files or sockets would show a fraction of its CPU time.
-    // ctimer counts it all, so `cpu` falls back to it, unless asked not to.
-    if !counts_kernel_time(tid, interval_ns, delivery) && std::env::var_os(USER_ONLY_ENV).is_none_or(|v| v == "0") {
-        return Err(user_time_only());
-    }
     set_delivery(delivery);
     Ok(delivery)
-}
-
-/// Environment variable that keeps perf_events where it can count user time
-/// only (`OXPROF_PERF_USER_ONLY=1`) instead of falling back to ctimer.
-pub const USER_ONLY_ENV: &str = "OXPROF_PERF_USER_ONLY";
-
-/// Whether a counter on `tid` may count kernel time too.
-fn counts_kernel_time(tid: u32, interval_ns: u64, delivery: Delivery) -> bool {
-    match perf_event_open(&attr(interval_ns, false, false, delivery), tid as libc::pid_t) {
-        Ok(_) => true,
-        Err(e) => !matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)),
-    }
-}
-
-fn user_time_only() -> io::Error {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into());
-    io::Error::new(
-        io::ErrorKind::PermissionDenied,
-        format!(
-            "perf_events would count user time only (perf_event_paranoid={paranoid}, no CAP_PERFMON), missing the time in system calls, \
-             which ctimer counts (perf_event_paranoid<=1 gives perf_events with kernel frames; {USER_ONLY_ENV}=1 keeps it without kernel time)"
-        ),
-    )
 }
 // signal-safe: on
 
