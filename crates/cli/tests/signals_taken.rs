@@ -118,7 +118,10 @@ fn an_application_that_takes_the_wall_signal_gets_a_warning_and_no_flood() {
     let (total, late) = handled(&stdout);
     eprintln!("the application's SIGVTALRM handler got {total} signals, {late} of them after its first 0.5 s");
     assert!(late <= 5, "oxprof kept sending SIGVTALRM to the application's handler: {late} late signals ({total} in all)");
-    assert!(total <= 60, "{total} signals reached the application's handler");
+    // Until the agent notices, ticks go on: every thread whose CPU time
+    // moved (two burners and the JVM's own) at ticks drawn from 5 to 15 ms.
+    // A clean-clone CI run saw 62; a flood would be 400 (2 s, 2 burners).
+    assert!(total <= 120, "{total} signals reached the application's handler");
     // CPU sampling goes on for the whole run: both threads burn 2.5 s.
     let burner = samples_with(&read_collapsed(&out), "SigTaker.burn");
     assert!(burner > 50, "{burner} CPU samples in SigTaker.burn: {err}");
