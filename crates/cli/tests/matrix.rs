@@ -48,23 +48,6 @@ fn run_matrix(java: &Path, dir: &Path, jvm_args: &[&str], program_args: &[&str],
     Run { cpu: sib("cpu"), wall: sib("wall"), alloc: sib("alloc"), lock: sib("lock"), failed_pct, stdout: text(&o.stdout), stderr }
 }
 
-/// The frames a failed walk leaves (the agent's `failure_name`).
-const FAILURES: [&str; 13] = [
-    "[no_class_load]",
-    "[gc_active]",
-    "[unknown_not_Java]",
-    "[not_walkable_not_Java]",
-    "[unknown_Java]",
-    "[not_walkable_Java]",
-    "[unknown_state]",
-    "[thread_exit]",
-    "[deopt]",
-    "[safepoint]",
-    "[truncated]",
-    "[own_walk_differs]",
-    "[unknown_error]",
-];
-
 fn check_sites(r: &Run, label: &str, max_failed_pct: f64) {
     let err = &r.stderr;
     assert!(samples_with(&r.cpu, "Matrix.burn") > 200, "{label}: CPU samples in Matrix.burn: {}\n{err}", samples_with(&r.cpu, "Matrix.burn"));
@@ -74,7 +57,7 @@ fn check_sites(r: &Run, label: &str, max_failed_pct: f64) {
             .cpu
             .iter()
             .filter_map(|(st, n)| {
-                let at = st.iter().position(|f| FAILURES.contains(&f.as_str()))?;
+                let at = st.iter().position(|f| FAILURE_MARKERS.contains(&f.as_str()))?;
                 Some((st[at..].iter().take(8).cloned().collect::<Vec<_>>().join(";"), *n))
             })
             .collect();
