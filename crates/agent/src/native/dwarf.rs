@@ -161,15 +161,12 @@ pub fn refresh() -> usize {
     let mut unwinder = Dwarf::new();
     let mut files = HashMap::new();
     let mut modules = MODULES.lock().unwrap_or_else(|e| e.into_inner());
-    let built = modules.take().unwrap_or_default();
+    let mut built = modules.take().unwrap_or_default();
     let mut kept = HashMap::new();
     let mut n = 0;
     for m in &maps {
         let key = (m.start, m.end, m.offset, m.inode, m.path.clone());
-        let found = match built.get(&key) {
-            Some(module) => Some(module.clone()),
-            None => module(m, &mut files),
-        };
+        let found = built.remove(&key).or_else(|| module(m, &mut files));
         if let Some(module) = found {
             unwinder.add_module(module.clone());
             kept.insert(key, module);
@@ -280,42 +277,22 @@ const WATCH_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
 /// unloaded (see [`WATCH_TICK`], [`WATCH_REFRESH`]), until [`stop_watcher`].
 /// `on_thread` runs first on that thread (to exclude it from sampling).
 pub fn start_watcher(on_thread: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-    start_library_watcher(true, on_thread)
-}
-
-/// [`start_watcher`], or with `tables` false (frame-pointer walks) a thread
-/// that only hands the executable mappings to the symbol resolver whenever
-/// the loader loaded or unloaded an object, so that the frames of a library
-/// unloaded before the dump are named (`symbols::remember_mappings`).
-pub fn start_library_watcher(tables: bool, on_thread: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     let generation = WATCH_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
-    let name = if tables { "oxprof-dwarf" } else { "oxprof-libs" };
-    std::thread::Builder::new().name(name.into()).spawn(move || {
+    std::thread::Builder::new().name("oxprof-dwarf".into()).spawn(move || {
         on_thread();
         let mut counts = crate::native::symbols::loader_counts();
         let mut last = std::time::Instant::now();
-        if !tables {
-            note_mappings();
-        }
         while WATCH_GENERATION.load(Ordering::SeqCst) == generation {
             std::thread::sleep(WATCH_TICK);
             let now = crate::native::symbols::loader_counts();
-            if tables && (now != counts || last.elapsed() >= WATCH_REFRESH) {
+            if now != counts || last.elapsed() >= WATCH_REFRESH {
                 last = std::time::Instant::now();
                 refresh();
-            } else if !tables && now != counts {
-                note_mappings();
             }
             counts = now;
         }
     })?;
     Ok(())
-}
-
-/// Hands the executable file mappings to the symbol resolver.
-fn note_mappings() {
-    let maps = exec_mappings();
-    crate::native::symbols::remember_mappings(maps.iter().map(|m| (m.start as usize, m.end as usize, m.offset, m.path.as_str())));
 }
 
 pub fn stop_watcher() {
