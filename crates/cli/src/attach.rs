@@ -307,6 +307,20 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
             return profile_for(&mut session, &args, wall(d));
         }
     };
+    if let Some(action @ (Action::Status | Action::Dump | Action::Stop)) = args.action {
+        // A JVM oxprof was never loaded into runs no recording: say so
+        // without loading the agent. Loading it to answer a question would
+        // change the JVM for its life (the library stays, DebugNonSafepoints
+        // is turned on, JDK 21+ warns of a dynamically loaded agent).
+        inspect(args.pid).map_err(message)?;
+        if agent_not_loaded(args.pid) {
+            if action == Action::Status {
+                outln!("idle: profiling is not running; oxprof is not loaded in this JVM");
+                return Ok(ExitCode::SUCCESS);
+            }
+            return Err("profiling is not running; start it first (oxprof is not loaded in this JVM)".into());
+        }
+    }
     let mut session = Session::new(args.pid, wall(&args.timeout))?;
     if let (Some(o), true) = (&args.output, session.shares_our_files()) {
         check_output_dir(&absolute(o)).map_err(in_the_jvm)?;
@@ -323,6 +337,19 @@ pub fn run(args: AttachArgs) -> Result<ExitCode, String> {
         return Err(n.to_string());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the JVM's memory map, read, holds no oxprof agent: no library
+/// named like `liboxprof` (the one [`Session::new`] would reuse) nor like
+/// the library we would load. An unreadable map proves nothing: `false`.
+fn agent_not_loaded(pid: u32) -> bool {
+    if std::fs::File::open(format!("/proc/{pid}/maps")).is_err() || loaded_library(pid, "liboxprof").is_some() {
+        return false;
+    }
+    match agent::find_agent().ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())) {
+        Some(ours) => loaded_library(pid, &ours).is_none(),
+        None => true,
+    }
 }
 
 /// An output path's problem, as the agent says it on attach.

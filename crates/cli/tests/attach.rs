@@ -278,7 +278,23 @@ fn list_shows_the_jvm_and_whether_oxprof_is_loaded() {
     let o = oxprof_cmd().arg("list").output().unwrap();
     let before = line(&text(&o.stdout)).unwrap_or_else(|| panic!("pid missing from:\n{}", text(&o.stdout)));
     assert!(before.contains("Spin") && before.contains(" - "), "{before}");
+    // A status asks; it does not load the agent into a JVM that never had it.
     let o = attach(jvm.pid(), &["status"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("not loaded in this JVM"), "{}", text(&o.stdout));
+    let maps = || std::fs::read_to_string(format!("/proc/{}/maps", jvm.pid())).unwrap();
+    assert!(!maps().contains("liboxprof"), "status loaded the agent");
+    for cmd in ["dump", "stop"] {
+        let o = attach(jvm.pid(), &[cmd]);
+        assert!(!o.status.success(), "{cmd} succeeded in a JVM without the agent");
+        assert!(text(&o.stderr).contains("not running"), "{cmd}: {}", text(&o.stderr));
+    }
+    assert!(!maps().contains("liboxprof"), "dump or stop loaded the agent");
+    let o = oxprof_cmd().arg("list").output().unwrap();
+    assert!(line(&text(&o.stdout)).unwrap().contains(" - "), "listed as loaded before any start");
+    let o = attach(jvm.pid(), &["start"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = attach(jvm.pid(), &["stop", "-o", s.path("list.collapsed").to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let o = oxprof_cmd().arg("list").output().unwrap();
     let after = line(&text(&o.stdout)).unwrap();
