@@ -191,3 +191,51 @@ fn cpp_frames_and_native_threads_match_their_cpu_time() {
     // before it names itself and keep the name it inherited (`[java]`, seen
     // once on a loaded machine).
 }
+
+/// A native stack deeper than the agent keeps (128 frames) is never passed
+/// off as whole: its leaf-most frames stand under `[truncated]` and the
+/// sample counts as failed. Before, 300 frames of recursion showed as
+/// `NativeSweep.recurse` calling `ns_rec` 127 deep, with `failed=0`. The
+/// same program 40 frames deep stays whole, with its Java caller.
+#[test]
+fn native_stacks_deeper_than_kept_are_marked_truncated() {
+    let s = Scratch::new("native-deep-cut");
+    build(&s.0, &[]);
+    for cstack in ["fp", "dwarf"] {
+        for depth in [300, 40] {
+            let out = s.path(&format!("deep-{cstack}-{depth}.collapsed"));
+            let o = Command::new(java())
+                .current_dir(&s.0)
+                .arg(format!("-Dns.depth={depth}"))
+                .arg(format!("-agentpath:{}=start,event=cpu,interval=10ms,cstack={cstack},file={}", agent().display(), out.display()))
+                .args(["-cp", s.0.to_str().unwrap(), "NativeSweep", s.0.to_str().unwrap(), "400", "deep"])
+                .output()
+                .expect("run java");
+            let err = text(&o.stderr);
+            assert!(o.status.success(), "{err}");
+            let stacks = read_collapsed(&out);
+            let label = format!("cstack={cstack}, {depth} frames deep");
+            let leaf: Vec<_> = stacks.iter().filter(|(st, _)| st.last().is_some_and(|f| f == "ns_deep_leaf")).collect();
+            let total: u64 = leaf.iter().map(|(_, n)| n).sum();
+            assert!(total >= 10, "{label}: {total} samples in ns_deep_leaf\n{err}");
+            let marked: u64 = leaf.iter().filter(|(st, _)| st.first().is_some_and(|f| f == "[truncated]")).map(|(_, n)| n).sum();
+            let whole: u64 = leaf.iter().filter(|(st, _)| st.iter().any(|f| f == "NativeSweep.recurse")).map(|(_, n)| n).sum();
+            let failed: u64 = summary(&err).get("failed").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{label}: no failed= in\n{err}"));
+            if depth > 128 {
+                assert_eq!(
+                    marked,
+                    total,
+                    "{label}: {} of {total} samples not marked: {:?}",
+                    total - marked,
+                    leaf.iter().find(|(st, _)| st[0] != "[truncated]")
+                );
+                assert!(failed >= marked, "{label}: failed={failed} below the {marked} truncated samples\n{err}");
+                for (st, _) in &leaf {
+                    assert!(st.iter().skip(1).all(|f| f == "ns_rec" || f == "ns_deep_leaf"), "{label}: frames not contiguous from the leaf: {st:?}");
+                }
+            } else {
+                assert_eq!((marked, whole), (0, total), "{label}: a stack that fits was cut or lost its Java caller\n{err}");
+            }
+        }
+    }
+}

@@ -192,8 +192,9 @@ pub fn refresh() -> usize {
 /// Async-signal-safe: walks from the interrupted (pc, sp, fp) with the
 /// published unwinder, writing the frames after the first into `out` (the
 /// caller stored `pc` already) until a return address in Java code, and
-/// returns how many. `read` reads one stack word (validated by the caller).
-/// Returns `None` when no unwinder or cache is available.
+/// returns how many, and whether the walk was cut: a native frame was
+/// left for want of room in `out`. `read` reads one stack word (validated
+/// by the caller). Returns `None` when no unwinder or cache is available.
 pub fn unwind(
     pc: usize,
     sp: usize,
@@ -201,7 +202,7 @@ pub fn unwind(
     in_java_code: fn(usize) -> bool,
     read: &mut dyn FnMut(u64) -> Option<u64>,
     out: &mut [RawFrame],
-) -> Option<usize> {
+) -> Option<(usize, bool)> {
     READERS.fetch_add(1, Ordering::SeqCst);
     let result = with_cache(|cache| {
         let p = UNWINDER.load(Ordering::SeqCst);
@@ -213,23 +214,23 @@ pub fn unwind(
         let mut read_stack = |addr: u64| read(addr).ok_or(());
         let mut frames = unwinder.iter_frames(pc as u64, UnwindRegsX86_64::new(pc as u64, sp as u64, fp as u64), cache, &mut read_stack);
         let mut n = 0;
-        while n < out.len() {
+        loop {
             match frames.next() {
                 Ok(Some(FrameAddress::ReturnAddress(ret))) => {
                     let ret = ret.get() as usize;
                     if in_java_code(ret) {
                         break;
                     }
-                    if let Some(slot) = out.get_mut(n) {
-                        *slot = RawFrame::native_pc(ret.wrapping_sub(1));
-                    }
+                    // A native frame with no room left: the walk is cut.
+                    let Some(slot) = out.get_mut(n) else { return Some((n, true)) };
+                    *slot = RawFrame::native_pc(ret.wrapping_sub(1));
                     n += 1;
                 }
                 Ok(Some(FrameAddress::InstructionPointer(_))) => {}
                 Ok(None) | Err(_) => break,
             }
         }
-        Some(n)
+        Some((n, false))
     });
     READERS.fetch_sub(1, Ordering::SeqCst);
     result.flatten()

@@ -265,7 +265,8 @@ fn registers(ucontext: *mut c_void) -> Option<(usize, usize, usize)> {
 /// (`native_dwarf`) instead of frame pointers; `in_java_code` tells where the
 /// JVM's Java frames begin; `stack` is what is known of the thread's stack
 /// (its words are then read without probes); `timed`: count its CPU time
-/// in [`mean_ns`].
+/// in [`mean_ns`]. The flag says the walk was cut: `out` was full while a
+/// native frame below it was still to come.
 pub fn collect(
     timed: bool,
     tid: u32,
@@ -274,25 +275,32 @@ pub fn collect(
     stack: OwnStack,
     in_java_code: fn(usize) -> bool,
     out: &mut [RawFrame],
-) -> usize {
+) -> (usize, bool) {
     COLLECTED.fetch_add(1, Ordering::Relaxed);
     let call = SPENT.begin_if(timed);
-    let n = walk(tid, ucontext, (kernel, dwarf), stack, in_java_code, out);
+    let walked = walk(tid, ucontext, (kernel, dwarf), stack, in_java_code, out);
     SPENT.end(call);
-    n
+    walked
 }
 
-fn walk(tid: u32, ucontext: *mut c_void, (kernel, dwarf): (bool, bool), stack: OwnStack, in_java_code: fn(usize) -> bool, out: &mut [RawFrame]) -> usize {
+fn walk(
+    tid: u32,
+    ucontext: *mut c_void,
+    (kernel, dwarf): (bool, bool),
+    stack: OwnStack,
+    in_java_code: fn(usize) -> bool,
+    out: &mut [RawFrame],
+) -> (usize, bool) {
     let mut n = if kernel { perf_ring::kernel_frames(tid, out) } else { 0 };
-    let Some((pc, mut sp, mut fp)) = registers(ucontext) else { return n };
+    let Some((pc, mut sp, mut fp)) = registers(ucontext) else { return (n, false) };
     if in_java_code(pc) || pc == 0 {
-        return n;
+        return (n, false);
     }
-    let Some(slot) = out.get_mut(n) else { return n };
+    let Some(slot) = out.get_mut(n) else { return (n, true) };
     *slot = RawFrame::native_pc(pc);
     n += 1;
     if !SAFE_READ.load(Ordering::Relaxed) {
-        return n;
+        return (n, false);
     }
     // Each frame: [fp] = caller's fp, [fp+8] = return address. Frames only
     // grow towards higher addresses.
@@ -300,11 +308,11 @@ fn walk(tid: u32, ucontext: *mut c_void, (kernel, dwarf): (bool, bool), stack: O
     if dwarf {
         let mut read = |addr: u64| window.read_word(addr as usize).map(|w| w as u64);
         let rest = out.get_mut(n..).unwrap_or_default();
-        if let Some(k) = native_dwarf::unwind(pc, sp, fp, in_java_code, &mut read, rest) {
-            return n + k;
+        if let Some((k, cut)) = native_dwarf::unwind(pc, sp, fp, in_java_code, &mut read, rest) {
+            return (n + k, cut);
         }
     }
-    while n < out.len() {
+    loop {
         if fp < sp || fp - sp > MAX_STACK_SPAN {
             break;
         }
@@ -312,7 +320,8 @@ fn walk(tid: u32, ucontext: *mut c_void, (kernel, dwarf): (bool, bool), stack: O
         if ret < 4096 || in_java_code(ret) {
             break;
         }
-        let Some(slot) = out.get_mut(n) else { break };
+        // A native frame with no room left: the walk is cut.
+        let Some(slot) = out.get_mut(n) else { return (n, true) };
         // A return address points after the call: step back into it.
         *slot = RawFrame::native_pc(ret - 1);
         n += 1;
@@ -322,7 +331,7 @@ fn walk(tid: u32, ucontext: *mut c_void, (kernel, dwarf): (bool, bool), stack: O
         sp = fp + 16;
         fp = next_fp;
     }
-    n
+    (n, false)
 }
 
 #[cfg(test)]
@@ -471,7 +480,7 @@ mod tests {
     }
 
     #[inline(never)]
-    fn walk_here(out: &mut [RawFrame]) -> usize {
+    fn walk_here(out: &mut [RawFrame]) -> (usize, bool) {
         // SAFETY: getcontext fills a ucontext for the current thread.
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
@@ -483,17 +492,21 @@ mod tests {
     fn walks_frame_pointers_of_this_test_and_stops_at_java_code() {
         assert!(init());
         let mut out = [RawFrame::default(); MAX_NATIVE_FRAMES];
-        let n = walk_here(&mut out);
+        let (n, cut) = walk_here(&mut out);
         assert!(n >= 1);
+        assert!(!cut, "a test's stack fits in {MAX_NATIVE_FRAMES} frames");
         assert!(out[..n].iter().all(|f| f.bci == RawFrame::NATIVE_PC && f.method != 0));
         let mut small = [RawFrame::default(); 1];
-        assert_eq!(walk_here(&mut small), 1, "depth limit");
-        assert_eq!(collect(true, 0, std::ptr::null_mut(), (false, false), OwnStack::default(), |_| false, &mut out), 0);
+        let (k, cut) = walk_here(&mut small);
+        assert_eq!(k, 1, "depth limit");
+        // The same stack walked into one slot: the frames that did not fit are said.
+        assert_eq!(cut, n > 1, "a walk with frames left over says it was cut");
+        assert_eq!(collect(true, 0, std::ptr::null_mut(), (false, false), OwnStack::default(), |_| false, &mut out), (0, false));
         // When the interrupted PC is Java code there is no native part.
         // SAFETY: as in walk_here.
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::getcontext(&mut uc) };
-        assert_eq!(collect(true, 0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| true, &mut out), 0);
+        assert_eq!(collect(true, 0, &mut uc as *mut _ as *mut c_void, (false, false), OwnStack::default(), |_| true, &mut out), (0, false));
     }
 }

@@ -738,9 +738,12 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64, timed: bool) 
         true => l.own_stack(thread_key::current(), false),
         false => l.own_stack(l.thread(env as usize), true),
     });
-    let native = native_part(ctx, tid, ucontext, stack, buffer, timed);
+    let (native, cut) = native_part(ctx, tid, ucontext, stack, buffer, timed);
     if env.is_null() {
-        let slot = record_native_marker(ctx, buffer, native, (tid, 0), MARK_NON_JAVA_THREAD, weight);
+        // A native walk cut at its room keeps its leaf-most frames under
+        // `[truncated]` (a failed walk), never passed off as whole.
+        let code = if cut { MARK_TRUNCATED } else { MARK_NON_JAVA_THREAD };
+        let slot = record_native_marker(ctx, buffer, native, (tid, 0), code, weight);
         buffer.busy.store(false, Ordering::Release);
         return (slot, false);
     }
@@ -750,6 +753,13 @@ fn sample(ctx: &SignalContext, ucontext: *mut c_void, weight: u64, timed: bool) 
     // SAFETY: `native + depth < buffer.len`: the Java frames follow the native ones.
     let java = unsafe { buffer.ptr.add(native) };
     let tid_key = sample_key(if ctx.per_thread { tid } else { 0 }, state);
+    if cut {
+        // Native frames were left out between these and the Java frames:
+        // the contiguous leaf-most part is kept under `[truncated]`.
+        let slot = record_native_marker(ctx, buffer, native, (tid_key, labels), MARK_TRUNCATED, weight);
+        buffer.busy.store(false, Ordering::Release);
+        return (slot, true);
+    }
     // The own complete walk first (see `fullwalk`); AsyncGetCallTrace and
     // what follows it where that walk gives up. While checking, the own walk
     // runs after the other, to compare (see `check_own_walk`).
@@ -978,10 +988,11 @@ fn set_regs(gregs: &mut [i64], values: [(usize, i64); 3]) {
 }
 
 /// Collects the native part of the sample at the start of `buffer`
-/// (`native_unwind`); returns its length (0 with `cstack=no`).
-fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, stack: OwnStack, buffer: &Buffer, timed: bool) -> usize {
+/// (`native_unwind`); returns its length (0 with `cstack=no`) and whether
+/// it was cut for want of room.
+fn native_part(ctx: &SignalContext, tid: u32, ucontext: *mut c_void, stack: OwnStack, buffer: &Buffer, timed: bool) -> (usize, bool) {
     if ctx.cstack == CStack::No {
-        return 0;
+        return (0, false);
     }
     let room = MAX_NATIVE_FRAMES.min(buffer.len.saturating_sub(1));
     // SAFETY: we own the buffer (busy flag) and it holds `buffer.len > room` frames.
