@@ -500,6 +500,12 @@ impl Jni {
         }
     }
 
+    /// A new `long[len]` (a local reference), or null with an exception
+    /// pending.
+    pub fn new_long_array(self, len: jint) -> jobject {
+        jni_call!(self.0, NewLongArray, ptr::null_mut(), len)
+    }
+
     /// Whether both refer to the same object (a weak reference is the same
     /// as null once its object was collected).
     ///

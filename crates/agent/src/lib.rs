@@ -211,6 +211,19 @@ fn init(vm: *mut JavaVM, config: Config) -> Result<&'static Agent, String> {
         if let Err(e) = jvmti.set_heap_sampling_interval(interval.min(i32::MAX as u64) as jint) {
             log::debug(&format!("cannot set the heap sampling interval at load time: {e}"));
         }
+        // HotSpot 11-24 arms a TLAB's sample point only when the TLAB is
+        // taken while SampledObjectAlloc is enabled: a TLAB taken before the
+        // recording starts (at VMInit) is used up without a sample and its
+        // bytes never counted. Enabled now, every TLAB is armed from the
+        // first on JDK 11; 12-24 honour it from the live phase only, where
+        // `heap::alloc::arm_current_tlab` fills the main thread's first TLAB
+        // instead. The callback drops samples until the recording runs; a
+        // thread filter enables it per thread.
+        if config.start && config.alloc_threads.is_none() {
+            if let Err(e) = jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC) {
+                log::debug(&format!("cannot enable SampledObjectAlloc at load time: {e}"));
+            }
+        }
     }
     jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
     // ClassLoad must be enabled or AsyncGetCallTrace refuses every walk.

@@ -213,7 +213,7 @@ impl AllocSampler {
         store.reset();
         self.accuracy.start(jvmti.major_version());
         self.interval.store(interval, Ordering::Relaxed);
-        self.started_once.store(true, Ordering::Relaxed);
+        let started_before = self.started_once.swap(true, Ordering::Relaxed);
         self.depth.store(depth.max(1), Ordering::Relaxed);
         self.per_thread.store(per_thread, Ordering::Relaxed);
         self.tagging.store(can_tag, Ordering::Relaxed);
@@ -227,7 +227,11 @@ impl AllocSampler {
         self.running.store(true, Ordering::Release);
         let scope = match filter {
             None => {
+                let tlab_before = crate::hotspot::tlab::current(jni.0 as usize).map(|t| t.start);
                 jvmti.set_event(true, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC).map_err(|e| format!("cannot enable SampledObjectAlloc: {e}"))?;
+                if !started_before {
+                    arm_current_tlab(jni, tlab_before);
+                }
                 "all threads".to_string()
             }
             Some(pattern) if jvmti.major_version() < FIRST_JDK_WITH_THREAD_FILTER => {
@@ -533,6 +537,38 @@ fn jvmti_stack(jvmti: Jvmti, info: &mut Vec<jvmtiFrameInfo>, depth: usize) -> im
     // the stored encoding) with -3.
     let bci = |l: jlong| if l < 0 { jvmti_sys::asgct::BCI_NATIVE_FRAME } else { l.min(0xffff) as i32 };
     info.iter().take(n).map(move |f| RawFrame { bci: bci(f.location), method: f.method as usize })
+}
+
+/// On HotSpot 12–24 a TLAB taken before SampledObjectAlloc was enabled is
+/// never armed: allocation in it runs to its end without a sample, and its
+/// bytes are never counted (up to one TLAB, several MiB with a large young
+/// generation: a cache the main thread fills first read 0.77 of its size).
+/// JDK 11 arms it when the event is enabled at load (see `init` in lib.rs);
+/// JDK 25 samples it. Here the calling thread's TLAB, still the one it had
+/// before the event was enabled (`tlab_before`, its start unchanged), is
+/// filled with one unreachable `long[]`, so its next allocation takes a new,
+/// armed TLAB. At most 24 bytes are left over, too few for any object; the
+/// filler is garbage at the next GC.
+fn arm_current_tlab(jni: Jni, tlab_before: Option<usize>) {
+    if !crate::hotspot::vmstructs::feature().is_some_and(|v| (12..=24).contains(&v)) {
+        return;
+    }
+    let env = jni.0 as usize;
+    let Some(start) = tlab_before.filter(|&s| s != 0) else { return };
+    if crate::hotspot::tlab::current(env).map(|t| t.start) != Some(start) {
+        return;
+    }
+    // A long[]'s header is 16 bytes (24 without compressed class pointers).
+    let Some(room) = crate::hotspot::tlab::room_left(env) else { return };
+    let Ok(len) = jint::try_from(room.saturating_sub(24) / 8) else { return };
+    if len == 0 {
+        return;
+    }
+    let filler = jni.new_long_array(len);
+    jni.clear_exception();
+    // SAFETY: `filler` is null or the local reference just made, not used again.
+    unsafe { jni.delete_local(filler) };
+    crate::log::debug(&format!("filled the {room} bytes left in this thread's first TLAB, so allocation sampling covers its next one"));
 }
 
 #[cfg(test)]

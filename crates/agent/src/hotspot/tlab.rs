@@ -1,11 +1,13 @@
 //! The current thread's thread-local allocation buffer (TLAB) and its exact
 //! allocated-bytes counter, as HotSpot's structure table describes them
 //! (`Thread::_tlab`, `Thread::_allocated_bytes`,
-//! `ThreadLocalAllocBuffer::{_start,_top,_desired_size}`; exported on JDK
-//! 11–25). Read by the SampledObjectAlloc callback, on the allocating thread
-//! itself and outside any signal handler, to tell how a sampled object was
-//! allocated and how many bytes the thread really allocated (see
-//! `heap::accuracy`). Read only: nothing here writes JVM state.
+//! `ThreadLocalAllocBuffer::{_start,_top,_end,_desired_size}`; exported on
+//! JDK 11–25). Read by the SampledObjectAlloc callback, on the allocating
+//! thread itself and outside any signal handler, to tell how a sampled object
+//! was allocated and how many bytes the thread really allocated (see
+//! `heap::accuracy`), and at VMInit to tell how much of the main thread's
+//! first TLAB is left (see `heap::alloc::arm_first_tlab`). Read only: nothing
+//! here writes JVM state.
 
 use std::sync::OnceLock;
 
@@ -20,6 +22,8 @@ struct Offsets {
     top: usize,
     desired_words: usize,
     allocated_bytes: usize,
+    /// `_end`: where allocation in the TLAB stops (its sample point when armed).
+    end: Option<usize>,
 }
 
 static OFFSETS: OnceLock<Offsets> = OnceLock::new();
@@ -56,6 +60,7 @@ pub fn init(vs: &VmStructs) -> Result<(), String> {
         top: tlab + off("ThreadLocalAllocBuffer", "_top")?,
         desired_words: tlab + off("ThreadLocalAllocBuffer", "_desired_size")?,
         allocated_bytes: off("Thread", "_allocated_bytes")?,
+        end: off("ThreadLocalAllocBuffer", "_end").ok().map(|e| tlab + e),
     };
     let _ = OFFSETS.set(o);
     Ok(())
@@ -87,4 +92,20 @@ pub fn current(env: usize) -> Option<Tlab> {
         allocated_bytes += (top - start) as u64;
     }
     Some(Tlab { start, top, desired_bytes: (word(o.desired_words) as u64).saturating_mul(8), allocated_bytes })
+}
+
+/// Bytes the calling Java thread can still allocate in its current TLAB
+/// before the slow path (`_end - _top`); `None` without a TLAB or when the
+/// table lacks the fields. Same contract as [`current`].
+pub fn room_left(env: usize) -> Option<usize> {
+    let o = OFFSETS.get()?;
+    let end_off = o.end?;
+    let thread = frames::layout()?.thread(env);
+    if thread == 0 {
+        return None;
+    }
+    // SAFETY: as in `current`: the calling thread's own JavaThread, fields
+    // at offsets from this JVM's structure table.
+    let (top, end) = unsafe { (((thread + o.top) as *const usize).read_volatile(), ((thread + end_off) as *const usize).read_volatile()) };
+    (top != 0 && end >= top).then(|| end - top)
 }

@@ -131,6 +131,7 @@ pub fn decide(jvmti: Jvmti) -> Trust {
     let major = jvmti.major_version();
     let property = jvmti.system_property(c"java.vm.version").ok();
     let detected = feature_version(major, property.as_deref());
+    FEATURE.store(detected.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
     let assumed = std::env::var("OXPROF_ASSUME_JDK").ok().filter(|a| !a.is_empty());
     let trust = Trust::for_version(assume(detected, assumed.as_deref()));
     log::debug(&format!("JVM version: java.vm.version {property:?}, JVMTI {major}, feature release {detected:?}, trusted as {trust:?}"));
@@ -142,6 +143,14 @@ pub fn decide(jvmti: Jvmti) -> Trust {
     }
     gate::set(trust.jmethodid_is_method_slot, trust.vmstructs_walk_trusted);
     trust
+}
+
+/// The JVM's feature release as [`decide`] read it (0: unknown or not yet read).
+static FEATURE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The JVM's feature release (17 for `17.0.15+6`), as read at load time.
+pub fn feature() -> Option<u32> {
+    Some(FEATURE.load(std::sync::atomic::Ordering::Relaxed)).filter(|&v| v != 0)
 }
 
 /// The line saying which of HotSpot's internals are not used and why, the
