@@ -98,7 +98,8 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode, String> {
         input::totals_recorded(&profiles, &args.input)?;
     }
     let counter = if args.total { Counter::Total } else { Counter::Samples };
-    let leak = if target == Target::Text { report::leak_report(&input, &selection)? } else { None };
+    // The text summary and the HTML page's live tab show the leak report.
+    let leak = if matches!(target, Target::Text | Target::Format(OutputFormat::FlameGraph)) { report::leak_report(&input, &selection)? } else { None };
     let summary = (leak.as_ref(), report::Tables { top: 20, threads: selection.threads });
     let written = write(&profiles, &safepoints, summary, target, counter, &args.output, &args.input)?;
     for path in written {
@@ -130,7 +131,15 @@ fn write(
                 only.safepoints = safepoints.list.clone();
                 plain.push(only);
             }
-            let views: Vec<View> = plain.iter().map(|p| View::new(p, counter)).collect();
+            // The live profile's tab lists the leak report's top sites.
+            let views: Vec<View> = plain
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let live = profiles.get(i).is_some_and(|(key, _)| *key == "live");
+                    View::new(p, counter).with_leak(leak.filter(|_| live).map(|l| &l.report))
+                })
+                .collect();
             emit(out, |w| flamegraph::write_html_multi(&views, &HtmlOptions { counter, ..HtmlOptions::default() }, w))?;
             written.push(out.to_path_buf());
         }

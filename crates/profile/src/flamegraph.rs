@@ -30,11 +30,20 @@
 //! a table of the slowest ([`SAFEPOINT_ROWS`]) by time to safepoint, which a
 //! click on a heading sorts.
 //!
+//! When a view carries a leak report ([`View::with_leak`], the live
+//! objects of a recording with `live`), its tab shows the report's top
+//! sites ([`LEAK_ROWS`]) above the graph, in the report's order (leak
+//! score, then live bytes), with the line that the graph's widths are live
+//! bytes, not growth, and what the report left out; a click on a row
+//! searches the graph for its allocating frame. Every other tab of that
+//! page names the report's top suspect in one line that opens the tab.
+//!
 //! All JSON is escaped so that no `<` can appear inside a `<script>` element.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 
+use crate::leak::{self, LeakReport};
 use crate::model::{Counter, FrameKind, Profile};
 use crate::safepoint::{self, SafepointStats};
 
@@ -48,6 +57,9 @@ const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 
 /// How many of the slowest safepoints the page's table lists.
 pub const SAFEPOINT_ROWS: usize = 50;
+
+/// How many of a leak report's sites the page's table lists.
+pub const LEAK_ROWS: usize = 10;
 
 /// Separates the encoded trees of successive views in `fg-tree`.
 const TREE_SEPARATOR: u8 = b'\n';
@@ -75,18 +87,28 @@ pub struct View<'a> {
     pub label: String,
     pub profile: &'a Profile,
     pub counter: Counter,
+    /// The leak report of a live-objects view, whose top sites the tab
+    /// lists above the graph.
+    pub leak: Option<&'a LeakReport>,
 }
 
 impl<'a> View<'a> {
     /// A view labelled by [`default_label`], weighed as [`shown_counter`] says.
     pub fn new(profile: &'a Profile, counter: Counter) -> View<'a> {
         let counter = shown_counter(profile, counter);
-        View { label: default_label(profile, counter), profile, counter }
+        View { label: default_label(profile, counter), profile, counter, leak: None }
     }
 
     /// A view with a label of its own, weighed as [`shown_counter`] says.
     pub fn labelled(label: String, profile: &'a Profile, counter: Counter) -> View<'a> {
-        View { label, profile, counter: shown_counter(profile, counter) }
+        View { label, profile, counter: shown_counter(profile, counter), leak: None }
+    }
+
+    /// The view with a leak report to list above its graph (none: as before).
+    /// A report without sites shows nothing.
+    pub fn with_leak(mut self, leak: Option<&'a LeakReport>) -> View<'a> {
+        self.leak = leak.filter(|r| !r.sites.is_empty());
+        self
     }
 
     fn display_label(&self) -> String {
@@ -178,6 +200,7 @@ fn render_page<W: Write>(out: W, title: &str, page: &Page, views: &[View], mut h
             "TITLE" => write_escaped_html(out, title),
             "TABS" | "SUBTITLES" => head(key, out),
             "SAFEPOINTS" => write_safepoints(out, views),
+            "LEAKS" => write_leaks(out, views),
             "EMPTY" => page.write_empty_notes(out),
             "CONFIG" => out.write_all(page.config_json(views).as_bytes()),
             "NAMES" => page.write_names_json(out),
@@ -196,7 +219,7 @@ fn render_page<W: Write>(out: W, title: &str, page: &Page, views: &[View], mut h
 pub fn write_html_diff<W: Write>(before: &Profile, after: &Profile, counter: Counter, opts: &HtmlOptions, out: W) -> io::Result<()> {
     let counter = shown_counter(after, counter);
     let merged = merge_for_diff(before, after, counter);
-    let view = View { label: default_label(after, counter), profile: &merged, counter };
+    let view = View { label: default_label(after, counter), profile: &merged, counter, leak: None };
     let views = [view];
     let page = Page::build_with(&views, |v| Tree::build_diff(v.profile));
     let title = if opts.title.trim().is_empty() { "Differential flame graph".to_string() } else { opts.title.clone() };
@@ -465,6 +488,205 @@ fn write_safepoints<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
         write!(out, "</td><td data-v=\"{0}\">{0}</td></tr>", s.samples)?;
     }
     out.write_all(b"</tbody></table></div></details>")
+}
+
+/// The leak suspects of every view with a leak report ([`View::leak`]):
+/// the facts, the top [`LEAK_ROWS`] sites in the report's order, and how
+/// to read them beside the graph; on the page's other views, one line
+/// naming the top suspect, which opens the report's tab. Nothing when no
+/// view has a report.
+fn write_leaks<W: Write>(out: &mut W, views: &[View]) -> io::Result<()> {
+    let Some((with, first)) = views.iter().enumerate().find_map(|(i, v)| v.leak.map(|r| (i, r))) else { return Ok(()) };
+    for (i, view) in views.iter().enumerate() {
+        let hidden = if i == 0 { "" } else { " hidden" };
+        match view.leak {
+            Some(report) => write_leak_table(out, i, hidden, report, view.counter)?,
+            None => {
+                write!(out, "<div class=\"leak-hint\" data-view=\"{i}\"{hidden}><b>Leak suspects:</b> ")?;
+                let order = ranked(first);
+                let top = &first.sites[order[0]];
+                if top.leak_score() > 0.0 {
+                    out.write_all(b"the live objects' leak report ranks <code>")?;
+                    write_escaped_html(out, &format!("{} \u{2190} {}", top.class(), top.allocated_in()))?;
+                    write!(
+                        out,
+                        "</code> first (score {}, live {}, growing {}/s).",
+                        leak::fmt_bytes(top.leak_score()),
+                        leak::fmt_bytes(top.live_bytes),
+                        leak::fmt_signed_bytes(top.trend().slope)
+                    )?;
+                } else {
+                    out.write_all(b"no site's live bytes grew steadily (every leak score is 0).")?;
+                }
+                write!(out, " <a href=\"#tab={with}\" data-goto-tab=\"{with}\">")?;
+                write_escaped_html(out, &format!("Open {}", views[with].display_label()))?;
+                out.write_all(b"</a></div>")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The indices of the report's sites in its order (leak score, then live
+/// bytes), whatever order they come in.
+fn ranked(report: &LeakReport) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..report.sites.len()).collect();
+    order.sort_by(|&a, &b| leak::rank_order(&report.sites[a], &report.sites[b]));
+    order
+}
+
+/// One view's leak block: a heading that says what ranks the rows and
+/// what the widths below show (`counter`), the report's facts (what it left out
+/// apart), and the table of its top sites.
+fn write_leak_table<W: Write>(out: &mut W, view: usize, hidden: &str, report: &LeakReport, counter: Counter) -> io::Result<()> {
+    let order = ranked(report);
+    let total = report.live_bytes();
+    let shown = order.len().min(LEAK_ROWS);
+    write!(out, "<details class=\"leaks\" data-view=\"{view}\"{hidden} open><summary><b>Leak suspects:</b> ")?;
+    let more = if order.len() > shown { format!("the top {shown} of {} sites", order.len()) } else { format!("{} sites", order.len()) };
+    write_escaped_html(
+        out,
+        &format!("{more}, ranked by leak score = growth \u{d7} steadiness (R\u{b2}) \u{d7} old share; a site that does not grow scores 0 however large."),
+    )?;
+    out.write_all(b"</summary><div class=\"leak-read\">")?;
+    let widths = match counter {
+        Counter::Total => "live bytes",
+        Counter::Samples => "live samples (`total` or --total: live bytes)",
+    };
+    let mut read = format!("The flame graph below is as wide as {widths}, not growth");
+    // Name the widest site when it is not the top suspect: the box a
+    // newcomer reads as the problem.
+    let widest = order.iter().enumerate().max_by(|a, b| report.sites[*a.1].live_bytes.total_cmp(&report.sites[*b.1].live_bytes));
+    match widest {
+        Some((rank, &i)) if rank > 0 && total > 0.0 => {
+            let w = &report.sites[i];
+            read.push_str(&format!(
+                ": its widest site, {} \u{2190} {} ({:.1}% of live bytes), ranks #{} with score {}.",
+                w.class(),
+                w.allocated_in(),
+                100.0 * w.live_bytes / total,
+                rank + 1,
+                score_text(w.leak_score())
+            ));
+        }
+        _ => read.push('.'),
+    }
+    read.push_str(" Click a row to find its site in the graph.");
+    write_escaped_html(out, &read)?;
+    out.write_all(b"</div>")?;
+    // The facts, as the text report gives them; a report without them (an
+    // older recording's sites alone) has no duration.
+    if report.duration_secs > 0.0 || report.gcs > 0 {
+        let mut facts = Vec::new();
+        report.write_facts(&mut facts)?;
+        for line in String::from_utf8_lossy(&facts).lines().filter(|l| !l.trim().is_empty()) {
+            let left_out = line.starts_with("left out:");
+            write!(out, "<div class=\"{}\">", if left_out { "leak-note left-out" } else { "leak-note" })?;
+            write_escaped_html(out, line)?;
+            if left_out {
+                out.write_all(b"; they are in neither the table nor the flame graph")?;
+            }
+            out.write_all(b"</div>")?;
+        }
+    } else if report.unjudged_tracked > 0 {
+        out.write_all(b"<div class=\"leak-note left-out\">")?;
+        write_escaped_html(
+            out,
+            &format!(
+                "left out: {} in {} tracked samples allocated since the last GC, which has not judged them yet; they are in neither the table nor the flame graph",
+                leak::fmt_bytes(report.unjudged_bytes),
+                report.unjudged_tracked
+            ),
+        )?;
+        out.write_all(b"</div>")?;
+    }
+    out.write_all(b"<div class=\"leak-scroll\"><table class=\"leak-table\"><thead><tr>")?;
+    let heads = [
+        ("#", "", "Rank in the leak report"),
+        ("score", "", "Leak score: bytes the site grew by over the later half of the run x R\u{b2} x old share; 0 when not growing"),
+        ("live", "", "Estimated live bytes of the site (what the flame graph's widths show)"),
+        ("share", "", "Share of all live bytes"),
+        ("growth/s", "", "Recent growth of the site's live bytes per second (least-squares slope after each GC)"),
+        ("R\u{b2}", "", "How steadily it grew: 1 = on a straight line"),
+        ("old", "", "Share of its live objects that survived at least 2 GCs"),
+        ("age", "", "Mean age of its live objects"),
+        ("class \u{2190} allocated in", " class=\"text\"", "The allocated class and the frame that allocated it; click a row to find it in the flame graph"),
+    ];
+    for (label, attrs, title) in heads {
+        write!(out, "<th{attrs} title=\"")?;
+        write_escaped_html(out, title)?;
+        out.write_all(b"\">")?;
+        write_escaped_html(out, label)?;
+        out.write_all(b"</th>")?;
+    }
+    out.write_all(b"</tr></thead><tbody>")?;
+    for (rank, &i) in order.iter().take(shown).enumerate() {
+        let s = &report.sites[i];
+        let t = s.trend();
+        let score = s.leak_score();
+        let share = if total > 0.0 { 100.0 * s.live_bytes / total } else { 0.0 };
+        let (class, site) = (s.class(), s.allocated_in());
+        let search = if s.frames.len() > 1 { site } else { class };
+        write!(out, "<tr tabindex=\"0\" data-rank=\"{}\" data-score=\"{score:.0}\" data-live=\"{:.0}\" data-class=\"", rank + 1, s.live_bytes)?;
+        write_escaped_html(out, class)?;
+        out.write_all(b"\" data-site=\"")?;
+        write_escaped_html(out, site)?;
+        out.write_all(b"\" data-search=\"")?;
+        write_escaped_html(out, search)?;
+        out.write_all(b"\" title=\"")?;
+        let mut tip = format!("Click to find {search} in the flame graph");
+        if let Some(path) = s.path_to_root.as_ref().filter(|p| !p.is_empty()) {
+            tip.push_str("\npath from a GC root to one instance:");
+            for step in path {
+                tip.push_str("\n  ");
+                tip.push_str(step);
+            }
+        }
+        write_escaped_html(out, &tip)?;
+        let zero = if score >= 0.5 { "" } else { " class=\"zero\"" };
+        write!(
+            out,
+            "\"><td>{}</td><td{zero}>{}</td><td>{}</td><td>{share:.1}%</td><td>{}/s</td><td>{:.2}</td><td>{:.0}%</td><td>{:.1} s</td><td class=\"text site\"><span class=\"cls\">",
+            rank + 1,
+            score_text(score),
+            leak::fmt_bytes(s.live_bytes),
+            growth_text(t.slope),
+            t.r2,
+            100.0 * s.old_share,
+            s.mean_age_secs
+        )?;
+        write_escaped_html(out, class)?;
+        out.write_all(" \u{2190} </span>".as_bytes())?;
+        write_escaped_html(out, site)?;
+        out.write_all(b"</td></tr>")?;
+    }
+    out.write_all(b"</tbody></table></div>")?;
+    if order.len() > shown {
+        let rest: f64 = order[shown..].iter().map(|&i| report.sites[i].live_bytes).sum();
+        out.write_all(b"<div class=\"leak-note\">")?;
+        write_escaped_html(out, &format!("\u{2026} {} more sites holding {}", order.len() - shown, leak::fmt_bytes(rest)))?;
+        out.write_all(b"</div>")?;
+    }
+    out.write_all(b"</details>")
+}
+
+/// A leak score as the table shows it: bytes, and `<1 B` for a score that
+/// is not 0 but rounds to it (it still ranks above the zeros).
+fn score_text(score: f64) -> String {
+    if score > 0.0 && score < 0.5 {
+        "<1 B".into()
+    } else {
+        leak::fmt_bytes(score)
+    }
+}
+
+/// A growth rate without the sign of a slope that rounds to 0 bytes.
+fn growth_text(slope: f64) -> String {
+    if slope.abs() < 0.5 {
+        "0 B".into()
+    } else {
+        leak::fmt_signed_bytes(slope)
+    }
 }
 
 /// One node of the merged call tree.
@@ -1189,7 +1411,7 @@ mod tests {
     #[test]
     fn two_views_embed_both_profiles_with_their_labels_and_units() {
         let (cpu, alloc) = cpu_and_alloc();
-        let views = [View::new(&cpu, Counter::Samples), View { label: "Allocations <heap>".into(), profile: &alloc, counter: Counter::Total }];
+        let views = [View::new(&cpu, Counter::Samples), View { label: "Allocations <heap>".into(), profile: &alloc, counter: Counter::Total, leak: None }];
         let page = html_multi(&views, &HtmlOptions::default());
 
         // Frame names of both profiles, each (name, kind) once, the root last.
@@ -1281,7 +1503,7 @@ mod tests {
         assert_eq!(default_label(&alloc, Counter::Total), "Allocations (bytes)");
         assert_eq!(default_label(&alloc, Counter::Samples), "Allocations (samples)");
         assert_eq!(default_label(&Profile::default(), Counter::Samples), "Profile (samples)");
-        let blank = View { label: " ".into(), profile: &alloc, counter: Counter::Total };
+        let blank = View { label: " ".into(), profile: &alloc, counter: Counter::Total, leak: None };
         assert_eq!(blank.display_label(), "Allocations (bytes)");
     }
 
@@ -1362,5 +1584,51 @@ mod tests {
         assert!(nodes.len() > 100_000);
         let names: usize = script_body(&page, "fg-names").matches("\",\"").count() + 1;
         assert_eq!(names, p.frames().len() + 1);
+    }
+
+    /// F4: a live view with a leak report lists its sites above the graph
+    /// in the report's order (whatever order they come in), escaped, with
+    /// what it left out; the other tab names the top suspect; a page
+    /// without a report has neither.
+    #[test]
+    fn a_leak_report_is_listed_on_its_tab_in_ranked_order() {
+        use crate::leak::{LeakReport, Point, Site};
+        let site = |method: &str, class: &str, live: f64, series: &[(f64, f64)]| Site {
+            frames: vec![jit("Main.main"), jit(method), Frame::new(class, FrameKind::Alloc)],
+            live_bytes: live,
+            live_objects: live / 1000.0,
+            tracked: 7,
+            old_share: 1.0,
+            series: series.iter().map(|&(secs, bytes)| Point { secs, bytes }).collect(),
+            ..Site::default()
+        };
+        let cache = site("Cache.fill", "long[]", 64e6, &[(0.0, 64e6), (1.0, 64e6), (2.0, 64e6), (3.0, 64e6)]);
+        let leak = site("A$Session.<init>", "byte[]", 8e6, &[(0.0, 2e6), (1.0, 4e6), (2.0, 6e6), (3.0, 8e6)]);
+        let report = LeakReport {
+            duration_secs: 3.0,
+            gcs: 12,
+            unjudged_bytes: 3.0 * 1048576.0,
+            unjudged_tracked: 48,
+            sites: vec![cache, leak],
+            ..LeakReport::default()
+        };
+        let live = report.to_profile();
+        let mut alloc = Profile::new(Meta { event: "alloc".into(), total_unit: "bytes".into(), ..Meta::default() });
+        alloc.add_frames([jit("Main.main"), Frame::new("byte[]", FrameKind::Alloc)], 1, 10);
+        let views = [View::new(&alloc, Counter::Total), View::new(&live, Counter::Total).with_leak(Some(&report))];
+        let mut out = Vec::new();
+        write_html_multi(&views, &HtmlOptions::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        let head = &page[..page.find("<main").unwrap()];
+        let first = head.find("data-rank=\"1\"").expect("no table");
+        let second = head.find("data-rank=\"2\"").unwrap();
+        assert!(head[first..second].contains("data-site=\"A$Session.&lt;init&gt;\"") && head[first..second].contains("data-class=\"byte[]\""), "{head}");
+        assert!(head[second..].contains("data-score=\"0\" data-live=\"64000000\" data-class=\"long[]\""), "{head}");
+        assert!(head.contains("<details class=\"leaks\" data-view=\"1\" hidden open>") && !head.contains("<init>"), "{head}");
+        assert!(head.contains("left out: 3.0 MiB in 48 tracked samples"), "{head}");
+        assert!(head.contains("<div class=\"leak-hint\" data-view=\"0\">") && head.contains("data-goto-tab=\"1\""), "{head}");
+        // Without a report: nothing of it.
+        let plain = html(&live, &HtmlOptions::default());
+        assert!(!plain.contains("data-rank=") && !plain.contains("class=\"leak-hint\"") && !plain.contains("class=\"leaks\""));
     }
 }

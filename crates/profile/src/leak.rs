@@ -148,6 +148,18 @@ impl Site {
     pub fn class(&self) -> &str {
         self.frames.last().map(|f| f.name.as_str()).unwrap_or("?")
     }
+
+    /// The frame that allocated the class (the one under the leaf), or
+    /// `[no stack]`.
+    pub fn allocated_in(&self) -> &str {
+        self.frames.iter().rev().nth(1).map_or("[no stack]", |f| f.name.as_str())
+    }
+}
+
+/// The report's order of two sites: by leak score, then by live bytes,
+/// larger first.
+pub fn rank_order(a: &Site, b: &Site) -> std::cmp::Ordering {
+    b.leak_score().total_cmp(&a.leak_score()).then(b.live_bytes.total_cmp(&a.live_bytes))
 }
 
 /// Everything a live report says.
@@ -187,7 +199,7 @@ impl LeakReport {
     /// Sorts sites by leak score, then by live bytes (the ranking the
     /// report explains).
     pub fn rank(&mut self) {
-        self.sites.sort_by(|a, b| b.leak_score().total_cmp(&a.leak_score()).then(b.live_bytes.total_cmp(&a.live_bytes)));
+        self.sites.sort_by(rank_order);
     }
 
     pub fn live_bytes(&self) -> f64 {
@@ -330,7 +342,7 @@ impl LeakReport {
         for (i, s) in self.sites.iter().take(top).enumerate() {
             let t = s.trend();
             let share = if total > 0.0 { 100.0 * s.live_bytes / total } else { 0.0 };
-            let site = s.frames.iter().rev().nth(1).map_or("[no stack]", |f| f.name.as_str());
+            let site = s.allocated_in();
             writeln!(
                 out,
                 "  {:>3} {:>10} {:>10} {share:>6.2}% {:>9.0} {:>8} {:>12} {:>5.2} {:>3.0}% {:>6.1}s  {}  <-  {site}",
@@ -369,8 +381,7 @@ impl LeakReport {
         }
         writeln!(out, "\nPaths from a GC root to one instance")?;
         for (i, s, path) in with_path {
-            let site = s.frames.iter().rev().nth(1).map_or("[no stack]", |f| f.name.as_str());
-            writeln!(out, "  #{} {}  <-  {site}", i + 1, s.class())?;
+            writeln!(out, "  #{} {}  <-  {}", i + 1, s.class(), s.allocated_in())?;
             let (head, tail) = if path.len() > 12 { (3, 8) } else { (path.len(), 0) };
             for (d, step) in path.iter().enumerate().take(head) {
                 writeln!(out, "     {}{}", if d == 0 { "" } else { "  " }, step)?;
@@ -413,7 +424,8 @@ pub fn fmt_bytes(b: f64) -> String {
     }
 }
 
-fn fmt_signed_bytes(b: f64) -> String {
+/// [`fmt_bytes`] with a `+` before a positive or zero amount (a growth).
+pub fn fmt_signed_bytes(b: f64) -> String {
     if b >= 0.0 {
         format!("+{}", fmt_bytes(b))
     } else {

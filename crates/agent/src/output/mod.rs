@@ -88,7 +88,8 @@ pub fn render(built: &[&Built], config: &Config, format: OutputFormat, out: impl
             None => Ok(()),
         },
         OutputFormat::FlameGraph => {
-            let views: Vec<View<'_>> = built.iter().map(|b| View::labelled(b.label.clone(), &b.profile, config.counter)).collect();
+            // The live view lists its leak report's top sites above the graph.
+            let views: Vec<View<'_>> = built.iter().map(|b| View::labelled(b.label.clone(), &b.profile, config.counter).with_leak(b.leak.as_deref())).collect();
             // `title=` set every profile's title; otherwise the page is
             // titled after all of its tabs, not the first one.
             let title = config.title.clone().unwrap_or_default();

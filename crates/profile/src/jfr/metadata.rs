@@ -615,6 +615,24 @@ fn types() -> Vec<Element> {
                     false,
                     vec![label("GC Roots Note"), description("Why paths to GC roots are missing, when they were asked for")],
                 ),
+                F(
+                    "leftOutBytes",
+                    LONG,
+                    false,
+                    false,
+                    vec![
+                        ann(DATA_AMOUNT, Some("BYTES")),
+                        label("Left Out Bytes"),
+                        description("Estimated bytes of tracked objects allocated since the last GC, which no GC has judged yet: left out of the sites"),
+                    ],
+                ),
+                F(
+                    "leftOutSamples",
+                    LONG,
+                    false,
+                    false,
+                    vec![label("Left Out Samples"), description("Tracked samples allocated since the last GC, left out of the sites")],
+                ),
             ],
             vec![
                 category(&["Java Virtual Machine", "Profiling"]),

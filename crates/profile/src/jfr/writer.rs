@@ -711,6 +711,8 @@ impl<W: Write> JfrWriter<W> {
             Some(note) => b.string(note),
             None => b.null_string(),
         }
+        b.long((r.unjudged_bytes.max(0.0).round() as u64).min(i64::MAX as u64) as i64);
+        b.long(long(r.unjudged_tracked));
         self.emit()
     }
 

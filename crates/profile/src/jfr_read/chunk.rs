@@ -493,6 +493,9 @@ impl<'a> Resolver<'a> {
             used_bytes: n("trackingMemory"),
             tracked: n("trackedSamples"),
             gc_roots_note: self.text(ev, type_id, "gcRootsNote").filter(|t| !t.is_empty()),
+            // Recordings of oxprof before these fields have none: 0.
+            unjudged_bytes: n("leftOutBytes") as f64,
+            unjudged_tracked: n("leftOutSamples"),
             ..crate::leak::LeakReport::default()
         };
         self.rec.live_reports.push(super::LiveReportEvent { time, report });

@@ -664,6 +664,8 @@ mod tests {
             used_bytes: 40_000,
             tracked: 3,
             gc_roots_note: Some("not asked for".into()),
+            unjudged_bytes: gcs as f64 * 1e6,
+            unjudged_tracked: gcs * 10,
             ..LeakReport::default()
         };
         let mut w = crate::jfr::JfrWriter::new(Vec::new());
@@ -683,11 +685,14 @@ mod tests {
             (65536, 131072, 1, 1 << 24, 40_000, 3)
         );
         assert_eq!(last.gc_roots_note.as_deref(), Some("not asked for"));
+        // What the report left out comes back too (F5: it read back as 0).
+        assert_eq!((last.unjudged_bytes, last.unjudged_tracked), (4e6, 40));
         assert_eq!(last.sites.len(), 1);
         assert_eq!(last.sites[0].live_bytes, 8192.0);
         let between = rec.live_sites.iter().map(|s| s.time).max().unwrap();
         let (first, _) = rec.leak_report(Some(between)).unwrap();
         assert_eq!((first.duration_secs, first.gcs, first.no_gc_reason.as_deref(), first.sites[0].live_bytes), (1.5, 3, Some("live_gc=no"), 4096.0));
+        assert_eq!((first.unjudged_bytes, first.unjudged_tracked), (3e6, 30));
         let mut bare = rec;
         bare.live_reports.clear();
         let (sites_only, known) = bare.leak_report(None).unwrap();
