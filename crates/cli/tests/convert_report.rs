@@ -27,9 +27,9 @@ fn leak_recording(s: &Scratch, name: &str, gc_roots: bool) -> PathBuf {
     rec
 }
 
-/// `jfr print --events oxprof.LiveSite`: per site (allocated class, top
-/// frame), its `samples` and its `pathToRoot` lines, as the JDK's tool
-/// reads them.
+/// `jfr print --events oxprof.LiveSite`: per (allocated class, top frame),
+/// the `samples` of its sites and the first one's `pathToRoot` lines, as
+/// the JDK's tool reads them.
 fn jfr_live_sites(rec: &Path) -> HashMap<(String, String), (u64, Vec<String>)> {
     let p = Command::new(tool("jfr")).args(["print", "--events", "oxprof.LiveSite"]).arg(rec).output().unwrap();
     assert!(p.status.success(), "{}", text(&p.stderr));
@@ -44,7 +44,10 @@ fn jfr_live_sites(rec: &Path) -> HashMap<(String, String), (u64, Vec<String>)> {
             Some(rest) => rest.split('"').next().unwrap().lines().map(str::to_string).collect(),
             None => Vec::new(),
         };
-        out.insert((class, top), (samples, path));
+        // Two sites may share a class and top frame (their stacks differ
+        // below it): their samples add up, the first one's path is kept.
+        let e = out.entry((class, top)).or_insert((0, path));
+        e.0 += samples;
     }
     out
 }
