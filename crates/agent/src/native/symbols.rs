@@ -483,6 +483,28 @@ pub fn remember_mappings<'a>(maps: impl Iterator<Item = (usize, usize, u64, &'a 
     }
 }
 
+/// Notes the executable file mappings in [`SEEN`] when the dynamic loader
+/// loaded or unloaded an object since the last call ([`loader_counts`]),
+/// so that a library `dlclose`d before the dump is still named from its
+/// file with `cstack=fp` too (the `cstack=dwarf` watcher does this itself).
+/// Cheap when nothing changed: the loader's lock and a read, no system
+/// call; `/proc/self/maps` is read only after a change. Called from a
+/// periodic thread of the agent's, never from a signal handler: a library
+/// loaded and unloaded between two calls is missed.
+pub fn note_loaded_libraries() {
+    static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
+    let now = loader_counts();
+    {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if now.is_none() || *last == now {
+            return;
+        }
+        *last = now;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").map(|t| parse_maps(&t)).unwrap_or_default();
+    remember_mappings(maps.iter().map(|m| (m.start, m.end, m.offset, m.path.as_str())));
+}
+
 /// The latest mapping of [`SEEN`] that held `pc`.
 fn seen_mapping(pc: usize) -> Option<Mapping> {
     SEEN.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().find(|m| m.start <= pc && pc < m.end).cloned()

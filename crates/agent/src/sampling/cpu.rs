@@ -8,7 +8,7 @@
 //! so (`signal_taken=`). Runs outside the signal handler.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use jvmti_sys::asgct::ticks;
@@ -25,7 +25,7 @@ use crate::options::{CStack, Event};
 use crate::output::Built;
 use crate::sampling::signal::{self, SignalContext, MARK_NON_JAVA_THREAD, MARK_NO_JAVA_FRAME, MARK_OWN_WALK_DIFFERS, MARK_TRUNCATED};
 use crate::sampling::store::{RawFrame, SampleStore, StoredTrace};
-use crate::sampling::taken::{Taken, Watcher};
+use crate::sampling::taken::Taken;
 use crate::sampling::threads::{self, Threads};
 use crate::source::{fmt_interval, BuildContext, EventSource, FrameMemo, StartContext, Started};
 
@@ -160,9 +160,6 @@ pub struct CpuSource {
     threads: Arc<Threads>,
     /// Whether another component took the engine's signal.
     taken: Arc<Taken>,
-    /// The itimer engine's watch for that (per-thread engines look from
-    /// the thread registry's watcher).
-    watcher: Mutex<Option<Watcher>>,
     /// The own walk's process-wide counts when this recording started, so
     /// its summary counts its own walks only.
     walks_at_start: (u64, u64),
@@ -261,17 +258,22 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         cstack: config.cstack,
         threads: cx.threads.clone(),
         taken: taken.clone(),
-        watcher: Mutex::new(None),
         walks_at_start: crate::hotspot::fullwalk::signal_walks(),
     };
     let started = if engine.per_thread() {
         // The store's next pages are made resident ahead of the handler.
         store.prefault_ahead();
         let (taken, registry) = (taken.clone(), cx.threads.clone());
+        let follow_libraries = config.cstack == CStack::Fp;
         // The watcher runs this every 100 ms: a taken signal stops every
-        // timer, and the watcher with them.
+        // timer, and the watcher with them. With `cstack=fp` it also notes
+        // the libraries loaded, so frames of one unloaded before the dump
+        // keep their names (the `cstack=dwarf` watcher does it itself).
         let upkeep = move || {
             store.prefault_ahead();
+            if follow_libraries {
+                crate::native::symbols::note_loaded_libraries();
+            }
             if taken.check(true) {
                 registry.stop();
             }
@@ -279,9 +281,22 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         cx.threads.start(engine, config.interval_ns, upkeep).map(|n| format!("{n} threads"))
     } else {
         itimer::start(config.interval_ns).and_then(|()| {
-            let (registry, interval) = (cx.threads.clone(), config.interval_ns);
-            let watcher = Watcher::start(taken.clone(), move || registry.exclude(threads::current_tid()), move || stop_itimer_if_ours(interval))?;
-            *source.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+            // The registry's watcher without timers: it keeps the threads'
+            // names (a native thread that ends before the dump was
+            // `[thread]`, as nothing read its name while it ran) and, every
+            // 100 ms, looks whether SIGPROF was taken.
+            let (registry, interval, taken) = (cx.threads.clone(), config.interval_ns, taken.clone());
+            let follow_libraries = config.cstack == CStack::Fp;
+            let upkeep = move || {
+                if follow_libraries {
+                    crate::native::symbols::note_loaded_libraries();
+                }
+                if taken.check(true) {
+                    stop_itimer_if_ours(interval);
+                    registry.stop();
+                }
+            };
+            cx.threads.follow_names(upkeep)?;
             Ok("process-wide".to_string())
         })
     };
@@ -358,12 +373,9 @@ impl EventSource for CpuSource {
         native_dwarf::stop_watcher();
         // Taken since the last look: counted (and warned about) too.
         self.taken.check(true);
-        if let Some(mut w) = self.watcher.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            w.stop();
-        }
-        if self.engine.per_thread() {
-            self.threads.stop();
-        } else {
+        // The per-thread engines' timers and watcher, or itimer's names' watcher.
+        self.threads.stop();
+        if !self.engine.per_thread() {
             itimer::stop();
         }
         drop(signal::disarm());

@@ -9,9 +9,7 @@
 //! other component's handler is never replaced again. Runs outside the
 //! signal handler.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::log;
@@ -105,54 +103,5 @@ impl Taken {
             let at = self.at_secs();
             format!("{} handler replaced by another component at {at:.1} s; {} stopped there", self.signal_name(), self.what)
         })
-    }
-}
-
-/// A thread that runs [`Taken::check`] every [`CHECK_PERIOD_NS`], for an
-/// engine that has no thread of its own to do it (itimer); stopped and
-/// joined by [`Watcher::stop`] or on drop.
-pub struct Watcher {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Watcher {
-    /// Starts the thread: it runs `setup` first (excluding itself from
-    /// sampling), and `on_taken` once if the signal is found taken, then ends.
-    pub fn start(taken: Arc<Taken>, setup: impl FnOnce() + Send + 'static, on_taken: impl FnOnce() + Send + 'static) -> std::io::Result<Watcher> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let handle = std::thread::Builder::new().name("oxprof-sigwatch".into()).spawn(move || {
-            setup();
-            let step = std::time::Duration::from_millis(20);
-            let steps = (CHECK_PERIOD_NS / 20_000_000).max(1);
-            'watch: loop {
-                for _ in 0..steps {
-                    if stop2.load(Ordering::Acquire) {
-                        break 'watch;
-                    }
-                    std::thread::sleep(step);
-                }
-                if taken.check(true) {
-                    on_taken();
-                    break;
-                }
-            }
-        })?;
-        Ok(Watcher { stop, handle: Some(handle) })
-    }
-
-    /// Stops the thread and waits for it (within 20 ms).
-    pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

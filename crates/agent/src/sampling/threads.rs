@@ -5,8 +5,22 @@
 //! (their full Java names). A watcher thread scans `/proc/self/task` so that
 //! threads the JVM does not report (GC, JIT compiler, VM threads, threads
 //! started before the agent) are sampled too, and dead ones are released.
+//!
+//! Names: a thread JVMTI reported keeps its Java name (longer than the
+//! kernel's 15 characters, and `Thread.setName` does not reach the kernel
+//! for other threads). Any other thread (the JVM's own, native threads,
+//! attached or not to the JVM) is named by its kernel name
+//! (`/proc/self/task/TID/comm`), read again at every scan (every
+//! [`SCAN_PERIOD`]) so that a thread that renames itself
+//! (`pthread_setname_np`, often right after it starts, under the name it
+//! inherited from its creator) is known by its new name, also once it has
+//! ended. The profile shows one name per thread: its name at the dump
+//! (read then for a live thread), or its last name seen before it ended.
+//! The watcher runs for the per-thread engines ([`Threads::start`]), and
+//! for names only with the process-wide itimer engine
+//! ([`Threads::follow_names`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -31,7 +45,13 @@ struct Inner {
     excluded: Vec<u32>,
     /// Threads the JVM reported through JVMTI (application threads, as
     /// opposed to hidden JVM threads such as JIT compilers).
-    java_visible: std::collections::HashSet<u32>,
+    java_visible: HashSet<u32>,
+    /// Threads whose name came from JVMTI: never replaced by their kernel
+    /// name (cut to 15 characters).
+    java_named: HashSet<u32>,
+    /// The other threads' CPU time when their kernel name was last read:
+    /// a thread that has not run since cannot have renamed itself.
+    name_read_at_cpu: HashMap<u32, u64>,
     /// Their `java.lang.Thread` ids (`Thread.getId()`), where read.
     java_ids: HashMap<u32, i64>,
     timer_errors: u64,
@@ -60,9 +80,24 @@ pub fn list_tasks() -> Vec<u32> {
     }
 }
 
+/// A thread's kernel name (one read: the file holds at most 16 bytes).
 fn comm(tid: u32) -> Option<String> {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
-    Some(s.trim_end().to_string())
+    use std::io::Read;
+    let mut f = std::fs::File::open(format!("/proc/self/task/{tid}/comm")).ok()?;
+    let mut buf = [0u8; 64];
+    let n = f.read(&mut buf).ok()?;
+    let name = buf.get(..n)?;
+    Some(String::from_utf8_lossy(name).trim_end().to_string())
+}
+
+/// `tid`'s CPU time (ns), from the per-thread CPU clock Linux gives any
+/// thread of the process (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`);
+/// `None` when the thread has ended. One system call, no file.
+fn cpu_of(tid: u32) -> Option<u64> {
+    let clock = ((!tid) << 3) as libc::clockid_t | 6;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
+    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
 }
 
 impl Threads {
@@ -77,6 +112,7 @@ impl Threads {
         let mut inner = self.lock();
         if !name.is_empty() {
             inner.names.insert(tid, name);
+            inner.java_named.insert(tid);
         }
         inner.java_visible.insert(tid);
         if let Some(id) = java_id {
@@ -93,10 +129,66 @@ impl Threads {
         self.lock().java_visible.contains(&tid)
     }
 
-    /// The best known name of a thread.
+    /// The best known name of a thread: its Java name, else its kernel
+    /// name now, else (it ended) the last one seen.
     pub fn name(&self, tid: u32) -> Option<String> {
-        let inner = self.lock();
-        inner.names.get(&tid).cloned().or_else(|| comm(tid))
+        let (known, java) = {
+            let inner = self.lock();
+            (inner.names.get(&tid).cloned(), inner.java_named.contains(&tid))
+        };
+        if java {
+            return known;
+        }
+        comm(tid).or(known)
+    }
+
+    /// Reads the kernel names of `tasks` that have no Java name and keeps
+    /// them, replacing the names kept before (a thread renamed itself).
+    /// A thread whose name is known and that has not run since it was read
+    /// (same CPU time: one `clock_gettime`, ~1 µs) is skipped; the others
+    /// cost one read of `/proc/self/task/TID/comm`. Reads are made outside
+    /// the lock (JVMTI's ThreadStart takes it).
+    pub fn note_names(&self, tasks: impl IntoIterator<Item = u32>) {
+        let wanted: Vec<(u32, Option<u64>)> = {
+            let inner = self.lock();
+            tasks
+                .into_iter()
+                .filter(|t| !inner.java_named.contains(t) && !inner.excluded.contains(t))
+                .map(|t| (t, inner.names.contains_key(&t).then(|| inner.name_read_at_cpu.get(&t).copied()).flatten()))
+                .collect()
+        };
+        if wanted.is_empty() {
+            return;
+        }
+        // (tid, CPU time before the read, the name; None: it ended).
+        let mut read: Vec<(u32, Option<(u64, String)>)> = Vec::new();
+        for (tid, cpu_then) in wanted {
+            // The CPU time first: a rename after the name's read moves it.
+            match cpu_of(tid) {
+                Some(cpu) if cpu_then == Some(cpu) => {}
+                Some(cpu) => read.push((tid, comm(tid).map(|n| (cpu, n)))),
+                None => read.push((tid, None)),
+            }
+        }
+        let mut inner = self.lock();
+        for (tid, got) in read {
+            let Some((cpu, name)) = got else {
+                inner.name_read_at_cpu.remove(&tid);
+                continue;
+            };
+            // Named through JVMTI meanwhile: that name stays.
+            if inner.java_named.contains(&tid) || name.is_empty() {
+                continue;
+            }
+            inner.name_read_at_cpu.insert(tid, cpu);
+            match inner.names.get_mut(&tid) {
+                Some(kept) if *kept == name => {}
+                Some(kept) => *kept = name,
+                None => {
+                    inner.names.insert(tid, name);
+                }
+            }
+        }
     }
 
     /// Starts sampling a thread with the running engine (no-op if none or
@@ -141,6 +233,8 @@ impl Threads {
             let live: std::collections::HashSet<u32> = list_tasks().into_iter().collect();
             inner.names.retain(|t, _| live.contains(t));
             inner.java_visible.retain(|t| live.contains(t));
+            inner.java_named.retain(|t| live.contains(t));
+            inner.name_read_at_cpu.retain(|t, _| live.contains(t));
             inner.java_ids.retain(|t, _| live.contains(t));
         }
     }
@@ -171,29 +265,54 @@ impl Threads {
                 Self::add_locked(&mut inner, tid);
             }
         }
+        self.watch(upkeep)?;
+        Ok(self.lock().timers.len())
+    }
+
+    /// Keeps the names of the process's threads up to date (every
+    /// [`SCAN_PERIOD`]) until [`Threads::stop`], without sampling timers,
+    /// and runs `upkeep` at each scan: for the process-wide itimer engine,
+    /// whose samples may be of threads that end before the dump.
+    pub fn follow_names(self: &Arc<Self>, upkeep: impl Fn() + Send + 'static) -> std::io::Result<()> {
+        self.note_names(list_tasks());
+        self.watch(upkeep)
+    }
+
+    /// Starts the watcher thread: it scans every [`SCAN_PERIOD`] and runs
+    /// `upkeep`, until the next start or stop.
+    fn watch(self: &Arc<Self>, upkeep: impl Fn() + Send + 'static) -> std::io::Result<()> {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let me = self.clone();
         std::thread::Builder::new().name("oxprof-threads".into()).spawn(move || {
             me.exclude(current_tid());
-            while me.generation.load(Ordering::SeqCst) == generation {
+            loop {
                 std::thread::sleep(SCAN_PERIOD);
+                // Stopped (or started again) during the sleep: nothing more.
+                if me.generation.load(Ordering::SeqCst) != generation {
+                    break;
+                }
                 me.scan();
                 upkeep();
             }
         })?;
-        Ok(self.lock().timers.len())
+        Ok(())
     }
 
+    /// Arms timers on new threads and releases dead ones (when an engine
+    /// runs), and reads every thread's kernel name again.
     fn scan(&self) {
         let tasks = list_tasks();
-        let mut inner = self.lock();
-        if inner.engine.is_none() {
-            return;
+        {
+            let mut inner = self.lock();
+            if inner.engine.is_some() {
+                let live: HashSet<u32> = tasks.iter().copied().collect();
+                inner.timers.retain(|tid, _| live.contains(tid));
+                for &tid in &tasks {
+                    Self::add_locked(&mut inner, tid);
+                }
+            }
         }
-        inner.timers.retain(|tid, _| tasks.contains(tid));
-        for tid in tasks {
-            Self::add_locked(&mut inner, tid);
-        }
+        self.note_names(tasks);
     }
 
     /// Stops every timer and the watcher.
@@ -212,5 +331,69 @@ impl Threads {
         inner.paused = paused;
         let Some((_, interval)) = inner.engine else { return 0 };
         inner.timers.values().filter(|t| t.set_running(!paused, interval).is_ok()).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Renames the calling thread (at most 15 bytes).
+    fn set_own_name(name: &str) {
+        let c = std::ffi::CString::new(name).unwrap();
+        // SAFETY: a NUL-terminated name for the calling thread.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    }
+
+    /// Burns a little CPU, so that the thread's CPU time moves.
+    fn burn() {
+        let start = std::time::Instant::now();
+        let mut x = 1.0f64;
+        while start.elapsed() < Duration::from_millis(2) {
+            x = std::hint::black_box(x * 1.000_001 + 0.5 / x);
+        }
+    }
+
+    /// A thread's kernel name is read again after it renamed itself, also
+    /// once it has ended; a Java name is never replaced by the kernel's.
+    #[test]
+    fn names_follow_renames_but_not_over_java_names() {
+        let threads = Threads::default();
+        let (to_thread, commands) = mpsc::channel::<&'static str>();
+        let (to_test, replies) = mpsc::channel::<u32>();
+        let worker = std::thread::spawn(move || {
+            for name in commands {
+                if name.is_empty() {
+                    break;
+                }
+                set_own_name(name);
+                burn();
+                to_test.send(current_tid()).unwrap();
+            }
+        });
+        to_thread.send("tn-first").unwrap();
+        let tid = replies.recv().unwrap();
+        threads.note_names([tid]);
+        assert_eq!(threads.name(tid).as_deref(), Some("tn-first"));
+        to_thread.send("tn-second").unwrap();
+        replies.recv().unwrap();
+        threads.note_names([tid]);
+        to_thread.send("tn-third").unwrap();
+        replies.recv().unwrap();
+        threads.note_names([tid]);
+        to_thread.send("").unwrap();
+        worker.join().unwrap();
+        // Gone: the last name read stays.
+        assert_eq!(threads.name(tid).as_deref(), Some("tn-third"));
+        threads.note_names([tid]);
+        assert_eq!(threads.name(tid).as_deref(), Some("tn-third"));
+
+        // A Java name, longer than the kernel keeps, stays.
+        let me = current_tid();
+        threads.name_java_thread(me, "a-java-name-longer-than-fifteen".into(), None);
+        burn();
+        threads.note_names([me]);
+        assert_eq!(threads.name(me).as_deref(), Some("a-java-name-longer-than-fifteen"));
     }
 }

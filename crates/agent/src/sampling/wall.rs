@@ -281,6 +281,11 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
                 }
                 alive
             });
+            // The names of the threads that may have samples (not those
+            // found without Java): kept for a thread that ends before the
+            // dump and not reported by JVMTI (a JIT compiler thread), and
+            // read again for one that renamed itself.
+            registry.note_names(tids.iter().copied().filter(|t| known.get(t) != Some(&false)));
             next_list = now.saturating_add(LIST_PERIOD_NS.max(interval_ns));
         }
         let count = tids.len();
