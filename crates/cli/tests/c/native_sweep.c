@@ -18,32 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long thread_cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "cpu_leaf.h"
 
 static long long mono(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
-
-volatile double ns_sink;
-
-/* A leaf that spins until this thread has used `ns` of CPU; returns what it used. */
-#define LEAF(name)                                                          \
-    __attribute__((noinline)) long long name(long long ns) {               \
-        long long start = thread_cpu(), used = 0;                          \
-        double x = 1.0;                                                    \
-        while (used < ns) {                                                \
-            for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 0.5 / x;   \
-            used = thread_cpu() - start;                                   \
-        }                                                                  \
-        ns_sink = x;                                                       \
-        return used;                                                       \
-    }
 
 LEAF(ns_burn_leaf)
 LEAF(ns_deep_leaf)
@@ -62,7 +43,7 @@ JNIEXPORT jlong JNICALL Java_NativeSweep_burn(JNIEnv *env, jclass cls, jlong ns)
 __attribute__((noinline)) long long ns_rec(int depth, long long ns) {
     if (depth <= 1) return ns_deep_leaf(ns);
     long long r = ns_rec(depth - 1, ns);
-    ns_sink += 1; /* not a tail call */
+    leaf_sink += 1; /* not a tail call */
     return r;
 }
 
@@ -79,7 +60,7 @@ __attribute__((noinline)) long long ns_cb_outer(JNIEnv *env, jclass cls, long lo
     jmethodID m = (*env)->GetStaticMethodID(env, cls, "javaMiddle", "(J)J");
     if (m == NULL) return -1;
     long long r = (*env)->CallStaticLongMethod(env, cls, m, (jlong)(ns / 2));
-    ns_sink += 1;
+    leaf_sink += 1;
     return used + r;
 }
 

@@ -12,26 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long thread_cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-volatile double tn_sink;
-
-/* A leaf that spins until this thread has used `ns` of CPU; returns what it used. */
-#define LEAF(name)                                                          \
-    __attribute__((noinline)) long long name(long long ns) {               \
-        long long start = thread_cpu(), used = 0;                          \
-        double x = 1.0;                                                    \
-        while (used < ns) {                                                \
-            for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 0.5 / x;   \
-            used = thread_cpu() - start;                                   \
-        }                                                                  \
-        tn_sink = x;                                                       \
-        return used;                                                       \
-    }
+#include "cpu_leaf.h"
 
 /* Scenario 0: named at once, burns, ends. */
 LEAF(tn_own_leaf)
