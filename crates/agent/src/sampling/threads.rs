@@ -90,16 +90,6 @@ fn comm(tid: u32) -> Option<String> {
     Some(String::from_utf8_lossy(name).trim_end().to_string())
 }
 
-/// `tid`'s CPU time (ns), from the per-thread CPU clock Linux gives any
-/// thread of the process (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`);
-/// `None` when the thread has ended. One system call, no file.
-fn cpu_of(tid: u32) -> Option<u64> {
-    let clock = ((!tid) << 3) as libc::clockid_t | 6;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
-}
-
 impl Threads {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -164,7 +154,7 @@ impl Threads {
         let mut read: Vec<(u32, Option<(u64, String)>)> = Vec::new();
         for (tid, cpu_then) in wanted {
             // The CPU time first: a rename after the name's read moves it.
-            match cpu_of(tid) {
+            match crate::sampling::cputime::cpu_ns_of(tid) {
                 Some(cpu) if cpu_then == Some(cpu) => {}
                 Some(cpu) => read.push((tid, comm(tid).map(|n| (cpu, n)))),
                 None => read.push((tid, None)),

@@ -166,16 +166,6 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
     Ok(Some((Box::new(source), line)))
 }
 
-/// `tid`'s CPU time, from the per-thread CPU clock Linux gives any thread of
-/// the process (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`); `None` when
-/// the thread has ended.
-fn cpu_of(tid: u32) -> Option<u64> {
-    let clock = ((!tid) << 3) as libc::clockid_t | 6;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
-}
-
 /// Queues oxprof's wall signal to `tid`; false when the thread is gone.
 fn signal_thread(pid: i32, tid: u32) -> bool {
     // SAFETY: a zeroed siginfo_t is valid plain data.
@@ -319,7 +309,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
                     continue;
                 }
                 Some((slot, cpu_then)) if slot != NO_SLOT => {
-                    let Some(cpu) = cpu_of(tid) else { continue };
+                    let Some(cpu) = crate::sampling::cputime::cpu_ns_of(tid) else { continue };
                     let d = cpu.saturating_sub(cpu_then);
                     DELTAS[(64 - d.leading_zeros() as usize).min(23)].fetch_add(1, Ordering::Relaxed);
                     if d <= slack {
