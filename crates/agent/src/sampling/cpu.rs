@@ -562,6 +562,9 @@ const ENTER: &str = "jdk.internal.vm.Continuation.enter";
 const ENTER0: &str = "jdk.internal.vm.Continuation.enter0";
 const CONTINUATION_RUN: &str = "jdk.internal.vm.Continuation.run";
 const CONTINUATION: &str = "jdk.internal.vm.Continuation.";
+/// The starts of the names of HotSpot's (JDK 21+) functions that thaw a
+/// continuation.
+const THAW_FRAMES: [&str; 5] = ["thaw<", "Thaw<", "ThawBase::", "Continuation::prepare_thaw", "prepare_thaw_internal"];
 
 /// What a stack says about a virtual thread's frames (see
 /// [`virtual_thread_gap`]); positions are indices in the frames read.
@@ -599,8 +602,12 @@ pub enum VirtualGap {
 /// from it to the top frames): they are
 /// [`VirtualGap::Broken`], never passed off as whole.
 pub fn virtual_thread_gap(frames: &[(&str, bool)]) -> VirtualGap {
-    let first_java = frames.iter().position(|&(_, java)| java);
-    let thawing = frames.iter().any(|&(name, java)| !java && (name.starts_with("thaw<") || name.starts_with("Thaw<") || name.starts_with("ThawBase::")));
+    // Where a failure marker goes: before the first Java frame, counting
+    // the continuation's `native` entry (a walk may stop at `enterSpecial`).
+    let first_java = frames.iter().position(|&(name, java)| java || name.starts_with(CONTINUATION));
+    // HotSpot's thaw, entered from `enterSpecial` or from the return
+    // barrier a thawed frame returns into: either way `enterSpecial` is below.
+    let thawing = frames.iter().any(|&(name, java)| !java && THAW_FRAMES.iter().any(|p| name.starts_with(p)));
     let reaches_entry = || frames.iter().any(|&(name, _)| name == CONTINUATION_RUN || name == ENTER_SPECIAL);
     if let Some(i) = first_java.filter(|_| thawing && !reaches_entry()) {
         return VirtualGap::Broken(i);
@@ -711,7 +718,7 @@ mod tests {
     #[test]
     fn virtual_thread_gaps() {
         fn java(names: &str) -> Vec<(&str, bool)> {
-            names.split(';').map(|n| (n, !n.starts_with('[') && !n.contains('<'))).collect()
+            names.split(';').map(|n| (n, !n.starts_with('[') && !n.contains('<') && !n.contains("::"))).collect()
         }
         let carrier = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;jdk.internal.vm.Continuation.run";
         let entry = "jdk.internal.vm.Continuation.enterSpecial;jdk.internal.vm.Continuation.enter;jdk.internal.vm.Continuation.enter0";
@@ -758,5 +765,15 @@ mod tests {
         // Inside the thaw with no continuation below.
         assert_eq!(virtual_thread_gap(&java("App.work;thaw<G1>;Thaw<G1>::thaw_slow")), VirtualGap::Broken(0));
         assert_eq!(virtual_thread_gap(&java(&format!("{carrier};thaw<G1>"))), VirtualGap::None);
+        // The return barrier's thaw under stale carrier frames (JDK 21, seen in CI).
+        let stale = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;java.lang.VirtualThread.mount;java.lang.Thread.setCurrentThread;App.work;Continuation::prepare_thaw";
+        assert_eq!(virtual_thread_gap(&java(stale)), VirtualGap::Broken(1));
+        // A walk ending at enterSpecial (a `native` method, not a Java frame
+        // in the flag) with a garbled middle: the marker goes below it.
+        let garbled =
+            "jdk.internal.vm.Continuation.enterSpecial;App.work;java.lang.System.nanoTime;jdk.internal.vm.Continuation.enter;thaw<G1>;ThawBase::thaw_slow";
+        let mut frames = java(garbled);
+        frames[0].1 = false;
+        assert_eq!(virtual_thread_gap(&frames), VirtualGap::Broken(0));
     }
 }
