@@ -379,8 +379,11 @@ fn profile_for(session: &mut Session, args: &AttachArgs, duration: Duration) -> 
     }
     let jvm = Jvm::of(args.pid);
     let since = SystemTime::now();
-    let started = Instant::now();
     let start_reply = session.send(opts);
+    // The duration counts from the start's reply: a JVM still starting, or
+    // a loaded machine, can take longer than a short duration to load the
+    // agent and start, and the stop must not follow at once.
+    let started = Instant::now();
     let remove_status = |session: &Session| {
         if tty {
             remove_status_file(&session.target, &status_path, shared);

@@ -471,3 +471,60 @@ fn whoami() -> String {
     let o = Command::new("id").arg("-un").output().unwrap();
     text(&o.stdout).trim().to_string()
 }
+
+/// `--duration` counts from the start's reply, not from the request: a JVM
+/// still starting, or a loaded machine, can take longer than a short
+/// duration to load the agent and start (CI saw a 1 s recording of a JVM
+/// attached during its start-up come back with 0 samples: the stop had
+/// followed the start's late reply at once). Here the JVM is held still
+/// with SIGSTOP for 1.5 s while the start is under way; the recording still
+/// lasts its second of the program's spinning.
+#[test]
+fn duration_counts_from_the_start_not_from_the_request() {
+    let s = Scratch::new("attach-slow-start");
+    compile(&s.0, &["Spin.java"]);
+    for attempt in 0..5 {
+        let jvm = spin(&s.0);
+        let pid = jvm.pid();
+        let out = s.path(&format!("slow{attempt}.collapsed"));
+        let mut cli = oxprof_cmd()
+            .arg("attach")
+            .arg(pid.to_string())
+            .args(["--duration", "1s", "--interval", "2ms", "-o", out.to_str().unwrap()])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = stderr_lines(&mut cli);
+        // The agent is mapped within the start request's handling, before
+        // it starts the recording and replies.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default().contains("liboxprof") {
+            assert!(std::time::Instant::now() < deadline, "the agent never loaded");
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
+        // SAFETY: plain signals to the test's own child.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let early: Vec<String> = lines.try_iter().collect();
+        let replied = early.iter().any(|l| l.contains("started"));
+        std::thread::sleep(std::time::Duration::from_millis(1400));
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        let status = cli.wait().unwrap();
+        let err: Vec<String> = early.into_iter().chain(lines.iter()).collect();
+        let err = err.join("\n");
+        assert!(status.success(), "{err}");
+        if replied {
+            // The start had replied before the JVM was stopped: not the case tested.
+            eprintln!("attempt {attempt}: the start replied before the JVM was held; again");
+            continue;
+        }
+        let loops = samples_with(&read_collapsed(&out), "Spin.loop");
+        eprintln!("attempt {attempt}: {loops} Spin.loop samples in a 1 s recording whose start took 1.5 s");
+        // 1 s of one spinning thread at 2 ms is up to 500 samples; a stop
+        // sent at once gets almost none.
+        assert!(loops >= 100, "only {loops} samples: the recording did not last its second\n{err}");
+        return;
+    }
+    panic!("in 5 attempts the start always replied within 100 ms of the agent's loading");
+}
