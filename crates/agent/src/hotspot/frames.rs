@@ -137,31 +137,42 @@ pub struct Layout {
     /// [`Layout::deopt_frames_whole`]); `None` where not exported.
     vframe_array_head: Option<usize>,
     /// Where an nmethod keeps its debug information, when this JDK's
-    /// structure table says (the JDK 11–21 layout); `None` turns scope decoding off.
+    /// structure table says; `None` turns scope decoding off.
     scopes: Option<ScopeFields>,
 }
 
 /// Offsets, inside an nmethod, of the fields that locate its debug
-/// information (JDK 11–21): the PcDesc table runs from `_scopes_pcs_offset`
-/// to `_dependencies_offset`, the scopes stream from the
-/// `_scopes_data_begin` pointer to the PcDesc table, and the metadata table
-/// (methods the scopes name) from `_metadata_offset` to the scopes stream.
+/// information.
 #[derive(Clone, Copy, Debug)]
-struct ScopeFields {
-    pcs: usize,
-    pcs_end: usize,
-    metadata: usize,
-    data_ptr: usize,
+enum ScopeFields {
+    /// JDK 11–21: all in the nmethod. The PcDesc table runs from
+    /// `_scopes_pcs_offset` to `_dependencies_offset`, the scopes stream
+    /// from the `_scopes_data_begin` pointer to the PcDesc table, and the
+    /// metadata table (methods the scopes name) from `_metadata_offset` to
+    /// the scopes stream.
+    InBlob { pcs: usize, pcs_end: usize, metadata: usize, data_ptr: usize },
+    /// JDK 25: on the C heap. The PcDesc table and the scopes stream are in
+    /// the block at `_immutable_data` (`_immutable_data_size` bytes), from
+    /// `_scopes_pcs_offset` and `_scopes_data_offset` on; the metadata table
+    /// follows the relocations (`_relocation_size` bytes) in the block at
+    /// `CodeBlob::_mutable_data` (`_mutable_data_size` bytes).
+    OnHeap { immutable: usize, immutable_size: usize, pcs: usize, data: usize, mutable: usize, mutable_size: usize, relocation_size: usize },
 }
 
 /// Where one nmethod's debug information lies (absolute addresses, checked
-/// to be inside the nmethod).
+/// to be inside the nmethod, or inside the blocks it points to).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DebugRanges {
     pub pcs: (usize, usize),
     pub data: (usize, usize),
     pub metadata: (usize, usize),
+    /// On the C heap (JDK 25), freed when the nmethod is: read only with
+    /// checked reads. Otherwise inside the nmethod, in the code heap.
+    pub on_heap: bool,
 }
+
+/// A C heap block of debug information larger than this is not believed.
+const MAX_DEBUG_BLOCK: usize = 1 << 28;
 
 /// A code blob found for a PC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,7 +331,20 @@ impl Layout {
                 off("nmethod", "_metadata_offset"),
                 off("CompiledMethod", "_scopes_data_begin").or_else(|_| off("nmethod", "_scopes_data_begin")),
             ) {
-                (Ok(pcs), Ok(pcs_end), Ok(metadata), Ok(data_ptr)) => Some(ScopeFields { pcs, pcs_end, metadata, data_ptr }),
+                (Ok(pcs), Ok(pcs_end), Ok(metadata), Ok(data_ptr)) => Some(ScopeFields::InBlob { pcs, pcs_end, metadata, data_ptr }),
+                (Ok(pcs), ..) => match (
+                    off("nmethod", "_immutable_data"),
+                    off("nmethod", "_immutable_data_size"),
+                    off("nmethod", "_scopes_data_offset"),
+                    off("CodeBlob", "_mutable_data"),
+                    off("CodeBlob", "_mutable_data_size"),
+                    off("CodeBlob", "_relocation_size"),
+                ) {
+                    (Ok(immutable), Ok(immutable_size), Ok(data), Ok(mutable), Ok(mutable_size), Ok(relocation_size)) => {
+                        Some(ScopeFields::OnHeap { immutable, immutable_size, pcs, data, mutable, mutable_size, relocation_size })
+                    }
+                    _ => None,
+                },
                 _ => None,
             },
         };
@@ -603,14 +627,40 @@ impl Layout {
                 unsafe { ((start + o) as *const usize).read_volatile() }
             })
         };
-        let offset = |o: usize| field(o).map(|w| start + (w as u32 as i32).max(0) as usize);
-        let pcs = offset(f.pcs)?;
-        let pcs_end = offset(f.pcs_end)?;
-        let metadata = offset(f.metadata)?;
-        let data = field(f.data_ptr)?;
-        let ordered = start < metadata && metadata <= data && data <= pcs && pcs <= pcs_end && pcs_end <= end;
-        let aligned = metadata % 8 == 0 && data % 8 == 0 && pcs % 4 == 0 && (pcs_end - pcs) % 16 == 0;
-        (ordered && aligned).then_some(DebugRanges { pcs: (pcs, pcs_end), data: (data, pcs), metadata: (metadata, data) })
+        // An `int` field, negative read as 0.
+        let int = |o: usize| field(o).map(|w| (w as u32 as i32).max(0) as usize);
+        match f {
+            ScopeFields::InBlob { pcs, pcs_end, metadata, data_ptr } => {
+                let pcs = start + int(pcs)?;
+                let pcs_end = start + int(pcs_end)?;
+                let metadata = start + int(metadata)?;
+                let data = field(data_ptr)?;
+                let ordered = start < metadata && metadata <= data && data <= pcs && pcs <= pcs_end && pcs_end <= end;
+                let aligned = metadata % 8 == 0 && data % 8 == 0 && pcs % 4 == 0 && (pcs_end - pcs) % 16 == 0;
+                (ordered && aligned).then_some(DebugRanges { pcs: (pcs, pcs_end), data: (data, pcs), metadata: (metadata, data), on_heap: false })
+            }
+            ScopeFields::OnHeap { immutable, immutable_size, pcs, data, mutable, mutable_size, relocation_size } => {
+                let immutable = field(immutable)?;
+                let immutable_size = int(immutable_size)?;
+                let (pcs, data) = (int(pcs)?, int(data)?);
+                let mutable = field(mutable)?;
+                let (mutable_size, relocation_size) = (int(mutable_size)?, int(relocation_size)?);
+                let sane = immutable != 0
+                    && immutable_size <= MAX_DEBUG_BLOCK
+                    && pcs <= data
+                    && data <= immutable_size
+                    && (data - pcs) % 16 == 0
+                    && mutable != 0
+                    && mutable_size <= MAX_DEBUG_BLOCK
+                    && relocation_size <= mutable_size;
+                // The block ends cannot wrap: both sizes are bounded above.
+                let (pcs, data, immutable_end) = (immutable.checked_add(pcs)?, immutable.checked_add(data)?, immutable.checked_add(immutable_size)?);
+                let (metadata, mutable_end) = (mutable.checked_add(relocation_size)?, mutable.checked_add(mutable_size)?);
+                // Word-aligned tables: a word read never straddles a page.
+                let aligned = pcs % 8 == 0 && metadata % 8 == 0;
+                (sane && aligned).then_some(DebugRanges { pcs: (pcs, data), data: (data, immutable_end), metadata: (metadata, mutable_end), on_heap: true })
+            }
+        }
     }
 
     /// The compile id of the nmethod `blob`, if this JDK exports it.

@@ -23,14 +23,16 @@
 //! deoptimization or a stub returned into from Java (see
 //! `JavaStack::doubtful`), an interpreted frame whose bytecode pointer is
 //! not inside its method, a virtual thread's frozen frames, a JDK whose
-//! nmethod layout is not in its structure table (JDK 25), or a walk that
-//! did not reach the thread's first Java call.
+//! nmethod layout is not in its structure table, or a walk that did not
+//! reach the thread's first Java call.
 //!
 //! Compiled code's memory is read directly: `find_blob` only returns blobs in
 //! a code heap's committed range, which stays mapped for the JVM's life, and
-//! `Layout::debug_ranges` checks that each table lies inside its blob. A
-//! frame's nmethod cannot be freed while the frame is on the walking
-//! thread's own stack.
+//! `Layout::debug_ranges` checks that each table lies inside its blob (JDK
+//! 11–21). A frame's nmethod cannot be freed while the frame is on the
+//! walking thread's own stack. JDK 25 keeps the tables on the C heap, freed
+//! with the nmethod, and a stale stack slot can name an nmethod that is
+//! gone: they are read through checked reads only ([`HeapTables`]).
 
 use std::ffi::c_void;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -42,6 +44,7 @@ use crate::hotspot::frames::{self, Blob, Layout};
 use crate::hotspot::gate;
 use crate::hotspot::javastack::{self, JavaStack, PhysFrame, Start};
 use crate::hotspot::method_ids;
+use crate::hotspot::safemem;
 use crate::hotspot::scopes::{self, DebugInfo, MAX_SCOPES};
 use crate::sampling::store::{direct_mapped_slot, prefault, prefetch, JavaFrameType, RawFrame};
 
@@ -307,6 +310,16 @@ fn push(out: &mut [RawFrame], n: &mut usize, f: RawFrame) {
 /// after `pc`.
 fn inlined(l: &Layout, blob: &Blob, pc: usize, top: bool, out: &mut [(usize, i32)]) -> Option<usize> {
     let r = l.debug_ranges(blob)?;
+    let offset = i32::try_from(pc.checked_sub(blob.code_begin)?).ok()?;
+    if r.on_heap {
+        // A binary search and a scope chain are a few dozen reads: not
+        // at a system call each.
+        if !safemem::cheap() {
+            return None;
+        }
+        let info = HeapTables { ranges: r, root: blob.method };
+        return if top { scopes::frames_after(&info, offset, out) } else { scopes::frames_at(&info, offset, out) };
+    }
     // SAFETY: `debug_ranges` checked that each range lies inside this
     // nmethod, in its code heap's committed range (mapped for the JVM's
     // life); the nmethod has a frame on the current thread's stack and so
@@ -320,11 +333,53 @@ fn inlined(l: &Layout, blob: &Blob, pc: usize, top: bool, out: &mut [(usize, i32
             root: blob.method,
         }
     };
-    let offset = i32::try_from(pc.checked_sub(blob.code_begin)?).ok()?;
     if top {
         scopes::frames_after(&info, offset, out)
     } else {
         scopes::frames_at(&info, offset, out)
+    }
+}
+
+/// An nmethod's debug information on the C heap (JDK 25), read through
+/// checked reads only: the blocks are freed when the nmethod is, which a
+/// frame misread from a stale stack slot does not prevent. Reads are of
+/// whole aligned words, so none straddles into a page the tables do not
+/// use; a freed block costs a failed or misnamed frame, never a fault.
+struct HeapTables {
+    ranges: frames::DebugRanges,
+    root: usize,
+}
+
+impl HeapTables {
+    /// The aligned word holding byte `at` of `range`, and the byte's shift in it.
+    fn word_at(range: (usize, usize), at: usize) -> Option<usize> {
+        let addr = range.0.checked_add(at).filter(|&a| a < range.1)?;
+        safemem::read_word(addr & !7).map(|w| w >> ((addr & 7) * 8))
+    }
+}
+
+impl scopes::Tables for HeapTables {
+    fn pcs_len(&self) -> usize {
+        (self.ranges.pcs.1 - self.ranges.pcs.0) / 16
+    }
+    fn pc_desc(&self, i: usize) -> Option<(i32, i32)> {
+        // `pc_offset` and `scope_decode_offset`: the record's first word.
+        let w = Self::word_at(self.ranges.pcs, i.checked_mul(16)?)?;
+        Some((w as u32 as i32, (w >> 32) as u32 as i32))
+    }
+    fn data_byte(&self, pos: usize) -> Option<u8> {
+        Self::word_at(self.ranges.data, pos).map(|w| w as u8)
+    }
+    fn metadata(&self, i: usize) -> Option<usize> {
+        // An aligned word (`debug_ranges` checked the table's start).
+        let addr = self.ranges.metadata.0.checked_add(i.checked_mul(8)?)?;
+        if addr.checked_add(8)? > self.ranges.metadata.1 {
+            return None;
+        }
+        safemem::read_word(addr)
+    }
+    fn root(&self) -> usize {
+        self.root
     }
 }
 

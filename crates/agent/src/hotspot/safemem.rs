@@ -275,6 +275,12 @@ fn fast() -> bool {
     FAST.load(Ordering::Acquire) && FAULTS_BLOCKED.load(Ordering::Acquire) == 0
 }
 
+/// Whether reads cost a few nanoseconds now (not a system call each): for
+/// callers that would make many.
+pub fn cheap() -> bool {
+    fast()
+}
+
 /// Copies `len` bytes at `addr` into `out`; false if any byte is unreadable.
 fn read_into(addr: usize, out: *mut u8, len: usize) -> bool {
     if addr == 0 {

@@ -9,8 +9,10 @@
 //! caller's scope (0 = none: the compiled method itself), the index of its
 //! method in the nmethod's metadata table (1-based), and its bytecode index
 //! plus one. This module finds the record of a return address and decodes
-//! that chain. It only reads the slices it is given, so it cannot fault and
-//! is unit-tested on hand-built streams.
+//! that chain. It reads the tables only through a [`Tables`] it is given:
+//! slices ([`DebugInfo`]: memory the caller vouches for, and hand-built
+//! streams in the unit tests) or the caller's checked reads (JDK 25 keeps
+//! the tables on the C heap), so it cannot fault by itself.
 //!
 //! The numbers are "UNSIGNED5"-coded (one to five bytes, 64 values per
 //! continuation byte). JDK 21 and later exclude the byte 0 (every byte is
@@ -56,17 +58,32 @@ pub fn settled() -> Option<Coding> {
     }
 }
 
+/// An nmethod's debug information, wherever it is kept. Every read is
+/// bounded by the tables' lengths and may fail (`None`).
+pub trait Tables {
+    /// The number of PcDesc records.
+    fn pcs_len(&self) -> usize;
+    /// Record `i`'s `pc_offset` and `scope_decode_offset`.
+    fn pc_desc(&self, i: usize) -> Option<(i32, i32)>;
+    /// Byte `pos` of the scopes stream.
+    fn data_byte(&self, pos: usize) -> Option<u8>;
+    /// Entry `i` of the metadata table (0-based).
+    fn metadata(&self, i: usize) -> Option<usize>;
+    /// The nmethod's own `Method*`.
+    fn root(&self) -> usize;
+}
+
 /// A reader over one scope's numbers.
-struct Stream<'a> {
-    data: &'a [u8],
+struct Stream<'a, T: Tables> {
+    data: &'a T,
     pos: usize,
     coding: Coding,
     zeros: u32,
 }
 
-impl Stream<'_> {
+impl<T: Tables> Stream<'_, T> {
     fn byte(&mut self) -> Option<u32> {
-        let b = *self.data.get(self.pos)?;
+        let b = self.data.data_byte(self.pos)?;
         self.pos += 1;
         Some(b as u32)
     }
@@ -110,7 +127,8 @@ impl Stream<'_> {
     }
 }
 
-/// The debug information of one nmethod, as slices of its memory.
+/// The debug information of one nmethod, as slices of memory that stays
+/// readable while they are used.
 pub struct DebugInfo<'a> {
     /// The PcDesc table: `[pc_offset, scope_decode_offset, obj_decode_offset, flags]`.
     pub pcs: &'a [[i32; 4]],
@@ -122,46 +140,80 @@ pub struct DebugInfo<'a> {
     pub root: usize,
 }
 
+impl Tables for DebugInfo<'_> {
+    fn pcs_len(&self) -> usize {
+        self.pcs.len()
+    }
+    fn pc_desc(&self, i: usize) -> Option<(i32, i32)> {
+        self.pcs.get(i).map(|d| (d[0], d[1]))
+    }
+    fn data_byte(&self, pos: usize) -> Option<u8> {
+        self.data.get(pos).copied()
+    }
+    fn metadata(&self, i: usize) -> Option<usize> {
+        self.metadata.get(i).copied()
+    }
+    fn root(&self) -> usize {
+        self.root
+    }
+}
+
+/// The index of the first record whose `pc_offset` is above `pc_offset`
+/// (records are sorted by it); `None` if a record cannot be read.
+fn first_above(info: &impl Tables, pc_offset: i32) -> Option<usize> {
+    let (mut low, mut high) = (0, info.pcs_len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if info.pc_desc(mid)?.0 <= pc_offset {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    Some(low)
+}
+
 /// The scope decode offset recorded for the call site whose return address
 /// is `pc_offset` bytes into the nmethod's code, if there is one.
-pub fn scope_at(info: &DebugInfo<'_>, pc_offset: i32) -> Option<u32> {
-    let i = info.pcs.binary_search_by_key(&pc_offset, |d| d[0]).ok()?;
-    info.pcs.get(i).map(|d| d[1].max(0) as u32)
+pub fn scope_at(info: &impl Tables, pc_offset: i32) -> Option<u32> {
+    let i = first_above(info, pc_offset)?.checked_sub(1)?;
+    let (pc, scope) = info.pc_desc(i)?;
+    (pc == pc_offset).then_some(scope.max(0) as u32)
 }
 
 /// The scope decode offset of the first record after `pc_offset`: what
 /// HotSpot's `pc_desc_near` gives AsyncGetCallTrace for an interrupted
 /// compiled frame (its pc is rarely at a record); `None` past the last.
-pub fn scope_after(info: &DebugInfo<'_>, pc_offset: i32) -> Option<u32> {
-    let i = info.pcs.partition_point(|d| d[0] <= pc_offset);
-    info.pcs.get(i).map(|d| d[1].max(0) as u32)
+pub fn scope_after(info: &impl Tables, pc_offset: i32) -> Option<u32> {
+    let i = first_above(info, pc_offset)?;
+    info.pc_desc(i).map(|(_, scope)| scope.max(0) as u32)
 }
 
 /// Decodes the chain of scopes starting at `offset` into `out` as
 /// (`Method*`, bci) pairs, innermost first, with `coding`. `None` unless the
 /// chain ends at the nmethod's own method within `out`'s length.
-fn chain(info: &DebugInfo<'_>, offset: u32, coding: Coding, out: &mut [(usize, i32)]) -> Option<usize> {
+fn chain(info: &impl Tables, offset: u32, coding: Coding, out: &mut [(usize, i32)]) -> Option<usize> {
     if offset == SERIALIZED_NULL {
         // No scope recorded: the compiled method at its entry.
-        *out.first_mut()? = (info.root, 0);
+        *out.first_mut()? = (info.root(), 0);
         return Some(1);
     }
     let mut at = offset;
     let mut n = 0;
     loop {
-        let mut s = Stream { data: info.data, pos: at as usize, coding, zeros: 0 };
+        let mut s = Stream { data: info, pos: at as usize, coding, zeros: 0 };
         let sender = s.read()?;
         let index = s.read()? as usize;
         // The stored value is bci + 1; -1 (synchronization at entry) reads as 0.
         let bci = s.read()?.checked_sub(1).map_or(0, |b| b as i32);
-        let method = *info.metadata.get(index.checked_sub(1)?)?;
+        let method = info.metadata(index.checked_sub(1)?)?;
         if method == 0 || bci > 0xffff {
             return None;
         }
         *out.get_mut(n)? = (method, bci);
         n += 1;
         if sender == SERIALIZED_NULL {
-            return (method == info.root).then_some(n);
+            return (method == info.root()).then_some(n);
         }
         // Callers' scopes are written before their callees'.
         if sender >= at {
@@ -175,7 +227,7 @@ fn chain(info: &DebugInfo<'_>, offset: u32, coding: Coding, out: &mut [(usize, i
 /// bytes into the code: (`Method*`, bci) pairs written to `out`, innermost
 /// (inlined) first, the nmethod's own method last. `None` if the site has no
 /// record or its scopes do not decode consistently.
-pub fn frames_at(info: &DebugInfo<'_>, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
+pub fn frames_at(info: &impl Tables, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
     decode(info, scope_at(info, pc_offset)?, out)
 }
 
@@ -184,13 +236,13 @@ pub fn frames_at(info: &DebugInfo<'_>, pc_offset: i32, out: &mut [(usize, i32)])
 /// site, from the first record after the pc (see [`scope_after`]); with no
 /// record after it, the compiled method alone at bci 0, as
 /// AsyncGetCallTrace does.
-pub fn frames_after(info: &DebugInfo<'_>, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
+pub fn frames_after(info: &impl Tables, pc_offset: i32, out: &mut [(usize, i32)]) -> Option<usize> {
     decode(info, scope_after(info, pc_offset).unwrap_or(SERIALIZED_NULL), out)
 }
 
 /// Decodes the chain of scopes at `offset` with the settled coding, or
 /// settles it.
-fn decode(info: &DebugInfo<'_>, offset: u32, out: &mut [(usize, i32)]) -> Option<usize> {
+fn decode(info: &impl Tables, offset: u32, out: &mut [(usize, i32)]) -> Option<usize> {
     if let Some(coding) = settled() {
         return chain(info, offset, coding, out);
     }
@@ -242,7 +294,8 @@ mod tests {
             for v in [0u32, 1, 190, 191, 192, 193, 255, 256, 1000, 12_345, 1 << 20, 123_456_789] {
                 let mut buf = Vec::new();
                 encode(v, coding, &mut buf);
-                let mut s = Stream { data: &buf, pos: 0, coding, zeros: 0 };
+                let info = DebugInfo { pcs: &[], data: &buf, metadata: &[], root: 0 };
+                let mut s = Stream { data: &info, pos: 0, coding, zeros: 0 };
                 assert_eq!(s.read(), Some(v), "{v} in {coding:?}");
                 assert_eq!(s.pos, buf.len());
             }
@@ -253,7 +306,8 @@ mod tests {
     fn zero_runs() {
         // 0 starts a run: [0, 3] reads as three zeros, then 5 (coded as 6).
         let buf = [0u8, 3, 6];
-        let mut s = Stream { data: &buf, pos: 0, coding: Coding::Unsigned5, zeros: 0 };
+        let info = DebugInfo { pcs: &[], data: &buf, metadata: &[], root: 0 };
+        let mut s = Stream { data: &info, pos: 0, coding: Coding::Unsigned5, zeros: 0 };
         assert_eq!([s.read(), s.read(), s.read(), s.read()], [Some(0), Some(0), Some(0), Some(5)]);
         assert_eq!(s.read(), None);
     }
@@ -281,6 +335,18 @@ mod tests {
             // Too small an output fails instead of truncating.
             assert_eq!(chain(&info, leaf, coding, &mut out[..2]), None);
         }
+    }
+
+    #[test]
+    fn records_are_found_at_and_after_a_pc() {
+        let pcs = [[-1, 0, 0, 0], [8, 1, 0, 0], [20, 2, 0, 0], [33, 3, 0, 0]];
+        let info = DebugInfo { pcs: &pcs, data: &[], metadata: &[], root: 0 };
+        let at: Vec<Option<u32>> = [-2, -1, 7, 8, 9, 20, 33, 34].iter().map(|&pc| scope_at(&info, pc)).collect();
+        assert_eq!(at, [None, Some(0), None, Some(1), None, Some(2), Some(3), None]);
+        let after: Vec<Option<u32>> = [-2, -1, 7, 8, 19, 32, 33].iter().map(|&pc| scope_after(&info, pc)).collect();
+        assert_eq!(after, [Some(0), Some(1), Some(1), Some(2), Some(2), Some(3), None]);
+        let empty = DebugInfo { pcs: &[], data: &[], metadata: &[], root: 0 };
+        assert_eq!((scope_at(&empty, 0), scope_after(&empty, 0)), (None, None));
     }
 
     #[test]
