@@ -62,8 +62,9 @@ enum Read {
     Broken,
     /// Whole at both ends, but with fewer `deep` frames than any thread
     /// has: frames lost in the middle, which no check of the continuation's
-    /// frames can see (JDK 25: 1-4% of the samples, JDK 21: about 0.1%;
-    /// an open problem, counted and printed, not asserted).
+    /// frames can see (through AsyncGetCallTrace on JDK 25: 1-4% of the
+    /// samples; JDK 21: about 0.1%; an open problem, counted and printed,
+    /// not asserted).
     Shallow,
 }
 

@@ -16,7 +16,7 @@
 //! Any doubt returns `None`, and the caller uses `GetStackTrace`: a frame it
 //! cannot step over or name, a call site without debug information (a frame
 //! being deoptimized), a JDK whose nmethod layout is not in its structure
-//! table (JDK 25), or a walk that did not reach the thread's first Java
+//! table (neither JDK 11–21's nor 25's), or a walk that did not reach the thread's first Java
 //! call. `OXPROF_ALLOC_WALK=0` turns the walk off (to compare), and
 //! `OXPROF_CHECK_ALLOC_WALK=1` makes the caller run both and count
 //! differences (the tests use it).
