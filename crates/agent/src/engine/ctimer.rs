@@ -41,12 +41,6 @@ impl Drop for CpuTimer {
     }
 }
 
-/// The clock id of another thread's CPU time (the kernel's
-/// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
-fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
-    ((!(tid as libc::clockid_t)) << 3) | 6
-}
-
 pub fn create(tid: u32, interval_ns: u64) -> io::Result<CpuTimer> {
     // SAFETY: sigevent is plain data; zeroed is a valid start.
     let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
@@ -56,7 +50,7 @@ pub fn create(tid: u32, interval_ns: u64) -> io::Result<CpuTimer> {
     sev.sigev_value = libc::sigval { sival_ptr: SIGEV_COOKIE as *mut libc::c_void };
     let mut id: libc::timer_t = std::ptr::null_mut();
     // SAFETY: valid pointers to initialised structures.
-    if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut sev, &mut id) } != 0 {
+    if unsafe { libc::timer_create(crate::sampling::cputime::thread_cpu_clock(tid), &mut sev, &mut id) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let timer = CpuTimer { id };

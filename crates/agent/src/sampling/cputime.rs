@@ -24,11 +24,16 @@ pub fn thread_cpu_ns() -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
-/// `tid`'s CPU time, from the per-thread CPU clock Linux gives any thread of
-/// the process (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`); `None` when
-/// the thread has ended. One system call, no file.
+/// The CPU-time clock Linux gives any thread of the process
+/// (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`), to read or to time on.
+pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
+    ((!tid) << 3) as libc::clockid_t | 6
+}
+
+/// `tid`'s CPU time, from its [`thread_cpu_clock`]; `None` when the thread
+/// has ended. One system call, no file.
 pub fn cpu_ns_of(tid: u32) -> Option<u64> {
-    let clock = ((!tid) << 3) as libc::clockid_t | 6;
+    let clock = thread_cpu_clock(tid);
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
     (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
