@@ -184,8 +184,7 @@ fn jdk17_recording_converts_to_the_methods_jfr_print_shows() {
 fn jdk_recordings_of_11_21_25_convert_to_the_methods_jfr_print_shows() {
     let s = Scratch::new("convert-jdks");
     compile(&s.0, &["Convert.java"]);
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
-    for (i, home) in std::env::split_paths(&v).enumerate() {
+    for (i, home) in extra_jdks().into_iter().enumerate() {
         // The runtime's own jfr tool where it has one (JDK 25's wheel does not).
         let own = home.join("bin/jfr");
         let jfr_tool = if own.is_file() { own } else { tool("jfr") };

@@ -49,10 +49,9 @@ fn a_cache_filled_first_is_counted_whole() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn a_cache_filled_first_is_counted_whole_on_every_supported_jdk() {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
     let s = Scratch::new("first-tlab-jdks");
     compile(&s.0, &["FirstFill.java"]);
-    for home in std::env::split_paths(&v) {
+    for home in extra_jdks() {
         check(&home.join("bin/java"), &s);
     }
 }

@@ -301,10 +301,9 @@ fn own_walk_recovers_what_asyncgetcalltrace_refuses() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn frame_types_and_own_walk_on_every_supported_jdk() {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
     let s = Scratch::new("frametypes-jdks");
     let classes = compiled(&s);
-    for home in std::env::split_paths(&v) {
+    for home in extra_jdks() {
         let java = home.join("bin/java");
         assert!(java.is_file(), "{} has no bin/java", home.display());
         check_frame_types(&java, &classes, &s.path("ft.collapsed"));

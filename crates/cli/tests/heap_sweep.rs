@@ -73,10 +73,9 @@ fn the_leaks_path_to_a_gc_root_is_strong_and_names_the_static_map() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn the_leaks_path_to_a_gc_root_is_strong_on_every_supported_jdk() {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
     let s = Scratch::new("heap-sweep-roots-jdks");
     compile(&s.0, &["HeapSweep.java"]);
-    for home in std::env::split_paths(&v) {
+    for home in extra_jdks() {
         eprintln!("JDK {}", home.display());
         check_strong_path(&home.join("bin/java"), &s);
     }

@@ -4,17 +4,8 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn extra_jdks() -> Vec<PathBuf> {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
-    let homes: Vec<PathBuf> = std::env::split_paths(&v).collect();
-    for h in &homes {
-        assert!(h.join("bin/java").is_file(), "{} has no bin/java", h.display());
-    }
-    homes
-}
 
 fn java_in(home: &Path) -> Command {
     Command::new(home.join("bin/java"))

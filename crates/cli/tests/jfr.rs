@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// What JfrCheck printed, by line kind.
@@ -261,11 +261,6 @@ fn assert_main_has_java_id_1(rec: &Path) {
     let main: Vec<&str> = out.lines().filter(|l| l.contains("sampledThread = \"main\"")).collect();
     assert!(!main.is_empty(), "no sample of the main thread in {}", rec.display());
     assert!(main.iter().all(|l| l.contains("(javaThreadId = 1)")), "{:?}", &main[..main.len().min(3)]);
-}
-
-fn extra_jdks() -> Vec<PathBuf> {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
-    std::env::split_paths(&v).collect()
 }
 
 #[test]

@@ -413,11 +413,11 @@ fn spans_are_jfr_events_and_report_lists_the_slowest() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn contexts_on_virtual_threads_cost_nothing_per_thread() {
-    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    let jdks = extra_jdks();
     let s = Scratch::new("labels-virtual");
     compile_with_jar(&s.0, &["VtLabels.java"]);
     let mut tried = 0;
-    for home in std::env::split_paths(&jdks) {
+    for home in &jdks {
         let java = home.join("bin/java");
         let major = java_major(&java);
         if major < 21 {
@@ -445,5 +445,5 @@ fn contexts_on_virtual_threads_cost_nothing_per_thread() {
         let labelled: u64 = stacks.iter().filter(|(st, _)| burning(st) && st.iter().any(|f| f == "[worker=platform]")).map(|(_, n)| n).sum();
         assert!(platform > 10 && labelled == platform, "JDK {major}: {labelled} of the platform thread's {platform} samples in its context labelled");
     }
-    assert!(tried >= 1, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks})");
+    assert!(tried >= 1, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks:?})");
 }

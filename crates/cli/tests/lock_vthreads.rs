@@ -35,12 +35,12 @@ fn run(java: &Path, dir: &Path, mode: &str, label: &str) -> (f64, f64) {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn monitor_waits_of_virtual_threads_are_measured_whole() {
-    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    let jdks = extra_jdks();
     let s = Scratch::new("lock-vthreads");
     compile(&s.0, &["VtMonitors.java"]);
     let mut tried = Vec::new();
     let mut failures = Vec::new();
-    for home in std::env::split_paths(&jdks) {
+    for home in &jdks {
         let java = home.join("bin/java");
         let major = java_major(&java);
         if major < 21 {
@@ -60,6 +60,6 @@ fn monitor_waits_of_virtual_threads_are_measured_whole() {
             }
         }
     }
-    assert!(tried.contains(&21) && tried.iter().any(|&m| m >= 24), "need JDK 21 and JDK 24+ among OXPROF_EXTRA_JDKS ({jdks}); found {tried:?}");
+    assert!(tried.contains(&21) && tried.iter().any(|&m| m >= 24), "need JDK 21 and JDK 24+ among OXPROF_EXTRA_JDKS ({jdks:?}); found {tried:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -101,11 +101,11 @@ fn interpreter_only_and_compile_first_with_every_event_on() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn virtual_threads_with_every_event_on() {
-    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
+    let jdks = extra_jdks();
     let s = Scratch::new("matrix-virtual");
     compile(&s.0, &["Matrix.java"]);
     let mut tried = 0;
-    for home in std::env::split_paths(&jdks) {
+    for home in &jdks {
         let java = home.join("bin/java");
         let major = java_major(&java);
         if major < 21 {
@@ -147,7 +147,7 @@ fn virtual_threads_with_every_event_on() {
         let shown: Vec<String> = elsewhere.iter().take(5).map(|(st, n)| format!("{n} ...{}", st[st.len().saturating_sub(12)..].join(";"))).collect();
         assert!(mounted as f64 >= 0.9 * work as f64, "{label}: {mounted} of {work} Matrix.work samples under VirtualThread.run; others:\n{}", shown.join("\n"));
     }
-    assert!(tried >= 2, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks})");
+    assert!(tried >= 2, "no JDK 21+ among OXPROF_EXTRA_JDKS ({jdks:?})");
 }
 
 #[test]

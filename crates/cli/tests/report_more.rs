@@ -294,8 +294,7 @@ fn kinds_without_events_name_the_events_not_read() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn jdk25_cpu_time_samples_are_named() {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
-    let Some(home) = std::env::split_paths(&v).find(|p| p.to_string_lossy().contains("25")) else { panic!("no JDK 25 in {v}") };
+    let Some(home) = extra_jdks().into_iter().find(|p| p.to_string_lossy().contains("25")) else { panic!("no JDK 25 among OXPROF_EXTRA_JDKS") };
     let s = compiled("cputime");
     let jfr = s.path("cpu25.jfr");
     let o = Command::new(home.join("bin/java"))

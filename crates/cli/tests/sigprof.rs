@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn jdk25() -> PathBuf {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
-    std::env::split_paths(&v)
+    extra_jdks()
+        .into_iter()
         .find(|h| text(&Command::new(h.join("bin/java")).arg("-version").output().unwrap().stderr).contains("version \"25"))
         .expect("no JDK 25 runtime in OXPROF_EXTRA_JDKS")
 }

@@ -125,10 +125,9 @@ fn a_newer_jdk_gets_the_jvmti_paths_only() {
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
 fn a_newer_jdk_gets_the_jvmti_paths_only_on_every_supported_jdk() {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
     let s = Scratch::new("untested-jdks");
     compiled(&s);
-    for home in std::env::split_paths(&v) {
+    for home in extra_jdks() {
         check(&home.join("bin/java"), &s.0, &s.path("out.collapsed"));
         check_attach(&home.join("bin/java"), &s.0, &s.path("attach.collapsed"));
     }

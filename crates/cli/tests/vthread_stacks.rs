@@ -18,15 +18,16 @@ const ENTRY: [&str; 3] = ["jdk.internal.vm.Continuation.enterSpecial", "jdk.inte
 
 /// The JDK 21+ runtimes of OXPROF_EXTRA_JDKS, with their major versions.
 fn virtual_thread_jdks() -> Vec<(u32, std::path::PathBuf)> {
-    let jdks = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh");
-    let found: Vec<(u32, std::path::PathBuf)> = std::env::split_paths(&jdks)
+    let jdks = extra_jdks();
+    let found: Vec<(u32, std::path::PathBuf)> = jdks
+        .iter()
         .map(|home| home.join("bin/java"))
         .filter_map(|java| {
             let major = java_major(&java);
             (major >= 21).then_some((major, java))
         })
         .collect();
-    assert!(found.len() >= 2, "no JDK 21 and 25 among OXPROF_EXTRA_JDKS ({jdks})");
+    assert!(found.len() >= 2, "no JDK 21 and 25 among OXPROF_EXTRA_JDKS ({jdks:?})");
     found
 }
 
