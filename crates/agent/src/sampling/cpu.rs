@@ -397,6 +397,8 @@ impl EventSource for CpuSource {
             crate::hotspot::javawalk::walks_by_code(),
             crate::hotspot::javastack::exception_blob_steps()
         ));
+        let (scans, scan_ns) = cx.threads.scan_cost();
+        log::debug(&format!("thread watcher: {scans} scans of /proc/self/task since load, {} µs of CPU each on average", scan_ns / scans.max(1) / 1000));
         let mut summary_line = format!(
             "summary: samples={} java_samples={} failed={} failed_pct={:.2} frozen={} frozen_pct={:.2} dropped={} engine={} native_samples={} native_ns={} handler_ns={}",
             s.samples,
