@@ -67,3 +67,29 @@ fn periodic_work_is_not_aliased_by_the_interval() {
     eprintln!("running share {share:.4}, truth {truth:.4}");
     assert!((share - truth).abs() < 0.04, "the periodic threads ran {:.1}% of their time, the profile says {:.1}%: {got:?}", 100.0 * truth, 100.0 * share);
 }
+
+/// Threads started between two readings of the thread list are sampled
+/// from their first tick: with 600 idle threads the sampler reads
+/// `/proc/self/task` only every second or so (listing costs the kernel
+/// about 2 µs a thread), and Java threads started meanwhile join from the
+/// thread registry. 30 short-lived threads, each sleeping 200 ms and timing
+/// its own life: their wall samples sum to that time. Reading the list
+/// every 100 ms, as the sampler did before, found each up to 100 ms late
+/// and lost that time; not joining from the registry would lose most of
+/// them.
+#[test]
+fn threads_started_between_two_listings_are_sampled_whole() {
+    let s = Scratch::new("wall-churn");
+    compile(&s.0, &["WallChurn.java"]);
+    let out = s.path("churn.collapsed");
+    let o =
+        run_java(&s.0, &format!("start,event=wall,interval=20ms,threads,state,total,file={}", out.display()), &[], &s.0, &["WallChurn", "600", "30", "200"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let truth = truth_line(&text(&o.stdout))["churn"];
+    let got = by_thread_and_state(&out);
+    let churn: f64 = got.iter().filter(|((t, _), _)| t == "churner").map(|(_, v)| v).sum();
+    let ratio = churn / truth;
+    eprintln!("churners sampled {:.0} ms of {:.0} ms lived: {ratio:.3}", churn / 1e6, truth / 1e6);
+    assert!((0.9..=1.05).contains(&ratio), "the churners' samples sum to {ratio:.3} of their lives\n{err}");
+}

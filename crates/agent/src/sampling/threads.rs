@@ -33,13 +33,14 @@ use crate::log;
 /// and looks for new and dead threads at most this often.
 const SCAN_PERIOD: Duration = Duration::from_millis(100);
 /// CPU time the watcher may spend listing threads, per [`SCAN_PERIOD`]:
-/// 0.1% of a core. Listing `/proc/self/task` costs the kernel about 2 µs per
+/// 0.2% of a core. Listing `/proc/self/task` costs the kernel about 2 µs per
 /// thread (it builds a directory entry for each, every time): 2.3 ms per
 /// scan with 1,000 threads, 2.3% of a core at one scan every 100 ms. After
-/// a scan that cost more than this, the next waits as many periods as its
-/// cost holds budgets (see [`periods_until_next_scan`]); a few hundred
-/// threads or fewer still scan at every wake.
-const SCAN_BUDGET: Duration = Duration::from_micros(100);
+/// a listing that cost more than this, the next waits as many periods as
+/// its cost holds budgets (see [`periods_until_next_scan`]); a few dozen
+/// threads still scan at every wake. Reading names again is not counted:
+/// it is paid only for threads that ran since (the JVM's busy threads).
+const SCAN_BUDGET: Duration = Duration::from_micros(200);
 /// At most this many periods between two scans, whatever their cost.
 const MAX_PERIODS_BETWEEN_SCANS: u32 = 20;
 
@@ -49,6 +50,13 @@ const MAX_PERIODS_BETWEEN_SCANS: u32 = 20;
 fn periods_until_next_scan(cost: Duration) -> u32 {
     let budgets = cost.as_nanos().div_ceil(SCAN_BUDGET.as_nanos());
     u32::try_from(budgets).unwrap_or(u32::MAX).clamp(1, MAX_PERIODS_BETWEEN_SCANS)
+}
+
+/// How long to wait after a listing of `/proc/self/task` that cost `cost`
+/// of CPU before the next, by the same rule as the watcher's scans: 100 ms,
+/// longer for a dear one (the wall sampler lists the threads too).
+pub fn listing_pause(cost: Duration) -> Duration {
+    SCAN_PERIOD * periods_until_next_scan(cost)
 }
 /// Names kept for threads that have ended, at most.
 const MAX_DEAD_NAMES: usize = 65_536;
@@ -69,6 +77,12 @@ struct Inner {
     /// Threads whose name came from JVMTI: never replaced by their kernel
     /// name (cut to 15 characters).
     java_named: HashSet<u32>,
+    /// The Java threads JVMTI reported that have not ended (ThreadEnd),
+    /// with when they were reported (`signal::monotonic_ns`).
+    java_live: HashMap<u32, u64>,
+    /// When Java threads ended (ThreadEnd), until the wall sampler takes it
+    /// (see [`Threads::take_end`]).
+    java_ended: HashMap<u32, u64>,
     /// The other threads' CPU time when their kernel name was last read:
     /// a thread that has not run since cannot have renamed itself.
     name_read_at_cpu: HashMap<u32, u64>,
@@ -88,6 +102,8 @@ pub struct Threads {
     /// The watcher's scans and their CPU time, since the agent loaded.
     scans: AtomicU64,
     scan_ns: AtomicU64,
+    /// Bumped when a Java thread is reported (see [`Threads::java_threads`]).
+    java_generation: AtomicU64,
 }
 
 pub fn current_tid() -> u32 {
@@ -128,9 +144,33 @@ impl Threads {
             inner.java_named.insert(tid);
         }
         inner.java_visible.insert(tid);
+        if let std::collections::hash_map::Entry::Vacant(e) = inner.java_live.entry(tid) {
+            e.insert(crate::sampling::signal::monotonic_ns());
+            self.java_generation.fetch_add(1, Ordering::Release);
+        }
         if let Some(id) = java_id {
             inner.java_ids.insert(tid, id);
         }
+    }
+
+    /// A number that changes whenever a Java thread is reported: a caller
+    /// holding the list from [`Threads::java_threads`] reads it again only then.
+    pub fn java_generation(&self) -> u64 {
+        self.java_generation.load(Ordering::Acquire)
+    }
+
+    /// The live Java threads JVMTI reported (ThreadStart, or running when
+    /// profiling started), but not oxprof's own, with when they were
+    /// reported (`signal::monotonic_ns`).
+    pub fn java_threads(&self) -> Vec<(u32, u64)> {
+        let inner = self.lock();
+        inner.java_live.iter().map(|(&t, &at)| (t, at)).filter(|(t, _)| !inner.excluded.contains(t)).collect()
+    }
+
+    /// When Java thread `tid` ended (ThreadEnd), once: for the wall sampler,
+    /// which accounts a thread's time up to its end.
+    pub fn take_end(&self, tid: u32) -> Option<u64> {
+        self.lock().java_ended.remove(&tid)
     }
 
     /// A Java thread's `java.lang.Thread` id, where known.
@@ -242,6 +282,12 @@ impl Threads {
     pub fn remove(&self, tid: u32) {
         let mut inner = self.lock();
         inner.timers.remove(&tid);
+        if inner.java_live.remove(&tid).is_some() {
+            if inner.java_ended.len() >= MAX_DEAD_NAMES {
+                inner.java_ended.clear();
+            }
+            inner.java_ended.insert(tid, crate::sampling::signal::monotonic_ns());
+        }
         if inner.names.len() > MAX_DEAD_NAMES {
             let live: std::collections::HashSet<u32> = list_tasks().into_iter().collect();
             inner.names.retain(|t, _| live.contains(t));
@@ -308,12 +354,10 @@ impl Threads {
                 }
                 wait -= 1;
                 if wait == 0 {
-                    let before = crate::sampling::cputime::thread_cpu_ns();
-                    me.scan();
-                    let cost = crate::sampling::cputime::thread_cpu_ns().saturating_sub(before);
-                    wait = periods_until_next_scan(Duration::from_nanos(cost));
+                    let cost = me.scan();
+                    wait = periods_until_next_scan(cost);
                     me.scans.fetch_add(1, Ordering::Relaxed);
-                    me.scan_ns.fetch_add(cost, Ordering::Relaxed);
+                    me.scan_ns.fetch_add(u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
                 }
                 upkeep();
             }
@@ -328,7 +372,10 @@ impl Threads {
 
     /// Arms timers on new threads and releases dead ones (when an engine
     /// runs), and reads every thread's kernel name again.
-    fn scan(&self) {
+    /// Returns the CPU time the listing and the timers took (not the names'
+    /// reads, which only threads that ran since cost: see [`Threads::note_names`]).
+    fn scan(&self) -> Duration {
+        let before = crate::sampling::cputime::thread_cpu_ns();
         let tasks = list_tasks();
         {
             let mut inner = self.lock();
@@ -340,7 +387,9 @@ impl Threads {
                 }
             }
         }
+        let cost = Duration::from_nanos(crate::sampling::cputime::thread_cpu_ns().saturating_sub(before));
         self.note_names(tasks);
+        cost
     }
 
     /// Stops every timer and the watcher.
@@ -387,11 +436,11 @@ mod tests {
     fn scans_are_rationed_by_their_cost() {
         let ms = Duration::from_millis;
         assert_eq!(periods_until_next_scan(Duration::ZERO), 1);
-        assert_eq!(periods_until_next_scan(Duration::from_micros(100)), 1);
-        assert_eq!(periods_until_next_scan(Duration::from_micros(101)), 2);
-        // 1,000 threads: about 2.3 ms a scan, one scan in 2 s (the most).
-        assert_eq!(periods_until_next_scan(Duration::from_micros(1_500)), 15);
-        assert_eq!(periods_until_next_scan(Duration::from_micros(2_300)), MAX_PERIODS_BETWEEN_SCANS);
+        assert_eq!(periods_until_next_scan(Duration::from_micros(200)), 1);
+        assert_eq!(periods_until_next_scan(Duration::from_micros(201)), 2);
+        // 1,000 threads: about 2.2 ms a listing, one in 1.2 s.
+        assert_eq!(periods_until_next_scan(Duration::from_micros(2_300)), 12);
+        assert_eq!(periods_until_next_scan(Duration::from_micros(4_001)), MAX_PERIODS_BETWEEN_SCANS);
         assert_eq!(periods_until_next_scan(ms(60_000)), MAX_PERIODS_BETWEEN_SCANS);
     }
 

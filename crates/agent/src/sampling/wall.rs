@@ -4,7 +4,9 @@
 //! profile shows where time goes off the CPU too.
 //!
 //! A sampler thread ticks at the interval. Each tick it looks at every
-//! thread of the process (the list is refreshed at most every 100 ms), in
+//! thread of the process (the list is read again at most every 100 ms, less
+//! often in a process of hundreds of threads, where listing them is dear;
+//! Java threads started meanwhile join from the thread registry), in
 //! small groups spread over the interval (see [`run`]), and:
 //! - a thread whose CPU time has not moved since its last wall sample (it
 //!   has not run: it is still sleeping, waiting or blocked where it was) is
@@ -240,6 +242,23 @@ impl Jitter {
     }
 }
 
+/// Books a Java thread's wall time from its last sample up to its end
+/// (ThreadEnd) to that sample's stack, once the sampler found it gone.
+fn account_end(registry: &Threads, store: &SampleStore, tid: u32) {
+    // Read before the slot: a slot from before the store was emptied
+    // (continuous profiling) is then refused.
+    let generation = store.generation();
+    let Some(end) = registry.take_end(tid) else { return };
+    match wall_table::last(tid) {
+        Some((slot, _)) if slot != NO_SLOT && slot != NOT_JAVA => {
+            if let Some(weight) = wall_table::take_weight(tid, end).filter(|&w| w > 0) {
+                store.add_to_slot(slot, generation, tid, weight);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: &Taken, stats: &Stats, registry: &Threads) {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
@@ -247,6 +266,11 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
     // Threads known: whether the JVM runs Java on them.
     let mut known: HashMap<u32, bool> = HashMap::new();
     let mut tids: Vec<u32> = Vec::new();
+    // The same threads, to add the Java threads started since the listing.
+    let mut listed: std::collections::HashSet<u32> = std::collections::HashSet::new();
+    // Those added so, with when they started: their time counts from then.
+    let mut joined_at: HashMap<u32, u64> = HashMap::new();
+    let mut java_generation = registry.java_generation();
     let mut next_list = 0;
     let mut first_list = true;
     // Where the pass through the list starts; it moves on only when the
@@ -261,12 +285,17 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
         if now >= next_list {
             // The store's next pages resident before the handler gets there.
             store.prefault_ahead();
+            java_generation = registry.java_generation();
             let excluded = registry.excluded();
+            let cost_from = thread_cpu_ns();
             tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
-            let alive_set: std::collections::HashSet<u32> = tids.iter().copied().collect();
+            let cost = std::time::Duration::from_nanos(thread_cpu_ns().saturating_sub(cost_from));
+            listed = tids.iter().copied().collect();
+            let alive_set = &listed;
             known.retain(|tid, _| {
                 let alive = alive_set.contains(tid);
                 if !alive {
+                    account_end(registry, store, *tid);
                     wall_table::release(*tid);
                 }
                 alive
@@ -276,7 +305,19 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             // dump and not reported by JVMTI (a JIT compiler thread), and
             // read again for one that renamed itself.
             registry.note_names(tids.iter().copied().filter(|t| known.get(t) != Some(&false)));
-            next_list = now.saturating_add(LIST_PERIOD_NS.max(interval_ns));
+            // Listing costs the kernel about 2 µs a thread: with hundreds
+            // of threads it waits longer (see `threads::listing_pause`),
+            // while Java threads started meanwhile join from the registry.
+            let pause = u64::try_from(threads::listing_pause(cost).as_nanos()).unwrap_or(u64::MAX);
+            next_list = now.saturating_add(LIST_PERIOD_NS.max(interval_ns).max(pause));
+        } else if registry.java_generation() != java_generation {
+            java_generation = registry.java_generation();
+            for (tid, at) in registry.java_threads() {
+                if listed.insert(tid) {
+                    tids.push(tid);
+                    joined_at.insert(tid, at.max(start));
+                }
+            }
         }
         let count = tids.len();
         // Groups of THREAD_GROUP, but no more than MAX_GROUPS pauses a tick
@@ -284,6 +325,7 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
         let group = THREAD_GROUP.max(count.div_ceil(MAX_GROUPS));
         let groups = count.div_ceil(group).max(1) as u64;
         let (mut sent, mut deferred) = (0usize, 0u64);
+        let mut ended: Vec<u32> = Vec::new();
         // This tick's length: the interval on average, drawn afresh each tick.
         let tick_len = jitter.around(interval_ns);
         for i in 0..count {
@@ -294,7 +336,8 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             let Some(&tid) = tids.get((rotation + i) % count) else { continue };
             let seen_at = monotonic_ns();
             let java = known.entry(tid).or_insert_with(|| {
-                wall_table::claim(tid, if first_list { start } else { seen_at });
+                let since = joined_at.remove(&tid).unwrap_or(if first_list { start } else { seen_at });
+                wall_table::claim(tid, since);
                 true
             });
             if !*java {
@@ -309,7 +352,11 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
                     continue;
                 }
                 Some((slot, cpu_then)) if slot != NO_SLOT => {
-                    let Some(cpu) = crate::sampling::cputime::cpu_ns_of(tid) else { continue };
+                    let Some(cpu) = crate::sampling::cputime::cpu_ns_of(tid) else {
+                        // Ended since the listing.
+                        ended.push(tid);
+                        continue;
+                    };
                     let d = cpu.saturating_sub(cpu_then);
                     DELTAS[(64 - d.leading_zeros() as usize).min(23)].fetch_add(1, Ordering::Relaxed);
                     if d <= slack {
@@ -329,11 +376,28 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             sent += 1;
             if signal_thread(pid, tid) {
                 stats.signalled.fetch_add(1, Ordering::Relaxed);
+            } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+                // Ended since the listing.
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                ended.push(tid);
             } else {
                 stats.failed.fetch_add(1, Ordering::Relaxed);
                 known.remove(&tid);
                 wall_table::release(tid);
             }
+        }
+        // Threads that ended between two listings leave the list now; a
+        // Java thread's time up to its end (ThreadEnd) goes to its last
+        // sample's stack.
+        if !ended.is_empty() {
+            for tid in ended.drain(..) {
+                account_end(registry, store, tid);
+                known.remove(&tid);
+                joined_at.remove(&tid);
+                wall_table::release(tid);
+                listed.remove(&tid);
+            }
+            tids.retain(|t| listed.contains(t));
         }
         first_list = false;
         if deferred > 0 {
