@@ -60,6 +60,8 @@ pub fn listing_pause(cost: Duration) -> Duration {
 }
 /// Names kept for threads that have ended, at most.
 const MAX_DEAD_NAMES: usize = 65_536;
+/// Ends of Java threads kept for the wall sampler, at most.
+const MAX_ENDS_KEPT: usize = 4_096;
 
 #[derive(Default)]
 struct Inner {
@@ -283,7 +285,9 @@ impl Threads {
         let mut inner = self.lock();
         inner.timers.remove(&tid);
         if inner.java_live.remove(&tid).is_some() {
-            if inner.java_ended.len() >= MAX_DEAD_NAMES {
+            // The wall sampler takes each within a listing period (at most
+            // 2 s); without it they pile up: kept to a few dozen KiB.
+            if inner.java_ended.len() >= MAX_ENDS_KEPT {
                 inner.java_ended.clear();
             }
             inner.java_ended.insert(tid, crate::sampling::signal::monotonic_ns());
