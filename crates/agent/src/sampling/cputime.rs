@@ -18,10 +18,16 @@ pub const TIMED_EVERY: u64 = 32;
 /// time would count the times the thread is preempted inside the handler,
 /// which on a loaded machine dominate the mean.
 pub fn thread_cpu_ns() -> u64 {
+    read_clock(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+}
+
+/// Reads `clock` in nanoseconds; `None` when it cannot be read (another
+/// thread's clock once that thread has ended). Async-signal-safe.
+fn read_clock(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    // SAFETY: clock_gettime is async-signal-safe and writes only `ts`; a
+    // bad clock id is an error.
+    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
 }
 
 /// The CPU-time clock Linux gives any thread of the process
@@ -33,10 +39,7 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
 /// `tid`'s CPU time, from its [`thread_cpu_clock`]; `None` when the thread
 /// has ended. One system call, no file.
 pub fn cpu_ns_of(tid: u32) -> Option<u64> {
-    let clock = thread_cpu_clock(tid);
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only `ts`; a bad clock id is an error.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64))
+    read_clock(thread_cpu_clock(tid))
 }
 
 /// CPU time summed over the timed calls, and how many calls in all.
