@@ -79,8 +79,6 @@ static DELTAS: [AtomicU64; 24] = [const { AtomicU64::new(0) }; 24];
 /// and the most pauses a tick.
 const THREAD_GROUP: usize = 8;
 const MAX_GROUPS: usize = 20;
-/// How often the thread list is read again, at most.
-const LIST_PERIOD_NS: u64 = 100_000_000;
 /// The sampler's longest sleep: how soon it notices a stop.
 const SLEEP_STEP_NS: u64 = 20_000_000;
 
@@ -291,9 +289,10 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             tids = threads::list_tasks().into_iter().filter(|t| !excluded.contains(t)).collect();
             let cost = std::time::Duration::from_nanos(thread_cpu_ns().saturating_sub(cost_from));
             listed = tids.iter().copied().collect();
-            let alive_set = &listed;
+            // Threads joined from the registry that ended before their first visit.
+            joined_at.retain(|tid, _| listed.contains(tid));
             known.retain(|tid, _| {
-                let alive = alive_set.contains(tid);
+                let alive = listed.contains(tid);
                 if !alive {
                     account_end(registry, store, *tid);
                     wall_table::release(*tid);
@@ -305,11 +304,12 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             // dump and not reported by JVMTI (a JIT compiler thread), and
             // read again for one that renamed itself.
             registry.note_names(tids.iter().copied().filter(|t| known.get(t) != Some(&false)));
-            // Listing costs the kernel about 2 µs a thread: with hundreds
-            // of threads it waits longer (see `threads::listing_pause`),
-            // while Java threads started meanwhile join from the registry.
+            // Every 100 ms at most; listing costs the kernel about 2 µs a
+            // thread, so with hundreds of threads it waits longer (see
+            // `threads::listing_pause`), while Java threads started
+            // meanwhile join from the registry.
             let pause = u64::try_from(threads::listing_pause(cost).as_nanos()).unwrap_or(u64::MAX);
-            next_list = now.saturating_add(LIST_PERIOD_NS.max(interval_ns).max(pause));
+            next_list = now.saturating_add(interval_ns.max(pause));
         } else if registry.java_generation() != java_generation {
             java_generation = registry.java_generation();
             for (tid, at) in registry.java_threads() {
@@ -376,12 +376,14 @@ fn run(interval_ns: u64, store: &'static SampleStore, stop: &AtomicBool, taken: 
             sent += 1;
             if signal_thread(pid, tid) {
                 stats.signalled.fetch_add(1, Ordering::Relaxed);
-            } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+                continue;
+            }
+            let gone = std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+            if gone {
                 // Ended since the listing.
-                stats.failed.fetch_add(1, Ordering::Relaxed);
                 ended.push(tid);
             } else {
-                stats.failed.fetch_add(1, Ordering::Relaxed);
                 known.remove(&tid);
                 wall_table::release(tid);
             }
