@@ -351,7 +351,8 @@ struct HeapTables {
 }
 
 impl HeapTables {
-    /// The aligned word holding byte `at` of `range`, and the byte's shift in it.
+    /// The aligned word holding byte `at` of `range`, shifted so that this
+    /// byte is its lowest; `None` past the range's end or if unreadable.
     fn word_at(range: (usize, usize), at: usize) -> Option<usize> {
         let addr = range.0.checked_add(at).filter(|&a| a < range.1)?;
         safemem::read_word(addr & !7).map(|w| w >> ((addr & 7) * 8))

@@ -58,6 +58,7 @@ fn periods_until_next_scan(cost: Duration) -> u32 {
 pub fn listing_pause(cost: Duration) -> Duration {
     SCAN_PERIOD * periods_until_next_scan(cost)
 }
+
 /// Names kept for threads that have ended, at most.
 const MAX_DEAD_NAMES: usize = 65_536;
 /// Ends of Java threads kept for the wall sampler, at most.
@@ -293,7 +294,7 @@ impl Threads {
             inner.java_ended.insert(tid, crate::sampling::signal::monotonic_ns());
         }
         if inner.names.len() > MAX_DEAD_NAMES {
-            let live: std::collections::HashSet<u32> = list_tasks().into_iter().collect();
+            let live: HashSet<u32> = list_tasks().into_iter().collect();
             inner.names.retain(|t, _| live.contains(t));
             inner.java_visible.retain(|t| live.contains(t));
             inner.java_named.retain(|t| live.contains(t));
@@ -375,9 +376,9 @@ impl Threads {
     }
 
     /// Arms timers on new threads and releases dead ones (when an engine
-    /// runs), and reads every thread's kernel name again.
-    /// Returns the CPU time the listing and the timers took (not the names'
-    /// reads, which only threads that ran since cost: see [`Threads::note_names`]).
+    /// runs), and reads the kernel names of the threads that ran since (see
+    /// [`Threads::note_names`]). Returns the CPU time the listing and the
+    /// timers took, not the names' reads.
     fn scan(&self) -> Duration {
         let before = crate::sampling::cputime::thread_cpu_ns();
         let tasks = list_tasks();
