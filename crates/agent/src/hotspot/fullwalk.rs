@@ -361,7 +361,9 @@ impl HeapTables {
 
 impl scopes::Tables for HeapTables {
     fn pcs_len(&self) -> usize {
-        (self.ranges.pcs.1 - self.ranges.pcs.0) / 16
+        // `debug_ranges` ordered the ends; saturating all the same, as
+        // nothing the signal handler runs may panic.
+        self.ranges.pcs.1.saturating_sub(self.ranges.pcs.0) / 16
     }
     fn pc_desc(&self, i: usize) -> Option<(i32, i32)> {
         // `pc_offset` and `scope_decode_offset`: the record's first word.
