@@ -38,7 +38,7 @@ use crate::hotspot::monitor_owner::Owner;
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::owners;
 use crate::locks::sampler::{Kind, LockSampler};
-use crate::sampling::signal::monotonic_ns;
+use crate::sampling::cputime::monotonic_ns;
 use crate::sampling::store::RawFrame;
 use crate::sampling::threads::Threads;
 

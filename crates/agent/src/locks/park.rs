@@ -40,7 +40,7 @@ use crate::hotspot::safemem;
 use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::{Jni, Jvmti};
 use crate::locks::sampler::{Kind, LockSampler};
-use crate::sampling::signal::monotonic_ns;
+use crate::sampling::cputime::monotonic_ns;
 
 type ParkFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jboolean, jlong);
 

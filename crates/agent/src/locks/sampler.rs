@@ -86,7 +86,7 @@ fn random_unit() -> f64 {
         .try_with(|r| {
             let mut x = r.get();
             if x == 0 {
-                x = (crate::sampling::threads::current_tid() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ crate::sampling::signal::monotonic_ns() | 1;
+                x = (crate::sampling::threads::current_tid() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ crate::sampling::cputime::monotonic_ns() | 1;
             }
             x ^= x >> 12;
             x ^= x << 25;

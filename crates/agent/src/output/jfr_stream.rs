@@ -48,8 +48,9 @@ use crate::options::Config;
 use crate::output;
 use crate::output::jfr_frames::{alloc_stack, cpu_stack, synthetic, Context, Lines};
 use crate::sampling::cpu::VirtualGap;
+use crate::sampling::cputime::monotonic_ns;
 use crate::sampling::cputime::thread_cpu_ns;
-use crate::sampling::event_log::{now_ticks, EventLog};
+use crate::sampling::event_log::EventLog;
 use crate::sampling::store::{SampleStore, DROPPED_SLOT};
 use crate::sampling::threads;
 use crate::Agent;
@@ -292,7 +293,7 @@ pub fn prepare(agent: &'static Agent, config: &Config) -> Result<(), String> {
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(DEFAULT_CHUNK_AGE, |s| Duration::from_secs_f64(s.max(0.1)));
-    let (start_ticks, start_wall) = (now_ticks() as i64, wall_ns());
+    let (start_ticks, start_wall) = (monotonic_ns() as i64, wall_ns());
     let inner = Inner {
         writer_fd: file.as_raw_fd(),
         writer: JfrWriter::new(file),
@@ -497,7 +498,7 @@ pub fn live_sites(agent: &Agent, report: &oxprof_profile::leak::LeakReport) {
     let Some(stream) = current() else { return };
     let mut inner = lock(&stream.inner);
     inner.begin_chunk();
-    let now = now_ticks() as i64;
+    let now = monotonic_ns() as i64;
     let tid = crate::sampling::threads::current_tid();
     inner.name_thread(agent, tid);
     if let Err(e) = inner.writer.live_report(now, tid as u64, report) {
@@ -855,7 +856,7 @@ impl Inner {
         if self.alloc.is_some() {
             // What the allocation sampler can vouch for, measured up to now
             // (the last chunk's value covers the whole recording).
-            let ticks = now_ticks() as i64;
+            let ticks = monotonic_ns() as i64;
             let tid = threads::current_tid() as u64;
             let facts = accuracy_facts(&agent.profiler.alloc.accuracy.summary());
             let r = facts.iter().try_for_each(|(k, v)| self.writer.setting(ticks, tid, event_type::OBJECT_ALLOCATION_SAMPLE, k, v));
@@ -866,7 +867,7 @@ impl Inner {
         for tid in self.writer.unnamed_threads() {
             self.name_thread(agent, tid as u32);
         }
-        let end = (now_ticks() as i64, wall_ns());
+        let end = (monotonic_ns() as i64, wall_ns());
         self.next_start = end;
         if let Err(e) = self.writer.end_chunk(end.0, last) {
             if !self.rescue(&e) {

@@ -1,4 +1,5 @@
-//! signal-safe: CPU time spent in a piece of the signal handler, for the summary line's
+//! signal-safe: The clocks the agent reads (the monotonic clock, thread CPU clocks), and
+//! CPU time spent in a piece of the signal handler, for the summary line's
 //! means (`native_ns=`, `handler_ns=`). Signal-safe: a `clock_gettime`
 //! (async-signal-safe) and relaxed atomic adds.
 //!
@@ -13,6 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One call in this many is timed (a power of two).
 pub const TIMED_EVERY: u64 = 32;
+
+/// CLOCK_MONOTONIC in nanoseconds: the time of samples, events and JFR
+/// ticks (0 if it cannot be read).
+pub fn monotonic_ns() -> u64 {
+    read_clock(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
 
 /// This thread's CPU time (also used for the JFR stream writer's cost). Wall
 /// time would count the times the thread is preempted inside the handler,

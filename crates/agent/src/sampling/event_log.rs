@@ -16,6 +16,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::sampling::cputime::monotonic_ns;
+
 /// One logged sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -50,14 +52,6 @@ pub struct EventLog {
     dropped: AtomicU64,
 }
 
-/// CLOCK_MONOTONIC in nanoseconds (async-signal-safe).
-pub fn now_ticks() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
-}
-
 impl EventLog {
     // signal-safe: off (allocated before the handler is armed)
     /// A log of `capacity` events (rounded up to a power of two), allocated now.
@@ -80,7 +74,7 @@ impl EventLog {
     pub fn push(&self, slot: u32, weight: u64, other: u32) {
         // SAFETY: gettid is a plain, always-successful syscall.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        self.push_event(Event { ticks: now_ticks(), tid, slot, weight, other });
+        self.push_event(Event { ticks: monotonic_ns(), tid, slot, weight, other });
     }
 
     /// Appends `e`; returns false (and counts a drop) when the log is full.
@@ -207,7 +201,7 @@ mod tests {
     #[test]
     fn push_stamps_time_and_thread() {
         let log = EventLog::new(8);
-        let before = now_ticks();
+        let before = monotonic_ns();
         log.push(5, 10, 77);
         let e = log.pop().unwrap();
         assert!(e.ticks >= before);

@@ -53,7 +53,7 @@ use crate::hotspot::safemem;
 use crate::hotspot::thread_key;
 use crate::native::unwind::{self as native_unwind, OwnStack, MAX_NATIVE_FRAMES};
 use crate::native::CStack;
-use crate::sampling::cputime::CpuSpent;
+use crate::sampling::cputime::{monotonic_ns, CpuSpent};
 use crate::sampling::label_slots;
 use crate::sampling::store::{sample_key, RawFrame, SampleStore};
 use crate::sampling::wall_table;
@@ -1033,21 +1033,6 @@ fn wall_sample(ctx: &SignalContext, ucontext: *mut c_void, timed: bool) {
     }
     let (slot, _) = sample(ctx, ucontext, weight, timed);
     wall_table::finish(tid, slot.unwrap_or(wall_table::NO_SLOT), crate::sampling::cputime::thread_cpu_ns());
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    // SAFETY: a zeroed timespec is valid; clock_gettime is async-signal-safe.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `ts` is a valid out pointer.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
-}
-
-/// CLOCK_MONOTONIC, in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn take_buffer(ctx: &SignalContext, tid: u32) -> Option<&Buffer> {

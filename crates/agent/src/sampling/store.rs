@@ -32,7 +32,8 @@ pub const DROPPED_SLOT: u32 = u32::MAX;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crate::sampling::event_log::{now_ticks, Event, EventLog};
+use crate::sampling::cputime::monotonic_ns;
+use crate::sampling::event_log::{Event, EventLog};
 
 /// One raw frame as the walker produced it: `bci` (or a marker code) and the
 /// `jmethodID` (or 0 for synthetic frames).
@@ -477,7 +478,7 @@ impl SampleStore {
                 let log = self.log.load(Ordering::Acquire);
                 if !log.is_null() {
                     // SAFETY: an attached log is leaked ('static) and never freed.
-                    unsafe { &*log }.push_event(Event { ticks: now_ticks(), tid, slot, weight, other: 0 });
+                    unsafe { &*log }.push_event(Event { ticks: monotonic_ns(), tid, slot, weight, other: 0 });
                 }
                 true
             }

@@ -148,7 +148,7 @@ impl Threads {
         }
         inner.java_visible.insert(tid);
         if let std::collections::hash_map::Entry::Vacant(e) = inner.java_live.entry(tid) {
-            e.insert(crate::sampling::signal::monotonic_ns());
+            e.insert(crate::sampling::cputime::monotonic_ns());
             self.java_generation.fetch_add(1, Ordering::Release);
         }
         if let Some(id) = java_id {
@@ -291,7 +291,7 @@ impl Threads {
             if inner.java_ended.len() >= MAX_ENDS_KEPT {
                 inner.java_ended.clear();
             }
-            inner.java_ended.insert(tid, crate::sampling::signal::monotonic_ns());
+            inner.java_ended.insert(tid, crate::sampling::cputime::monotonic_ns());
         }
         if inner.names.len() > MAX_DEAD_NAMES {
             let live: HashSet<u32> = list_tasks().into_iter().collect();

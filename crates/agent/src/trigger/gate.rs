@@ -166,7 +166,7 @@ pub fn start(config: &Config, start_wall_ns: u64) -> Result<Option<Arc<Gate>>, S
     let gate = Arc::new(Gate {
         ttsp: config.ttsp,
         targets,
-        start_mono: crate::sampling::event_log::now_ticks(),
+        start_mono: crate::sampling::cputime::monotonic_ns(),
         start_wall_ns,
         kept: Mutex::new(Kept { cursor, records: Default::default(), dropped: 0, popped: 0, cut: 0, jfr_cursor: cursor }),
         vtables: OnceLock::new(),

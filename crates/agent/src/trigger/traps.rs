@@ -30,7 +30,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::hotspot::safemem;
-use crate::sampling::event_log::now_ticks;
+use crate::sampling::cputime::monotonic_ns;
 use crate::trigger::records::{self, Record};
 
 /// x86's one-byte breakpoint instruction.
@@ -207,7 +207,7 @@ fn window_moved() {
 }
 
 fn act(action: u8) {
-    let now = now_ticks();
+    let now = monotonic_ns();
     if action == Action::Open as u8 {
         WIN_BEGIN.store(now, Ordering::SeqCst);
         WIN_SAMPLES.store(0, Ordering::SeqCst);

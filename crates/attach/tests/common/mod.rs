@@ -28,16 +28,9 @@ pub fn tool(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("`{name}` not found: these tests need a JDK (apt-get install openjdk-17-jdk-headless)"))
 }
 
-/// The JDK 11/21/25 runtimes `scripts/test.sh` installs, from OXPROF_EXTRA_JDKS.
-pub fn extra_jdks() -> Vec<PathBuf> {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
-    let homes: Vec<PathBuf> = std::env::split_paths(&v).collect();
-    assert!(!homes.is_empty(), "OXPROF_EXTRA_JDKS is empty");
-    for h in &homes {
-        assert!(h.join("bin/java").is_file(), "{} has no bin/java", h.display());
-    }
-    homes
-}
+mod jdks;
+#[allow(unused_imports)]
+pub use jdks::extra_jdks;
 
 pub fn euid() -> u32 {
     // SAFETY: geteuid cannot fail.

@@ -322,19 +322,10 @@ pub fn assert_refused(o: &Output, opts: &str, expected: &str) {
     assert!(ours[0].contains(expected), "{opts}: got {:?}, expected {expected:?}", ours[0]);
 }
 
-/// The homes of the other supported runtimes (JDK 11, 21 and 25) that
-/// `scripts/test.sh` installs and lists in OXPROF_EXTRA_JDKS, each checked
-/// to hold `bin/java`.
-#[allow(dead_code)]
-pub fn extra_jdks() -> Vec<PathBuf> {
-    let v = std::env::var("OXPROF_EXTRA_JDKS").expect("OXPROF_EXTRA_JDKS is not set: run ./scripts/test.sh, which installs the JDK 11, 21 and 25 runtimes");
-    let homes: Vec<PathBuf> = std::env::split_paths(&v).collect();
-    assert!(!homes.is_empty(), "OXPROF_EXTRA_JDKS lists no runtime");
-    for h in &homes {
-        assert!(h.join("bin/java").is_file(), "{} has no bin/java", h.display());
-    }
-    homes
-}
+#[path = "../../../attach/tests/common/jdks.rs"]
+mod jdks;
+#[allow(unused_imports)]
+pub use jdks::extra_jdks;
 
 /// The feature version of the JVM `java` runs (`"21.0.8"` → 21), from
 /// `java -version`; 0 when it cannot be read.
