@@ -260,15 +260,16 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
         taken: taken.clone(),
         walks_at_start: crate::hotspot::fullwalk::signal_walks(),
     };
+    // Both watchers below note the libraries loaded every 100 ms with
+    // `cstack=fp`, so frames of one unloaded before the dump keep their
+    // names (the `cstack=dwarf` watcher does it itself).
+    let follow_libraries = config.cstack == CStack::Fp;
     let started = if engine.per_thread() {
         // The store's next pages are made resident ahead of the handler.
         store.prefault_ahead();
         let (taken, registry) = (taken.clone(), cx.threads.clone());
-        let follow_libraries = config.cstack == CStack::Fp;
         // The watcher runs this every 100 ms: a taken signal stops every
-        // timer, and the watcher with them. With `cstack=fp` it also notes
-        // the libraries loaded, so frames of one unloaded before the dump
-        // keep their names (the `cstack=dwarf` watcher does it itself).
+        // timer, and the watcher with them.
         let upkeep = move || {
             store.prefault_ahead();
             if follow_libraries {
@@ -286,7 +287,6 @@ pub fn start(cx: &StartContext) -> Result<Started, String> {
             // `[thread]`, as nothing read its name while it ran) and, every
             // 100 ms, looks whether SIGPROF was taken.
             let (registry, interval, taken) = (cx.threads.clone(), config.interval_ns, taken.clone());
-            let follow_libraries = config.cstack == CStack::Fp;
             let upkeep = move || {
                 if follow_libraries {
                     crate::native::symbols::note_loaded_libraries();
