@@ -9,6 +9,9 @@ OperatingSystemMXBean reading, after a 1 s settle), busy-loop throughput, and
 oxprof's in-agent counters (wall summary: handler_ns, sampler cost per thread
 and tick, signals vs reused samples).
 
+An earlier build joins as arm `oxprof-base` when OXPROF_BASE names its
+liboxprof.so (a before/after comparison in the same rounds).
+
 Usage: bench/wall/run.py [--rounds N] [--seconds S] [--scenarios idle1000,busy200]
 """
 import argparse, os, re, statistics, subprocess, sys, tempfile
@@ -30,6 +33,9 @@ def main():
     work = tempfile.mkdtemp(prefix="wall-bench.")
     subprocess.run(["javac", "-d", work, os.path.join(ROOT, "bench/wall/WallLoad.java")], check=True)
     arms = {"none": None, "oxprof": f"-agentpath:{AGENT}=start,event=wall,interval={a.interval},file={work}/ox.collapsed"}
+    base_lib = os.environ.get("OXPROF_BASE")
+    if base_lib and os.path.exists(base_lib):
+        arms["oxprof-base"] = f"-agentpath:{base_lib}=start,event=wall,interval={a.interval},file={work}/base.collapsed"
     ap_lib = os.environ.get("ASYNC_PROFILER")
     if ap_lib and os.path.exists(ap_lib):
         arms["async-profiler"] = f"-agentpath:{ap_lib}=start,event=wall,interval={a.interval},file={work}/ap.collapsed"
