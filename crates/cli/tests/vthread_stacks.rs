@@ -145,7 +145,8 @@ fn virtual_thread_stacks_are_whole_or_marked() {
 }
 
 /// A recording streamed to JFR marks lazily thawed stacks as the collapsed
-/// output does (no stack reads as if `enterSpecial` called the top frames),
+/// output does (no unmarked stack reads as if `enterSpecial` called the top
+/// frames),
 /// and its summary counts them (`frozen=`) as the CPU summary does.
 #[test]
 #[ignore = "needs OXPROF_EXTRA_JDKS; run by scripts/test.sh"]
@@ -160,9 +161,12 @@ fn streamed_jfr_marks_and_counts_frozen_frames() {
         let o = oxprof_cmd().args(["convert", rec.to_str().unwrap(), "-o", collapsed.to_str().unwrap()]).output().unwrap();
         assert!(o.status.success(), "{label}: convert: {}", text(&o.stderr));
         let cpu = read_collapsed(&collapsed);
+        // Unmarked ones: a stack under a failure marker (a walk inside
+        // HotSpot's thaw, which can meet the carrier's stale frames) is not
+        // passed off as whole.
         let jumps: Vec<String> = cpu
             .iter()
-            .filter(|(st, _)| st.windows(2).any(|w| w[0] == ENTRY[0] && w[1].starts_with("VtStacks.")))
+            .filter(|(st, _)| read(st, &truth) != Read::Failed && st.windows(2).any(|w| w[0] == ENTRY[0] && w[1].starts_with("VtStacks.")))
             .map(|(st, n)| format!("{n} {}", st.join(";")))
             .collect();
         let marked = samples_with(&cpu, FROZEN);
