@@ -43,8 +43,7 @@ use crate::log;
 use crate::native::unwind as native_unwind;
 use crate::output::Built;
 use crate::sampling::cpu::{trace_frames, Summary};
-use crate::sampling::cputime::monotonic_ns;
-use crate::sampling::cputime::thread_cpu_ns;
+use crate::sampling::cputime::{monotonic_ns, thread_cpu_ns};
 use crate::sampling::signal::{self, SignalContext, WALL_COOKIE, WALL_SIGNAL};
 use crate::sampling::store::SampleStore;
 use crate::sampling::taken::Taken;
@@ -217,9 +216,10 @@ fn group_due(tick_start: u64, interval_ns: u64, k: u64, groups: u64) -> u64 {
 /// thread at once. The sampler pauses for a group's moment only when it has
 /// a signal to send there: threads that have not run are counted again as
 /// it goes, without a wake-up per group (with 40 mostly idle threads at 50
-/// ms, those wake-ups were most of the sampler's CPU). (Sending a tick's signals in
-/// one burst made a saturated Jetty's 2 ms sleeps read 0.67–0.84 of their
-/// truth; spread out, 0.96, as async-profiler, which spreads them too.)
+/// ms, those wake-ups were most of the sampler's CPU). (Sending a tick's
+/// signals in one burst made a saturated Jetty's 2 ms sleeps read 0.67–0.84
+/// of their truth; spread out, 0.96, as async-profiler, which spreads them
+/// too.)
 /// Tick lengths drawn uniformly from half to one and a half intervals.
 /// Fixed ticks would look at a thread at the same point of every cycle of
 /// work that repeats at a divisor or multiple of the interval (busy 2 ms
