@@ -564,6 +564,8 @@ const ENTER: &str = "jdk.internal.vm.Continuation.enter";
 const ENTER0: &str = "jdk.internal.vm.Continuation.enter0";
 const CONTINUATION_RUN: &str = "jdk.internal.vm.Continuation.run";
 const CONTINUATION: &str = "jdk.internal.vm.Continuation.";
+/// The carrier's task that mounts a virtual thread and runs its continuation.
+const RUN_CONTINUATION: &str = "java.lang.VirtualThread.runContinuation";
 /// The starts of the names of HotSpot's (JDK 21+) functions that thaw a
 /// continuation.
 const THAW_FRAMES: [&str; 5] = ["thaw<", "Thaw<", "ThawBase::", "Continuation::prepare_thaw", "prepare_thaw_internal"];
@@ -614,10 +616,22 @@ pub fn virtual_thread_gap(frames: &[(&str, bool)]) -> VirtualGap {
     if let Some(i) = first_java.filter(|_| thawing && !reaches_entry()) {
         return VirtualGap::Broken(i);
     }
+    let jdk_code = |name: &str| name.starts_with("java.") || name.starts_with("jdk.") || name.starts_with("sun.");
+    // Above the carrier's task (`VirtualThread.runContinuation`, which
+    // mounts the thread, then `Continuation.run`), the thread's code only
+    // after the entry. A walk that crossed into the carrier's stale frames
+    // (seen on JDK 21: `mount;Thread.setCurrentThread;App.work`, with no
+    // continuation frame at all) is not whole.
+    let app_before_entry =
+        |from: usize| frames.iter().skip(from + 1).take_while(|&&(n, _)| n != ENTER_SPECIAL && n != ENTER).any(|&(n, java)| java && !jdk_code(n));
+    if let Some(task) = frames.iter().position(|&(name, _)| name == RUN_CONTINUATION) {
+        if app_before_entry(task) {
+            return VirtualGap::Broken(first_java.unwrap_or(0));
+        }
+    }
     if !frames.iter().any(|(name, _)| name.starts_with(CONTINUATION)) {
         return VirtualGap::None;
     }
-    let jdk_code = |name: &str| name.starts_with("java.") || name.starts_with("jdk.") || name.starts_with("sun.");
     let mut frozen = VirtualGap::None;
     for (i, &(name, _)) in frames.iter().enumerate() {
         let before = i.checked_sub(1).and_then(|b| frames.get(b)).map(|&(n, _)| n);
@@ -631,10 +645,7 @@ pub fn virtual_thread_gap(frames: &[(&str, bool)]) -> VirtualGap {
             ENTER => before.is_some_and(|b| b != ENTER_SPECIAL && !b.starts_with('[')) || next_java.is_some_and(|n| !n.starts_with(CONTINUATION)),
             ENTER0 => before != Some(ENTER),
             // Above `Continuation.run`, the thread's code only after the entry.
-            CONTINUATION_RUN => {
-                next_java.is_some_and(|n| n.starts_with("java.lang.VirtualThread"))
-                    || frames.iter().skip(i + 1).take_while(|&&(n, _)| n != ENTER_SPECIAL && n != ENTER).any(|&(n, java)| java && !jdk_code(n))
-            }
+            CONTINUATION_RUN => next_java.is_some_and(|n| n.starts_with("java.lang.VirtualThread")) || app_before_entry(i),
             _ => false,
         };
         if broken {
@@ -770,6 +781,12 @@ mod tests {
         // The return barrier's thaw under stale carrier frames (JDK 21, seen in CI).
         let stale = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;java.lang.VirtualThread.mount;java.lang.Thread.setCurrentThread;App.work;Continuation::prepare_thaw";
         assert_eq!(virtual_thread_gap(&java(stale)), VirtualGap::Broken(1));
+        // The same with no thaw frame: a VM function on top (JDK 21, seen in CI).
+        let stale = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;java.lang.VirtualThread.mount;java.lang.Thread.setCurrentThread;App.work;AccessInternal::PostRuntimeDispatch<G1BarrierSet::AccessBarrier<286822, G1BarrierSet>>::oop_access_barrier";
+        assert_eq!(virtual_thread_gap(&java(stale)), VirtualGap::Broken(1));
+        // The carrier mounting the thread, or running JDK code, is whole.
+        let mounting = "[w tid=1];java.util.concurrent.ForkJoinWorkerThread.run;java.lang.VirtualThread.runContinuation;java.lang.VirtualThread.mount;java.lang.Thread.setCurrentThread";
+        assert_eq!(virtual_thread_gap(&java(mounting)), VirtualGap::None);
         // A walk ending at enterSpecial (a `native` method, not a Java frame
         // in the flag) with a garbled middle: the marker goes below it.
         let garbled =
