@@ -109,15 +109,31 @@ fn recorded() -> &'static Recorded {
     REC.get_or_init(|| {
         let s = compiled("report-more");
         let jfr = s.path("rec.jfr");
-        let o = Command::new(java())
-            .current_dir(&s.0)
-            .arg(format!("-XX:StartFlightRecording=filename={},settings=profile,jdk.NativeMethodSample#enabled=false", jfr.display()))
-            .arg("-cp")
-            .arg(&s.0)
-            .arg("ReportMore")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        // The JDK 17 recording dumped at exit now and then holds no
+        // jdk.OldObjectSample at all (1 in about 20 here; the others hold
+        // 250): the JDK's doing, not oxprof's input handling, so such a
+        // recording is made again.
+        let mut attempts = 0;
+        let o = loop {
+            attempts += 1;
+            let o = Command::new(java())
+                .current_dir(&s.0)
+                .arg(format!("-XX:StartFlightRecording=filename={},settings=profile,jdk.NativeMethodSample#enabled=false", jfr.display()))
+                .arg("-cp")
+                .arg(&s.0)
+                .arg("ReportMore")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let summary = Command::new(tool("jfr")).arg("summary").arg(&jfr).output().unwrap();
+            let old_objects = text(&summary.stdout)
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("jdk.OldObjectSample ").and_then(|n| n.split_whitespace().next()?.parse::<u64>().ok()))
+                .unwrap_or(0);
+            if old_objects > 0 || attempts == 3 {
+                break o;
+            }
+        };
         let truth = truth_line(&text(&o.stdout));
         assert_eq!(truth.get("kept"), Some(&2000.0), "{}", text(&o.stdout));
         Recorded { _s: s, jfr, truth }
