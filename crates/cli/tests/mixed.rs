@@ -162,7 +162,9 @@ fn cstack_no_gives_java_frames_only() {
     let stacks = read_collapsed(&out);
     let (all, native, _) = deflate_shares(&stacks);
     assert!(all >= 100, "only {all} samples in Deflater.deflateBytes");
-    assert_eq!(native, 0, "native frames with cstack=no");
+    let beneath: Vec<String> =
+        stacks.iter().filter(|(st, _)| deflate_frame(st).is_some_and(|i| i + 1 < st.len())).map(|(st, n)| format!("{n} {}", st.join(";"))).collect();
+    assert_eq!(native, 0, "frames beneath deflateBytes with cstack=no:\n{}", beneath.join("\n"));
     assert_eq!(summary(&err)["native_samples"], "0");
     // JVM threads are back to one marker frame each.
     for (st, _) in stacks.iter().filter(|(st, _)| st[0].starts_with("[C2 CompilerThread") || st[0].starts_with("[GC Thread")) {
