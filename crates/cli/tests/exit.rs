@@ -12,18 +12,6 @@ fn no_crash_report(dir: &std::path::Path) {
     assert!(crashes.is_empty(), "the JVM crashed: {:?}", crashes.iter().map(|e| e.path()).collect::<Vec<_>>());
 }
 
-/// `jfr summary` reads the file and counts `event` events.
-fn jfr_count(path: &std::path::Path, event: &str) -> u64 {
-    let o = std::process::Command::new(tool("jfr")).arg("summary").arg(path).output().unwrap();
-    assert!(o.status.success(), "jfr summary {}: {}", path.display(), text(&o.stderr));
-    text(&o.stdout)
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(event))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn system_exit_from_sixteen_threads_at_once() {
     let s = Scratch::new("exit-many");

@@ -125,12 +125,7 @@ fn recorded() -> &'static Recorded {
                 .output()
                 .unwrap();
             assert!(o.status.success(), "{}", text(&o.stderr));
-            let summary = Command::new(tool("jfr")).arg("summary").arg(&jfr).output().unwrap();
-            let old_objects = text(&summary.stdout)
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("jdk.OldObjectSample ").and_then(|n| n.split_whitespace().next()?.parse::<u64>().ok()))
-                .unwrap_or(0);
-            if old_objects > 0 || attempts == 3 {
+            if jfr_count(&jfr, "jdk.OldObjectSample") > 0 || attempts == 3 {
                 break o;
             }
         };

@@ -219,6 +219,18 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `jfr summary` reads the file and counts `event` events.
+pub fn jfr_count(path: &Path, event: &str) -> u64 {
+    let o = Command::new(tool("jfr")).arg("summary").arg(path).output().unwrap();
+    assert!(o.status.success(), "jfr summary {}: {}", path.display(), text(&o.stderr));
+    text(&o.stdout)
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(event))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The root frames the agent gives a Java thread's sample whose stack walk
 /// failed (above them: native frames, or the Java frames of a walk that
 /// stopped short).
